@@ -1,0 +1,49 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# rpcrdma2 — out-of-tree module build plus the project's entry points.
+#
+#   make                 build rpcrdma2.ko against KDIR
+#   make KDIR=<dir>      ... against your own kernel build tree
+#   make kernel          build (or reuse) the cached testbed kernel
+#   make check           every test: host, KUnit in a guest, guest integration
+#   make demo            boot the two guests and show rpcrdma2 in use
+#   make clean
+
+# Default KDIR: the testbed kernel cached outside the repository.
+KDIR ?= $(shell tools/testing/kernel/build.sh --kdir)
+LLVM ?= -15
+RUSTC ?= /usr/bin/rustc
+BINDGEN ?= $(shell command -v bindgen 2>/dev/null || echo $(HOME)/.cargo/bin/bindgen)
+export LIBCLANG_PATH ?= /usr/lib/llvm-15/lib
+
+KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN)
+
+.PHONY: all modules kernel check demo host-test kunit integration clean
+
+all: modules
+
+modules:
+	@test -f $(KDIR)/Makefile || { echo "error: no kernel build tree at KDIR=$(KDIR): run 'make kernel' or pass KDIR=" >&2; exit 1; }
+	$(KMAKE) modules
+
+kernel:
+	tools/testing/kernel/build.sh
+
+check:
+	tools/testing/check.sh
+
+host-test:
+	tools/testing/check.sh host
+
+kunit:
+	tools/testing/check.sh kunit
+
+integration:
+	tools/testing/check.sh integration
+
+demo:
+	tools/testing/demo.sh
+
+clean:
+	@if test -f $(KDIR)/Makefile; then $(KMAKE) clean; fi
+	rm -f rpcrdma/bindings_generated.rs

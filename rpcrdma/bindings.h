@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Input to the module-local bindgen step (see Kbuild): the kernel headers
+ * whose types and exported functions rpcrdma2 uses, plus the C shim's
+ * prototypes.
+ */
+#include <linux/errno.h>
+#include <linux/sunrpc/clnt.h>
+#include <linux/sunrpc/xprt.h>
+#include <linux/sunrpc/xdr.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/rdma_cm.h>
+
+#include "shim.h"

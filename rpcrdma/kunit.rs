@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! KUnit suites in Rust for Linux 6.12.
+//!
+//! 6.12 has no `#[kunit_tests]` (it arrived in 6.15), so [`kunit_suite!`]
+//! builds what `kunit_test_suites()` builds in C: a zero-terminated
+//! `kunit_case` array, a `kunit_suite` pointing at it, and a pointer to the
+//! suite in the `.kunit_test_suites` section, which KUnit runs when the
+//! module is loaded and reports as KTAP in the kernel log.
+//!
+//! A test case is a plain `fn() -> TestResult`. The [`kassert!`] and
+//! [`kassert_eq!`] macros print a KUnit-style failure message and return
+//! early; the generated trampoline then marks the case failed, exactly as
+//! `kunit_set_failure()` does.
+
+use core::fmt;
+use kernel::bindings;
+
+/// A failed test case; the failure has already been reported.
+#[derive(Debug)]
+pub struct Failure;
+
+/// What a test case returns.
+pub type TestResult = core::result::Result<(), Failure>;
+
+/// Reports a failed assertion in KUnit's format.
+pub fn report(case: &str, file: &str, line: u32, args: fmt::Arguments<'_>) {
+    kernel::kunit::err(format_args!(
+        "    # {}: ASSERTION FAILED at {}:{}\n    {}\n",
+        case, file, line, args
+    ));
+}
+
+/// Runs one case and records its outcome in the running test.
+///
+/// # Safety
+///
+/// `test` must be the `struct kunit` KUnit passed to the case.
+pub unsafe fn run_case(test: *mut bindings::kunit, case: fn() -> TestResult) {
+    if case().is_err() {
+        // SAFETY: `test` is valid (function precondition); this is
+        // `kunit_set_failure()`, a WRITE_ONCE of the status.
+        unsafe {
+            core::ptr::addr_of_mut!((*test).status)
+                .write_volatile(bindings::kunit_status_KUNIT_FAILURE)
+        };
+    }
+}
+
+/// Turns a suite name into the fixed-size, NUL-padded array `kunit_suite`
+/// holds. Fails the build for names of 256 bytes or more.
+pub const fn suite_name(name: &str) -> [kernel::ffi::c_char; 256] {
+    let bytes = name.as_bytes();
+    assert!(bytes.len() < 256, "KUnit suite name too long");
+    let mut out = [0; 256];
+    let mut i = 0;
+    while i < bytes.len() {
+        out[i] = bytes[i] as kernel::ffi::c_char;
+        i += 1;
+    }
+    out
+}
+
+/// Asserts that a condition holds; on failure reports it and fails the case.
+#[macro_export]
+macro_rules! kassert {
+    ($cond:expr $(,)?) => {
+        if !$cond {
+            $crate::kunit::report(
+                module_path!(),
+                file!(),
+                line!(),
+                format_args!("Expected {} to be true", stringify!($cond)),
+            );
+            return Err($crate::kunit::Failure);
+        }
+    };
+}
+
+/// Asserts that two expressions are equal; on failure reports both values.
+#[macro_export]
+macro_rules! kassert_eq {
+    ($left:expr, $right:expr $(,)?) => {
+        match (&$left, &$right) {
+            (l, r) => {
+                if !(*l == *r) {
+                    $crate::kunit::report(
+                        module_path!(),
+                        file!(),
+                        line!(),
+                        format_args!(
+                            "Expected {} == {}\n        left: {:?}\n        right: {:?}",
+                            stringify!($left),
+                            stringify!($right),
+                            l,
+                            r
+                        ),
+                    );
+                    return Err($crate::kunit::Failure);
+                }
+            }
+        }
+    };
+}
+
+/// Declares a KUnit suite from test functions in the current module.
+///
+/// ```ignore
+/// kunit_suite!(rpcrdma2_example { case_one, case_two });
+/// fn case_one() -> TestResult { kassert!(1 + 1 == 2); Ok(()) }
+/// ```
+///
+/// Creates a module named after the suite holding the C-ABI trampolines,
+/// the case array, the suite and its `.kunit_test_suites` entry.
+#[macro_export]
+macro_rules! kunit_suite {
+    ($suite:ident { $($case:ident),+ $(,)? }) => {
+        #[allow(non_snake_case, missing_docs)]
+        mod $suite {
+            use kernel::bindings::{kunit, kunit_case, kunit_suite};
+
+            $(
+                /// KUnit entry point for the case of the same name.
+                ///
+                /// # Safety
+                ///
+                /// Called by KUnit with the running test.
+                unsafe extern "C" fn $case(test: *mut kunit) {
+                    // SAFETY: KUnit passes the running test.
+                    unsafe { $crate::kunit::run_case(test, super::$case) }
+                }
+            )+
+
+            const N: usize = [$(stringify!($case)),+].len();
+
+            const fn case(
+                name: &'static core::ffi::CStr,
+                run: unsafe extern "C" fn(*mut kunit),
+            ) -> kunit_case {
+                kunit_case {
+                    run_case: Some(run),
+                    name: name.as_ptr().cast(),
+                    // SAFETY: all-zero is the valid "unset" value of the
+                    // remaining fields, as in C's designated initialisers.
+                    ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
+                }
+            }
+
+            static mut CASES: [kunit_case; N + 1] = [
+                $(case(
+                    // SAFETY: the literal is NUL-terminated with no interior NUL.
+                    unsafe {
+                        core::ffi::CStr::from_bytes_with_nul_unchecked(
+                            concat!(stringify!($case), "\0").as_bytes(),
+                        )
+                    },
+                    $case,
+                ),)+
+                // SAFETY: an all-zero case terminates the array.
+                unsafe { core::mem::MaybeUninit::zeroed().assume_init() },
+            ];
+
+            static mut SUITE: kunit_suite = kunit_suite {
+                name: $crate::kunit::suite_name(stringify!($suite)),
+                test_cases: core::ptr::addr_of_mut!(CASES).cast(),
+                // SAFETY: all-zero is the valid "unset" value of the rest.
+                ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
+            };
+
+            #[used]
+            #[link_section = ".kunit_test_suites"]
+            static mut ENTRY: *const kunit_suite = core::ptr::addr_of!(SUITE);
+        }
+    };
+}

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rpcrdma2: an RPC-over-RDMA client transport for the Linux SUNRPC layer.
+//!
+//! The module registers the `rdma` transport class (ident
+//! `XPRT_TRANSPORT_RDMA`, netids `rdma` and `rdma6`) so that
+//! `mount -o proto=rdma` carries NFS over RPC-over-RDMA version 2
+//! (draft-ietf-nfsv4-rpcrdma-version-two-00), falling back to version 1
+//! (RFC 8166) when the server only speaks version 1.
+//!
+//! Layering: [`bindings`] holds the raw FFI generated at build time;
+//! [`sunrpc`] (and later `ib`) are the only modules with `unsafe` and expose
+//! safe wrappers; everything else is transport logic on top of them.
+
+use kernel::prelude::*;
+
+pub mod bindings;
+pub mod errno;
+#[macro_use]
+pub mod kunit;
+pub mod sunrpc;
+pub mod transport;
+
+#[cfg(CONFIG_KUNIT)]
+mod tests;
+
+module! {
+    type: Rpcrdma2,
+    name: "rpcrdma2",
+    author: "The rpcrdma2 developers",
+    description: "RPC-over-RDMA (version 2 and 1) client transport, in Rust",
+    license: "GPL",
+}
+
+/// The module state: keeps the transport class registered while loaded.
+struct Rpcrdma2 {
+    _class: sunrpc::ClassRegistration,
+}
+
+impl kernel::Module for Rpcrdma2 {
+    fn init(_module: &'static ThisModule) -> Result<Self> {
+        let class = sunrpc::ClassRegistration::new()?;
+        pr_info!("RPC-over-RDMA transport 'rdma' registered (netids rdma, rdma6)\n");
+        Ok(Rpcrdma2 { _class: class })
+    }
+}

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make check: every test of the project, in dependency order, with timings.
+#
+#   check.sh                 all phases
+#   check.sh PHASE...        only these (host kernel module kunit integration)
+#
+# A phase whose prerequisite phase failed is reported as failed too (never
+# silently skipped).  Ends with a "N passed, N failed" line; exits non-zero
+# if anything failed.
+
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+cd "$RPCRDMA2_TOP"
+
+ALL=(host kernel module kunit integration)
+declare -A needs=([module]=kernel [kunit]=module [integration]=module)
+declare -A status=() took=()
+
+phase_host() {
+	step "codec: fmt, clippy, tests, fuzz" xdr/check.sh
+	step "KTAP checker self-test" tools/testing/kunit/selftest.sh
+}
+
+phase_kernel() {
+	tools/testing/kernel/build.sh >/dev/null
+}
+
+phase_module() {
+	make -s modules
+	[ -f rpcrdma2.ko ] || die "make modules produced no rpcrdma2.ko"
+}
+
+phase_kunit() {
+	tools/testing/kunit/run.sh
+}
+
+phase_integration() {
+	tools/testing/integration/run-all.sh
+}
+
+run_phase() {
+	local p=$1 dep=${needs[$1]:-} t0 rc
+	if [ -n "$dep" ] && [ "${status[$dep]:-}" = FAIL ]; then
+		log "phase $p: not run because phase $dep failed"
+		status[$p]=FAIL took[$p]=0
+		return
+	fi
+	log "===== phase $p ====="
+	t0=$(date +%s)
+	( "phase_$p" )
+	rc=$?
+	took[$p]=$(($(date +%s) - t0))
+	if [ $rc = 0 ]; then status[$p]=PASS; else status[$p]=FAIL; fi
+	log "===== phase $p: ${status[$p]} in ${took[$p]} s ====="
+}
+
+phases=("$@")
+((${#phases[@]})) || phases=("${ALL[@]}")
+for p in "${phases[@]}"; do
+	declare -F "phase_$p" >/dev/null || die "unknown phase '$p' (have: ${ALL[*]})"
+done
+for p in "${phases[@]}"; do run_phase "$p"; done
+
+pass=0 fail=0
+echo
+echo "phase        result  seconds"
+for p in "${phases[@]}"; do
+	printf '%-12s %-7s %s\n' "$p" "${status[$p]}" "${took[$p]}"
+	if [ "${status[$p]}" = PASS ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
+done
+echo "check: $pass passed, $fail failed"
+[ $fail = 0 ]

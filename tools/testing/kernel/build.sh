@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Build (or reuse) the rpcrdma2 testbed kernel.
+#
+#   build.sh            install missing prerequisites, build, print KDIR
+#   build.sh --kdir     print the build directory for the current key (no build)
+#   build.sh --check    exit 0 iff the cached build for the current key exists
+#
+# The kernel is Debian's linux-source-6.12 configured with allnoconfig plus
+# config.fragment, built with Debian's rustc and clang-15, and cached under
+# $RPCRDMA2_CACHE/kernel/<version>-<key>/ where <key> hashes the source
+# package version, the fragment, this script and the toolchain versions.
+# A cache entry is used only when its .complete stamp exists.
+
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+FRAGMENT=$HERE/config.fragment
+DEB_PKGS=(linux-source-6.12 rustc-web rust-web-src clang-15 lld-15 llvm-15
+	  libclang-15-dev flex bison bc libelf-dev libssl-dev cpio kmod xz-utils
+	  make python3)
+BINDGEN_VERSION=0.73.2
+
+src_version() {
+	dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || true
+}
+
+cache_key() {
+	{
+		# Bump when the build recipe below changes what gets built.
+		echo "recipe=1"
+		echo "src=$(src_version)"
+		cat "$FRAGMENT"
+		"$RPCRDMA2_RUSTC" --version 2>/dev/null || echo no-rustc
+		"clang$RPCRDMA2_LLVM" --version 2>/dev/null | head -1 || echo no-clang
+		"$RPCRDMA2_BINDGEN" --version 2>/dev/null || echo no-bindgen
+	} | sha256sum | cut -c1-16
+}
+
+kernel_dir() {
+	local v; v=$(src_version); v=${v%%-*}
+	echo "$RPCRDMA2_CACHE/kernel/${v:-unknown}-$(cache_key)"
+}
+
+install_prereqs() {
+	local missing=() p
+	for p in "${DEB_PKGS[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+			missing+=("$p")
+	done
+	if ((${#missing[@]})); then
+		log "installing Debian packages: ${missing[*]}"
+		[ "$(id -u)" = 0 ] || die "missing packages ${missing[*]} and not root: install them"
+		apt-get update -qq || die "apt-get update failed"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			"${missing[@]}" >/dev/null || die "apt-get install ${missing[*]} failed"
+	fi
+	if ! "$RPCRDMA2_BINDGEN" --version 2>/dev/null | grep -q "$BINDGEN_VERSION"; then
+		command -v cargo >/dev/null || die "bindgen missing and no cargo to install it"
+		log "installing bindgen-cli $BINDGEN_VERSION with cargo"
+		cargo install --locked --quiet "bindgen-cli@$BINDGEN_VERSION" ||
+			die "cargo install bindgen-cli@$BINDGEN_VERSION failed"
+		RPCRDMA2_BINDGEN=$HOME/.cargo/bin/bindgen
+	fi
+	[ -x "$RPCRDMA2_RUSTC" ] || die "no rustc at $RPCRDMA2_RUSTC (Debian package rustc-web)"
+	[ -d /usr/lib/rustlib/src/rust/library ] ||
+		die "no Rust library source at /usr/lib/rustlib/src/rust/library (rust-web-src)"
+}
+
+unpack_source() {
+	local v src
+	v=$(src_version)
+	src=$RPCRDMA2_CACHE/src/linux-source-${v//[~+:]/_}
+	if [ ! -f "$src/.unpacked" ]; then
+		log "unpacking linux-source-6.12 ($v) into $src"
+		rm -rf "$src" && mkdir -p "$src.tmp"
+		tar -C "$src.tmp" -xf /usr/src/linux-source-6.12.tar.xz ||
+			die "cannot unpack /usr/src/linux-source-6.12.tar.xz"
+		mv "$src.tmp/linux-source-6.12" "$src" && rmdir "$src.tmp"
+		touch "$src/.unpacked"
+	fi
+	echo "$src"
+}
+
+verify_config() {
+	local cfg=$1 bad=0 line sym want
+	while IFS= read -r line; do
+		case "$line" in
+		CONFIG_*=*)
+			grep -qxF -- "$line" "$cfg" || { log "config: wanted '$line', got '$(grep -E "^(# )?${line%%=*}[= ]" "$cfg" || echo unset)'"; bad=1; }
+			;;
+		"# CONFIG_"*" is not set")
+			sym=${line#\# }; sym=${sym%% *}
+			! grep -q "^$sym=" "$cfg" || { log "config: wanted $sym unset"; bad=1; }
+			;;
+		esac
+	done <"$FRAGMENT"
+	return $bad
+}
+
+build() {
+	local src out kdir start
+	install_prereqs
+	kdir=$(kernel_dir)
+	if [ -f "$kdir/.complete" ]; then
+		log "kernel cache hit: $kdir"
+		echo "$kdir/build"
+		return
+	fi
+	start=$(date +%s)
+	src=$(unpack_source)
+	out=$kdir/build
+	mkdir -p "$out"
+	mapfile -t vars < <(kmake_vars)
+	local jobs=$(($(nproc) + 1))
+	step "rustavailable" make -s -C "$src" O="$out" "${vars[@]}" rustavailable
+	step "configure (allnoconfig + fragment)" make -s -C "$src" O="$out" "${vars[@]}" \
+		KCONFIG_ALLCONFIG="$FRAGMENT" allnoconfig
+	verify_config "$out/.config" || die "config fragment did not apply (see above)"
+	log "building kernel in $out with -j$jobs (a cold build takes ~10-20 min)"
+	step "kernel build" make -s -C "$src" O="$out" "${vars[@]}" -j"$jobs" bzImage modules
+	rm -rf "$kdir/mods"
+	step "modules_install" make -s -C "$src" O="$out" "${vars[@]}" \
+		INSTALL_MOD_PATH="$kdir/mods" INSTALL_MOD_STRIP=1 modules_install
+	cp "$out/arch/x86/boot/bzImage" "$kdir/bzImage"
+	make -s -C "$src" O="$out" kernelrelease >"$kdir/kernelrelease"
+	touch "$kdir/.complete"
+	log "kernel built in $(($(date +%s) - start)) s: $kdir"
+	echo "$out"
+}
+
+case "${1:-}" in
+--kdir) echo "$(kernel_dir)/build" ;;
+--check) [ -f "$(kernel_dir)/.complete" ] ;;
+"") mkdir -p "$RPCRDMA2_CACHE"
+    exec 9>"$RPCRDMA2_CACHE/.build.lock"
+    flock 9 # one build at a time per cache
+    build ;;
+*) die "usage: $0 [--kdir|--check]" ;;
+esac
