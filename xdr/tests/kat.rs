@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Runs the core-only known-answer self tests (the ones the kernel also runs
+//! under KUnit) one by one, so a failure names the test and the line.
+
+use rpcrdma_xdr::selftest::SELF_TESTS;
+
+#[test]
+fn self_tests() {
+    let mut failed = Vec::new();
+    for t in SELF_TESTS {
+        if let Err(f) = (t.run)() {
+            failed.push(format!("{}: selftest.rs:{}: {}", t.name, f.line, f.what));
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "self tests failed:\n{}",
+        failed.join("\n")
+    );
+}
+
+#[test]
+fn run_all_counts() {
+    assert_eq!(rpcrdma_xdr::selftest::run_all(), Ok(SELF_TESTS.len()));
+}
