@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run the guest integration tests (tools/testing/vm/run.sh per test) and
+# close with the line 'N passed, N failed' (', N skipped' when some were).
+#
+#   run-all.sh [--list] [--no-kernel-build] [--results DIR] [TEST...]
+#
+# A test is a client script in this directory with a line
+#   # integration-test: DESCRIPTION
+# and optionally
+#   # run.sh-options: OPTIONS...   (e.g. --timeout 900 --allow-rpcrdma-autoload)
+#   # run.sh-args: ARGS...         (passed to the script)
+# TEST names a test (file name with or without .sh); default: all of them.
+# A script exits 0 (pass), 77 (skipped, e.g. rpcrdma2.ko not built) or
+# anything else (fail).  Without --no-kernel-build a missing testbed kernel
+# is built first (tools/testing/kernel/build.sh, ~20 min cold).
+
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$HERE/../lib.sh"
+RUN=$RPCRDMA2_TOP/tools/testing/vm/run.sh
+KBUILD=$RPCRDMA2_TOP/tools/testing/kernel/build.sh
+
+list=0 build_kernel=1 results=
+while (($#)); do
+	case $1 in
+	--list) list=1; shift ;;
+	--no-kernel-build) build_kernel=0; shift ;;
+	--results) results=${2:?--results needs DIR}; shift 2 ;;
+	-h | --help) sed -n '3,18s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-*) echo "${0##*/}: unknown option $1" >&2; exit 2 ;;
+	*) break ;;
+	esac
+done
+
+all_tests() {
+	grep -l '^# integration-test:' "$HERE"/*.sh 2>/dev/null | sort
+}
+field() { # FILE KEY: the value of '# KEY: value' in FILE
+	sed -n "s/^# $2:[[:space:]]*//p" "$1" | head -n 1
+}
+
+tests=()
+if (($#)); then
+	for t in "$@"; do
+		f=$HERE/${t%.sh}.sh
+		if ! [ -f "$f" ] || ! grep -q '^# integration-test:' "$f"; then
+			echo "${0##*/}: no integration test '$t'" >&2
+			exit 2
+		fi
+		tests+=("$f")
+	done
+else
+	mapfile -t tests < <(all_tests)
+fi
+if ((list)); then
+	for f in "${tests[@]}"; do
+		printf '%-20s %s\n' "$(basename "$f" .sh)" "$(field "$f" integration-test)"
+	done
+	exit 0
+fi
+((${#tests[@]})) || { echo "${0##*/}: no integration tests found" >&2; exit 2; }
+
+passed=0 failed=0 skipped=0 summary=()
+closing() {
+	local line="$passed passed, $failed failed"
+	((skipped == 0)) || line+=", $skipped skipped"
+	echo
+	echo "integration tests (results: $results):"
+	printf '  %s\n' "${summary[@]}"
+	echo "$line"
+}
+
+if [ -z "$results" ]; then
+	results=$RPCRDMA2_CACHE/vm/integration/$(date +%Y%m%d-%H%M%S)-$$
+fi
+mkdir -p "$results"
+results=$(cd "$results" && pwd)
+
+if ! "$KBUILD" --check; then
+	if ((build_kernel)); then
+		log "integration: testbed kernel not built yet; building it (~20 min cold)"
+		if ! "$KBUILD" >"$results/kernel-build.log" 2>&1; then
+			tail -n 30 "$results/kernel-build.log" >&2
+			failed=${#tests[@]}
+			summary=("FAIL all: kernel build failed (see $results/kernel-build.log)")
+			closing
+			exit 1
+		fi
+	else
+		failed=${#tests[@]}
+		summary=("FAIL all: testbed kernel not built (tools/testing/kernel/build.sh)")
+		closing
+		exit 1
+	fi
+fi
+
+for f in "${tests[@]}"; do
+	name=$(basename "$f" .sh)
+	read -ra opts <<<"$(field "$f" run.sh-options)"
+	read -ra args <<<"$(field "$f" run.sh-args)"
+	log "integration: === $name: $(field "$f" integration-test)"
+	start=$SECONDS
+	rc=0
+	"$RUN" --results "$results/$name" "${opts[@]}" "$f" "${args[@]}" 2>&1 |
+		tee "$results/$name.log" || rc=${PIPESTATUS[0]}
+	secs=$((SECONDS - start))
+	case $rc in
+	0) passed=$((passed + 1)); res=PASS ;;
+	77) skipped=$((skipped + 1)); res=SKIP ;;
+	124) failed=$((failed + 1)); res="FAIL (timeout)" ;;
+	125) failed=$((failed + 1)); res="FAIL (testbed error)" ;;
+	*) failed=$((failed + 1)); res="FAIL (exit $rc)" ;;
+	esac
+	summary+=("$(printf '%-20s %s  %ds' "$name" "$res" "$secs")")
+	log "integration: $name: $res in ${secs}s"
+done
+closing
+((failed == 0))

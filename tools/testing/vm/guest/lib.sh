@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+#
+# Helpers for client scripts run by tools/testing/vm/run.sh.  In the client
+# guest, source it with:   . "$TESTBED_LIB"
+#
+# Environment provided by the testbed (see Documentation/testing.rst):
+#   SERVER_IP CLIENT_IP NFS_SERVER NFS_EXPORT NFS_RDMA_PORT NFS_TCP_PORT
+#   RESULTS (this run's client results dir, also the cwd) SRC (repository,
+#   read-only) MODS (modules_install tree) KREL (uname -r) TESTBED_LIB TESTBED=1
+
+TB_SKIP=77
+
+tb_log() { printf '[%s] %s\n' "$(cut -d' ' -f1 /proc/uptime)" "$*"; }
+tb_die() {
+	printf '[%s] FAIL: %s\n' "$(cut -d' ' -f1 /proc/uptime)" "$*" >&2
+	exit 1
+}
+# tb_skip REASON: end the script as skipped (exit 77).
+tb_skip() {
+	printf '[%s] SKIP: %s\n' "$(cut -d' ' -f1 /proc/uptime)" "$*" >&2
+	exit "$TB_SKIP"
+}
+# tb_step DESC CMD...: run CMD; on failure die naming DESC.
+tb_step() {
+	local desc=$1 rc=0
+	shift
+	tb_log "$desc"
+	"$@" || rc=$?
+	((rc == 0)) || tb_die "$desc: '$*' exited $rc"
+}
+
+# tb_modprobe ARGS...: modprobe from the guest's module tree.
+tb_modprobe() { modprobe -d "$MODS" "$@"; }
+
+# tb_allow_rpcrdma_autoload: let the kernel autoload the stock rpcrdma
+# (blocked on the client by default; see /testbed/modprobe).
+tb_allow_rpcrdma_autoload() { rm -f /run/testbed/block-rpcrdma; }
+
+# tb_transports: the registered RPC transport classes, one a line.
+tb_transports() { cat /proc/sys/sunrpc/transports; }
+
+# tb_has_transport NAME: is an xprt class NAME (rdma, tcp, ...) registered?
+tb_has_transport() { awk '{print $1}' /proc/sys/sunrpc/transports | grep -qx "$1"; }
+
+# tb_mount VERS PROTO MNT [EXTRA_OPTS]: mount the server's export.
+#   VERS 3, 4.0, 4.1, 4.2; PROTO rdma (port $NFS_RDMA_PORT) or tcp.
+tb_mount() {
+	local vers=$1 proto=$2 mnt=$3 extra=${4:-} opts
+	opts="vers=$vers,proto=$proto,sec=sys"
+	[ "$proto" = rdma ] && opts+=",port=$NFS_RDMA_PORT"
+	[ "$vers" = 3 ] && opts+=",nolock"
+	[ -n "$extra" ] && opts+=",$extra"
+	mkdir -p "$mnt"
+	tb_log "mount -t nfs -o $opts $NFS_SERVER:$NFS_EXPORT $mnt"
+	timeout "${TB_MOUNT_TIMEOUT:-90}" mount -t nfs -o "$opts" "$NFS_SERVER:$NFS_EXPORT" "$mnt" ||
+		tb_die "mount vers=$vers proto=$proto on $mnt failed"
+}
+
+# tb_assert_proto MNT PROTO: the mount on MNT really uses transport PROTO
+# (/proc/mounts proto= and the xprt: line of /proc/self/mountstats).
+tb_assert_proto() {
+	local mnt=$1 proto=$2 opts xprt
+	opts=$(awk -v m="$mnt" '$2 == m {print $4}' /proc/mounts | tail -n 1)
+	[ -n "$opts" ] || tb_die "$mnt is not mounted"
+	case ",$opts," in
+	*",proto=$proto,"*) ;;
+	*) tb_die "$mnt: /proc/mounts has '$opts', expected proto=$proto" ;;
+	esac
+	xprt=$(awk -v m="$mnt" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $2}' \
+		/proc/self/mountstats | tail -n 1)
+	[ "$xprt" = "$proto" ] ||
+		tb_die "$mnt: /proc/self/mountstats shows xprt '${xprt:-none}', expected '$proto'"
+	tb_log "$mnt uses $proto (proc/mounts and mountstats agree)"
+}
+
+# tb_umount MNT: unmount, failing loudly if it does not go away.
+tb_umount() {
+	timeout "${TB_MOUNT_TIMEOUT:-90}" umount "$1" || tb_die "umount $1 failed"
+}
+
+# tb_drop_caches: write back and drop the page, dentry and inode caches.
+tb_drop_caches() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+}
+
+# tb_rmmod MOD [SECS]: unload MOD, retrying while it is still busy (an
+# rpc_xprt is torn down asynchronously after the last umount).
+tb_rmmod() {
+	local mod=$1 secs=${2:-20} i
+	for ((i = 0; i < secs * 5; i++)); do
+		grep -q "^$mod " /proc/modules || return 0
+		rmmod "$mod" 2>/dev/null && return 0
+		sleep 0.2
+	done
+	rmmod "$mod" || tb_die "rmmod $mod: still busy after ${secs} s"
+}
