@@ -4,7 +4,7 @@
 # xdr/check.sh - everything `make check` runs for the wire-format codec:
 #
 #   1. cargo fmt --check
-#   2. cargo clippy --all-targets, warnings denied
+#   2. cargo clippy --all-targets, warnings denied; cargo doc, warnings denied
 #   3. cargo test (known-answer vectors, property tests, negative tests)
 #   4. kernel-compatibility build: the codec module tree compiled the way
 #      the rpcrdma2 module includes it (#[path] from another crate root,
@@ -46,6 +46,10 @@ cargo fmt --all -- --check
 
 step "cargo clippy --all-targets -D warnings"
 cargo clippy --all-targets --quiet -- -D warnings
+
+step "cargo doc (rustdoc lints the kernel enables)"
+RUSTDOCFLAGS="-D warnings -W rustdoc::unescaped_backticks -W rustdoc::missing_crate_level_docs" \
+	cargo doc --no-deps --quiet
 
 step "cargo test"
 cargo test --quiet

@@ -3,7 +3,7 @@
 //! The segment / chunk model shared by v1 and v2.
 //!
 //! Both versions encode the Read list, the Write list and the Reply chunk
-//! identically (RFC 8166 §4.2.1, draft -00 §6.3.1: v2 only adds
+//! identically (RFC 8166; draft -00 §6.3.3: v2 only adds
 //! `rdma_inv_handle` in front):
 //!
 //! ```text
@@ -25,7 +25,7 @@ pub const SEGMENT_SIZE: usize = 16;
 /// Encoded size of one Read list entry: discriminant, position, segment.
 pub const READ_ENTRY_SIZE: usize = 24;
 
-/// An RDMA segment: a registered memory region (RFC 8166 §3.4.1).
+/// An RDMA segment: a registered memory region (RFC 8166 §3.4.3, draft -00 §4.4.3).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Segment {
     /// Steering tag (R_key) of the registered region.

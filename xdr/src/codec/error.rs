@@ -5,7 +5,7 @@
 //!
 //! [`Error::rdma2_err`] and [`Error::rdma1_err`] give the error code a
 //! responder would report for a decoding failure (RFC 8166 §5, draft -00
-//! §6.3.3); a requester never sends RDMA_ERROR and simply drops the message.
+//! §6.4.3); a requester never sends RDMA_ERROR and simply drops the message.
 
 use core::fmt;
 
@@ -128,7 +128,7 @@ impl Error {
     /// The `rdma_err` value a v2 responder returns in `RDMA2_ERROR` for this
     /// decoding failure, or `None` for encoder errors.
     ///
-    /// Flag violations map to `RDMA2_ERR_INVAL_FLAG` (draft -00 §6.3.3 says
+    /// Flag violations map to `RDMA2_ERR_INVAL_FLAG` (draft -00 §6.4.3 says
     /// `INVAL_HTYPE` for unrecognised flag combinations in one sentence and
     /// `INVAL_FLAG` everywhere else; we follow the latter, see
     /// Documentation/wire-formats.rst).

@@ -22,7 +22,7 @@ use super::props::PropSet;
 use super::stream::XdrReader;
 use super::{v1, v2};
 
-/// Size of the four words common to every version (RFC 8166 §4.2).
+/// Size of the four words common to every version (RFC 8166; draft -00 §6.3.1).
 pub const COMMON_LEN: usize = 16;
 
 /// The protocol (framing) of a header.
@@ -54,7 +54,7 @@ impl fmt::Display for Protocol {
     }
 }
 
-/// v2 `rdma_flags` (draft -00 §6.2.2). Always empty for v1 headers.
+/// v2 `rdma_flags` (draft -00 §6.3.2). Always empty for v1 headers.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Flags(u32);
 
@@ -110,7 +110,7 @@ impl Flags {
     }
 }
 
-/// The two halves of the v2 credit word (draft -00 §3.3.1): the low 16 bits
+/// The two halves of the v2 credit word (draft -00 §4.3.1): the low 16 bits
 /// are credits newly granted by the sender, the high 16 bits the maximum
 /// number of credits the sender allows outstanding. Neither may be zero in a
 /// valid grant; the codec carries them as they are and leaves that check to
@@ -151,7 +151,7 @@ impl Credits {
 
 /// The body of an error header, for both versions.
 ///
-/// Codes use the v2 numbering (draft -00 §6.3.3); v1 (RFC 8166 §4.2.2) has
+/// Codes use the v2 numbering (draft -00 §6.4.3); v1 (RFC 8166) has
 /// only `ERR_VERS` (1) and `ERR_CHUNK` (2), which share their values with
 /// `RDMA2_ERR_VERS` and `RDMA2_ERR_BAD_XDR`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -250,7 +250,7 @@ impl<'a> PropSet<'a> {
     }
 
     /// The property values this set gives, over the draft's defaults;
-    /// unknown properties are skipped, as §6.3.4 requires.
+    /// unknown properties are skipped, as §5.1 and §6.4.4 require.
     pub fn values(&self) -> TransportProperties {
         let mut t = TransportProperties::default();
         for p in self.iter() {

@@ -30,7 +30,7 @@ pub const FLAG_REMOTE_INVALIDATE: u8 = 0x01;
 pub const MIN_SIZE: u32 = 1024;
 /// Largest representable inline size.
 pub const MAX_SIZE: u32 = 256 * 1024;
-/// The RPC-over-RDMA v1 default inline threshold (RFC 8166 §3.3.2), assumed
+/// The RPC-over-RDMA v1 default inline threshold (RFC 8166 §3.3.3), assumed
 /// when the peer sends no valid private data (RFC 8797 §5.1).
 pub const V1_DEFAULT_INLINE: u32 = 1024;
 

@@ -157,7 +157,7 @@ const WSEGS: [Segment; 4] = [
 ];
 const RSEGS: [Segment; 1] = [seg(0x2000, 1024, 0x0000_7f00_1000_0000)];
 
-/// RDMA2_MSG, three empty lists (draft -00 §6.2, §6.3.1).
+/// RDMA2_MSG, three empty lists (draft -00 §6.3.2, §6.4.1).
 pub const KAT_V2_MSG: [u32; 9] = [XID, 2, CREDIT2, 0, 0, 0, 0, 0, 0];
 
 /// RDMA2_MSG, one Write chunk of four segments and a one-segment Reply chunk,
@@ -177,7 +177,7 @@ pub const KAT_V2_MSG_WRITE_REPLY: [u32; 32] = [
 ];
 
 /// RPC-over-RDMA v1 RDMA_MSG with one Read chunk of two segments at
-/// position 0x90 (RFC 8166 §4.2.1).
+/// position 0x90 (RFC 8166).
 #[rustfmt::skip]
 pub const KAT_V1_MSG_READ: [u32; 19] = [
     XID, 1, 128, 0,                             // xid, vers, credits, RDMA_MSG
@@ -661,7 +661,7 @@ fn v1_nomsg_and_errors() -> TestResult {
         matches!(decode(buf.get(..100).unwrap_or(&[])), Ok(h) if matches!(h.body, Body::NoMsg(m) if m.chunks.writes.len() == 1))
     );
 
-    // RDMA_ERROR / ERR_VERS and ERR_CHUNK (RFC 8166 §4.2.2).
+    // RDMA_ERROR / ERR_VERS and ERR_CHUNK (RFC 8166).
     check!(v1::encode_error(&mut buf, XID, 1, &ErrorBody::Vers { low: 1, high: 1 }) == Ok(28));
     check!(same(buf.get(..28).unwrap_or(&[]), &[XID, 1, 1, 4, 1, 1, 1]));
     check!(

@@ -307,7 +307,7 @@ pub fn encode_nomsg(
 }
 
 /// Encodes a credit grant refresh: `RDMA2_NOMSG`, `rdma_xid` 0, three empty
-/// chunk lists (draft -00 §6.3.2). `flags` tells the receiver how to read
+/// chunk lists (draft -00 §6.4.2). `flags` tells the receiver how to read
 /// the (zero) XID.
 pub fn encode_credit_grant(buf: &mut [u8], credit: u32, flags: Flags) -> Result<usize> {
     let p = Prefix {
@@ -318,7 +318,7 @@ pub fn encode_credit_grant(buf: &mut [u8], credit: u32, flags: Flags) -> Result<
     encode_nomsg(buf, &p, 0, &ChunkLists::EMPTY)
 }
 
-/// Encodes an `RDMA2_ERROR` message. `F_RESPONSE` is always set (§6.2.2:
+/// Encodes an `RDMA2_ERROR` message. `F_RESPONSE` is always set (§6.3.2:
 /// it MUST be). [`ErrorBody::Other`] may only carry a code draft -00 does not
 /// define.
 pub fn encode_error(buf: &mut [u8], xid: u32, credit: u32, err: &ErrorBody) -> Result<usize> {
