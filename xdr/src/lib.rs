@@ -28,7 +28,13 @@
     unsafe_op_in_unsafe_fn,
     non_ascii_idents,
     clippy::all,
-    clippy::undocumented_unsafe_blocks
+    clippy::undocumented_unsafe_blocks,
+    clippy::ignored_unit_patterns,
+    clippy::mut_mut,
+    clippy::needless_bitwise_bool,
+    clippy::no_mangle_with_rust_abi,
+    clippy::unnecessary_safety_comment,
+    clippy::unnecessary_safety_doc
 )]
 // No input may make the codec panic: in the kernel a panic is a BUG().
 #![cfg_attr(

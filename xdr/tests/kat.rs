@@ -24,3 +24,13 @@ fn self_tests() {
 fn run_all_counts() {
     assert_eq!(rpcrdma_xdr::selftest::run_all(), Ok(SELF_TESTS.len()));
 }
+
+#[test]
+fn kunit_case_names() {
+    let mut seen = std::collections::HashSet::new();
+    for t in SELF_TESTS {
+        assert_eq!(t.c_name.to_str().unwrap(), t.name);
+        assert!(seen.insert(t.name), "duplicate {}", t.name);
+        assert!(t.name.len() < 256);
+    }
+}

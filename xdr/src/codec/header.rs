@@ -373,39 +373,50 @@ pub fn dispatch(buf: &[u8]) -> Result<Dispatch> {
     let c = peek(buf)?;
     match c.vers {
         v1::VERSION => Ok(Dispatch::V1),
-        v2::VERSION => {
-            // A 28-byte message whose v1 reading is ERR_VERS for a range
-            // below 2 and whose v2 reading is invalid. In v2 framing word 4 is rdma_flags (which
-            // must be F_RESPONSE = 1 in RDMA2_ERROR, the same value as
-            // ERR_VERS) and word 5 the error code; with Linux's reply that is
-            // RDMA2_ERR_VERS, whose body would need 32 bytes.
-            if c.htype == v1::RDMA_ERROR
-                && buf.len() == v1::ERR_VERS_LEN
-                && v1::decode_body(buf, Protocol::V1).is_ok_and(|h| {
-                    // Only a responder without v2 support frames its reply
-                    // in v1; its range cannot reach 2.
-                    matches!(h.body, Body::Error(ErrorBody::Vers { low, high }) if low <= high && high < v2::VERSION)
-                })
-                && v2::decode(buf).is_err()
-            {
-                return Ok(Dispatch::V1FramedErrVers);
-            }
-            Ok(Dispatch::V2)
+        v2::VERSION if is_v1_framed_err_vers(buf, &c) && v2::decode(buf).is_err() => {
+            Ok(Dispatch::V1FramedErrVers)
         }
+        v2::VERSION => Ok(Dispatch::V2),
         v => Err(Error::new(ErrorKind::UnsupportedVersion(v), Item::Vers, 4)),
     }
 }
 
-/// Decodes a received transport header of either version.
+/// The v1 reading of `buf` is a complete `ERR_VERS` for a version range
+/// below 2: a 28-byte `RDMA_ERROR`. In v2 framing word 4 would be
+/// `rdma_flags` (which must be `F_RESPONSE` = 1 in `RDMA2_ERROR`, the same
+/// value as `ERR_VERS`) and word 5 the error code; with Linux's reply that
+/// is `RDMA2_ERR_VERS`, whose body would need 32 bytes. Only a responder
+/// without v2 support frames its reply in v1, so its range cannot reach 2.
+fn is_v1_framed_err_vers(buf: &[u8], c: &Common) -> bool {
+    c.htype == v1::RDMA_ERROR
+        && buf.len() == v1::ERR_VERS_LEN
+        && v1::decode_body(buf, Protocol::V1).is_ok_and(|h| {
+            matches!(h.body, Body::Error(ErrorBody::Vers { low, high })
+                if low <= high && high < v2::VERSION)
+        })
+}
+
+/// Decodes a received transport header of either version (the same choice
+/// as [`dispatch`], made with a single pass in the common case).
 ///
 /// `buf` must be exactly the received bytes (the Receive completion's
 /// `byte_len`): headers whose length the protocol fixes reject trailing
 /// bytes.
 pub fn decode(buf: &[u8]) -> Result<Header<'_>> {
-    match dispatch(buf)? {
-        Dispatch::V1 => v1::decode(buf),
-        Dispatch::V2 => v2::decode(buf),
-        Dispatch::V1FramedErrVers => v1::decode_body(buf, Protocol::V1),
+    let c = peek(buf)?;
+    match c.vers {
+        v1::VERSION => v1::decode_body(buf, Protocol::V1),
+        v2::VERSION => match v2::decode(buf) {
+            Ok(h) => Ok(h),
+            Err(e) => {
+                if is_v1_framed_err_vers(buf, &c) {
+                    v1::decode_body(buf, Protocol::V1)
+                } else {
+                    Err(e)
+                }
+            }
+        },
+        v => Err(Error::new(ErrorKind::UnsupportedVersion(v), Item::Vers, 4)),
     }
 }
 

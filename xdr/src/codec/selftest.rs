@@ -7,6 +7,8 @@
 //! run in the guest. The vectors are written from the specifications, one
 //! 32-bit XDR word per element.
 
+use core::ffi::CStr;
+
 use super::chunk::{ChunkLists, ReadSegment, Segment};
 use super::error::{ErrorKind, Item};
 use super::header::{
@@ -34,8 +36,23 @@ pub type TestResult = core::result::Result<(), Failure>;
 pub struct SelfTest {
     /// Test name (a valid KUnit case name).
     pub name: &'static str,
+    /// The same name, NUL-terminated, for `struct kunit_case.name`.
+    pub c_name: &'static CStr,
     /// The test.
     pub run: fn() -> TestResult,
+}
+
+macro_rules! case {
+    ($f:ident) => {
+        SelfTest {
+            name: stringify!($f),
+            c_name: match CStr::from_bytes_with_nul(concat!(stringify!($f), "\0").as_bytes()) {
+                Ok(c) => c,
+                Err(_) => c"selftest",
+            },
+            run: $f,
+        }
+    };
 }
 
 macro_rules! check {
@@ -51,62 +68,20 @@ macro_rules! check {
 
 /// Every self test.
 pub const SELF_TESTS: &[SelfTest] = &[
-    SelfTest {
-        name: "v2_msg_no_chunks",
-        run: v2_msg_no_chunks,
-    },
-    SelfTest {
-        name: "v2_msg_write_reply",
-        run: v2_msg_write_reply,
-    },
-    SelfTest {
-        name: "v2_nomsg_long_call",
-        run: v2_nomsg_long_call,
-    },
-    SelfTest {
-        name: "v2_credit_grant",
-        run: v2_credit_grant,
-    },
-    SelfTest {
-        name: "v2_error_bodies",
-        run: v2_error_bodies,
-    },
-    SelfTest {
-        name: "v2_connprop",
-        run: v2_connprop,
-    },
-    SelfTest {
-        name: "v2_rejects",
-        run: v2_rejects,
-    },
-    SelfTest {
-        name: "v1_msg_read_list",
-        run: v1_msg_read_list,
-    },
-    SelfTest {
-        name: "v1_nomsg_and_errors",
-        run: v1_nomsg_and_errors,
-    },
-    SelfTest {
-        name: "v1_rejects",
-        run: v1_rejects,
-    },
-    SelfTest {
-        name: "dispatch_versions",
-        run: dispatch_versions,
-    },
-    SelfTest {
-        name: "credit_word",
-        run: credit_word,
-    },
-    SelfTest {
-        name: "private_data",
-        run: private_data,
-    },
-    SelfTest {
-        name: "truncation_everywhere",
-        run: truncation_everywhere,
-    },
+    case!(v2_msg_no_chunks),
+    case!(v2_msg_write_reply),
+    case!(v2_nomsg_long_call),
+    case!(v2_credit_grant),
+    case!(v2_error_bodies),
+    case!(v2_connprop),
+    case!(v2_rejects),
+    case!(v1_msg_read_list),
+    case!(v1_nomsg_and_errors),
+    case!(v1_rejects),
+    case!(dispatch_versions),
+    case!(credit_word),
+    case!(private_data),
+    case!(truncation_everywhere),
 ];
 
 /// Runs every self test; returns the number run, or the first failure with

@@ -93,6 +93,12 @@ pub struct DecodedPrefix {
 /// bytes that follow it (used to reassemble continued `RDMA2_CONNPROP`).
 pub fn decode_prefix(buf: &[u8]) -> Result<(DecodedPrefix, &[u8])> {
     let mut r = XdrReader::new(buf);
+    let p = read_prefix(&mut r)?;
+    Ok((p, r.rest()))
+}
+
+#[inline]
+fn read_prefix(r: &mut XdrReader<'_>) -> Result<DecodedPrefix> {
     let xid = r.u32(Item::Xid)?;
     let vers = r.u32(Item::Vers)?;
     if vers != VERSION {
@@ -104,22 +110,18 @@ pub fn decode_prefix(buf: &[u8]) -> Result<(DecodedPrefix, &[u8])> {
     }
     let credit = r.u32(Item::Credit)?;
     let htype = r.u32(Item::Htype)?;
-    let flags_at = r.position();
     let bits = r.u32(Item::Flags)?;
     let flags = Flags::from_bits(bits).ok_or(Error::new(
         ErrorKind::ReservedFlags(bits & !Flags::KNOWN.bits()),
         Item::Flags,
-        flags_at,
+        16,
     ))?;
-    Ok((
-        DecodedPrefix {
-            xid,
-            credit,
-            htype,
-            flags,
-        },
-        r.rest(),
-    ))
+    Ok(DecodedPrefix {
+        xid,
+        credit,
+        htype,
+        flags,
+    })
 }
 
 /// Decodes a v2 header; `rdma_vers` must be 2.
@@ -130,10 +132,8 @@ pub fn decode_prefix(buf: &[u8]) -> Result<(DecodedPrefix, &[u8])> {
 /// first payload word after an `RDMA2_MSG` header; no trailing bytes after
 /// `RDMA2_NOMSG`, known `RDMA2_ERROR` bodies and complete `RDMA2_CONNPROP`.
 pub fn decode(buf: &[u8]) -> Result<Header<'_>> {
-    let (p, _) = decode_prefix(buf)?;
     let mut r = XdrReader::new(buf);
-    // Skip the prefix decode_prefix() has just checked.
-    r.bytes(PREFIX_LEN, Item::Header)?;
+    let p = read_prefix(&mut r)?;
     let more = p.flags.has_more();
     let body = match p.htype {
         RDMA2_MSG => {
