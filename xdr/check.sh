@@ -92,10 +92,9 @@ fi
 
 if [ "$do_fuzz" = 1 ]; then
 	step "fuzz for ${fuzz_seconds}s"
-	cargo build --release --quiet --example fuzz
 	seed_args=()
 	if [ -n "${FUZZ_SEED:-}" ]; then seed_args=(--seed "$FUZZ_SEED"); fi
-	./target/release/examples/fuzz --seconds "$fuzz_seconds" "${seed_args[@]}"
+	cargo run --release --quiet --example fuzz -- --seconds "$fuzz_seconds" "${seed_args[@]}"
 fi
 
 if [ "$do_bench" = 1 ]; then
