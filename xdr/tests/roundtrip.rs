@@ -177,6 +177,7 @@ fn xdr_primitives_roundtrip() {
         w.put_u32(a).unwrap();
         w.put_u64(b).unwrap();
         w.put_bool(t).unwrap();
+        w.put_optional(!t).unwrap();
         w.put_opaque_fixed(&fixed).unwrap();
         w.put_opaque_var(&var).unwrap();
         let n = w.finish();
@@ -185,6 +186,7 @@ fn xdr_primitives_roundtrip() {
         assert_eq!(rd.u32(Item::Value), Ok(a));
         assert_eq!(rd.u64(Item::Value), Ok(b));
         assert_eq!(rd.bool(Item::Value), Ok(t));
+        assert_eq!(rd.optional(Item::Value), Ok(!t));
         assert_eq!(rd.opaque_fixed(fixed.len(), Item::Value), Ok(&fixed[..]));
         assert_eq!(rd.opaque_var(Item::Value), Ok(&var[..]));
         assert_eq!(rd.finish(Item::Value), Ok(()));

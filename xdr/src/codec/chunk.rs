@@ -123,10 +123,10 @@ impl<'c> ChunkLists<'c> {
         w.put_bool(false)?;
         match self.reply {
             Some(chunk) => {
-                w.put_bool(true)?;
+                w.put_optional(true)?;
                 put_segments(w, chunk)
             }
-            None => w.put_bool(false),
+            None => w.put_optional(false),
         }
     }
 }
@@ -541,7 +541,7 @@ impl<'a> ChunkListsView<'a> {
     pub fn decode(r: &mut XdrReader<'a>) -> Result<Self> {
         let reads = ReadList::decode(r)?;
         let writes = WriteList::decode(r)?;
-        let reply = if r.bool(Item::ReplyChunk)? {
+        let reply = if r.optional(Item::ReplyChunk)? {
             Some(WriteChunk::decode(r)?)
         } else {
             None

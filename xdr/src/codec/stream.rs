@@ -136,6 +136,13 @@ impl<'a> XdrReader<'a> {
         }
     }
 
+    /// Decodes the "present" discriminant of optional-data (`T *item`):
+    /// true if the item follows. Same wire form as [`Self::bool`].
+    #[inline]
+    pub fn optional(&mut self, item: Item) -> Result<bool> {
+        self.bool(item)
+    }
+
     /// Decodes fixed-length opaque data of `len` bytes followed by zero
     /// roundup padding; returns the data without the padding.
     pub fn opaque_fixed(&mut self, len: usize, item: Item) -> Result<&'a [u8]> {
@@ -304,6 +311,12 @@ impl<'a> XdrWriter<'a> {
     #[inline]
     pub fn put_bool(&mut self, v: bool) -> Result<()> {
         self.put_u32(u32::from(v))
+    }
+
+    /// Encodes the "present" discriminant of optional-data (`T *item`).
+    #[inline]
+    pub fn put_optional(&mut self, present: bool) -> Result<()> {
+        self.put_bool(present)
     }
 
     /// Encodes fixed-length opaque data followed by zero padding.
