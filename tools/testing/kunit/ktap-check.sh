@@ -18,7 +18,7 @@ shift
 
 suites=("$@")
 if ((${#suites[@]} == 0)); then
-	mapfile -t suites < <(grep -rhoE 'kunit_suite!\(\s*[a-z0-9_]+' \
+	mapfile -t suites < <(grep -rhoE '^kunit_suite!\(\s*[a-z0-9_]+' \
 		"$RPCRDMA2_TOP/rpcrdma" | sed -E 's/kunit_suite!\(\s*//' | sort -u)
 fi
 ((${#suites[@]})) || die "no KUnit suites declared under rpcrdma/"

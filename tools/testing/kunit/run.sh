@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Run rpcrdma2's KUnit suites in the client guest of the two-guest testbed
+# (rxe is up, so suites that need an RDMA device have one) and judge the
+# KTAP on the host with ktap-check.sh. Extra arguments go to vm/run.sh.
+
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib.sh"
+
+[ -f "$RPCRDMA2_TOP/rpcrdma2.ko" ] || die "rpcrdma2.ko is not built: run 'make modules'"
+results=$(mktemp -d "${TMPDIR:-/tmp}/rpcrdma2-kunit.XXXXXX")
+trap 'rm -rf "$results"' EXIT
+# The testbed kernel keeps KUnit off at boot (KUNIT_DEFAULT_ENABLED=n):
+# enable it for this run only.
+"$RPCRDMA2_TOP/tools/testing/vm/run.sh" --results "$results" --append kunit.enable=1 "$@" "$here/guest-kunit.sh" ||
+	die "KUnit guest run failed (exit $?)"
+ktap=$results/client/kunit.log
+[ -f "$ktap" ] || die "the guest produced no $ktap"
+mkdir -p "$RPCRDMA2_CACHE/kunit" && cp "$ktap" "$RPCRDMA2_CACHE/kunit/last.log"
+"$here/ktap-check.sh" "$ktap"
