@@ -75,7 +75,9 @@ if [ ! -f "$out" ]; then
 	rm -f "$tmp.list"
 	chmod 0644 "$tmp"
 	mv "$tmp" "$out"
-	# Keep the cache small: drop older archives.
-	find "$(dirname "$out")" -maxdepth 1 -name 'initramfs-*.cpio.gz' ! -path "$out" -delete
+	# Keep the cache small: drop archives unused for a day (a concurrent run
+	# may be about to boot an older one).
+	find "$(dirname "$out")" -maxdepth 1 -name 'initramfs-*.cpio.gz' ! -path "$out" \
+		-amin +1440 -mmin +1440 -delete
 fi
 echo "$out"

@@ -205,7 +205,8 @@ fi
 		TB_MTU "$MTU" NFS_EXPORT /export NFS_RDMA_PORT "$NFS_RDMA_PORT" \
 		NFS_TCP_PORT "$NFS_TCP_PORT" TB_TIMEOUT "$timeout" \
 		TB_ALLOW_RPCRDMA_AUTOLOAD "$allow_autoload" TB_SCRIPT "$gscript" \
-		TB_SERVER_SCRIPT "$gserver_script" TB_INTERACTIVE "$shell"
+		TB_SERVER_SCRIPT "$gserver_script" TB_INTERACTIVE "$shell" \
+		TB_INJECT_FAIL "${RPCRDMA2_VM_INJECT_FAIL:-}"
 } >"$CTL/testbed.env"
 {
 	printf 'TB_ARGS=('
@@ -304,6 +305,17 @@ console_tail() { # ROLE: last console lines, indented
 	echo "--- last lines of $1.console:"
 	tail -n "${2:-20}" "$RES/$1.console" | sed 's/^/    /'
 }
+console_problems() { # ROLE: the console's warning/oops/panic lines, if any
+	[ -f "$RES/$1.console" ] || return 0
+	grep -qE "$WARN_RE" "$RES/$1.console" || return 0
+	echo "--- warning/oops/panic lines of $1.console:"
+	grep -nE "$WARN_RE" "$RES/$1.console" | head -n 10 | sed 's/^/    /'
+}
+# release_server: the client will not finish by itself; let the server stop
+# (it saves its kernel log and powers off when it sees client.finished).
+release_server() {
+	[ -e "$CTL/client.finished" ] || echo host >"$CTL/client.finished"
+}
 alive() { [ -n "${PID[$1]:-}" ] && kill -0 "${PID[$1]}" 2>/dev/null; }
 # shutdown_guests SECS: let the guests power off by themselves, then kill them.
 shutdown_guests() {
@@ -334,10 +346,11 @@ guest_died() { # ROLE: QEMU exited before the run was done
 		why="$r guest exited unexpectedly"
 	fi
 	grep -q 'Kernel panic' "$RES/$r.console" 2>/dev/null && why+=" (kernel panic)"
-	vm_log "ERROR: $why"
 	[ ! -s "$RES/$r.qemu.log" ] || { echo "--- $r.qemu.log:"; sed 's/^/    /' "$RES/$r.qemu.log"; } >&2
+	console_problems "$r" >&2
 	console_tail "$r" 30 >&2
 	pump
+	release_server
 	shutdown_guests 5
 	tb_fail "$why (results: $RES)"
 }
@@ -372,7 +385,10 @@ while :; do
 		done
 		vm_log "ERROR: timeout after $timeout s, waiting for: $waiting"
 		pump
+		console_problems client >&2
 		console_tail client 20 >&2
+		release_server
+		shutdown_guests 3
 		echo timeout >"$RES/status"
 		exit $EX_TIMEOUT
 	fi

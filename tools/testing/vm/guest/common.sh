@@ -41,6 +41,10 @@ step() {
 	local name=$1 rc=0
 	shift
 	echo "+ [$(tb_uptime) $name] $*" >>"$TB_LOG"
+	# Self-test of the testbed: RPCRDMA2_VM_INJECT_FAIL=ROLE:STEP on the host.
+	if [ -n "${TB_INJECT_FAIL:-}" ] && [[ "$TB_ROLE:$name" == "$TB_INJECT_FAIL"* ]]; then
+		fail "$name" "injected failure (RPCRDMA2_VM_INJECT_FAIL)"
+	fi
 	"$@" >>"$TB_LOG" 2>&1 </dev/null || rc=$?
 	((rc == 0)) || fail "$name" "'$*' exited $rc"
 }

@@ -44,7 +44,7 @@ echo "rpcrdma2-$TB_ROLE" >/etc/hostname
 mark booted
 
 # Syslog of the daemons (rpcbind, mountd, nfsdcld, mount.nfs) into results.
-/testbed/busybox syslogd -O "/results/$TB_ROLE/syslog.txt" -s 0 ||
+/testbed/busybox syslogd -O "/results/$TB_ROLE/syslog.txt" ||
 	log "busybox syslogd did not start (continuing)"
 
 # Modules: the kernel's modules_install tree, read-only at /mods.  The
