@@ -538,7 +538,17 @@ pub struct ChunkListsView<'a> {
 
 impl<'a> ChunkListsView<'a> {
     /// Decodes and validates the three lists.
+    #[inline]
     pub fn decode(r: &mut XdrReader<'a>) -> Result<Self> {
+        // Fast path: most headers carry three empty lists (three zero words).
+        if r.rest().first_chunk::<12>() == Some(&[0u8; 12]) {
+            r.bytes(12, Item::ReadList)?;
+            return Ok(Self::default());
+        }
+        Self::decode_lists(r)
+    }
+
+    fn decode_lists(r: &mut XdrReader<'a>) -> Result<Self> {
         let reads = ReadList::decode(r)?;
         let writes = WriteList::decode(r)?;
         let reply = if r.optional(Item::ReplyChunk)? {

@@ -35,24 +35,24 @@ pub fn usize_from(v: u32) -> usize {
 
 /// A bounds-checked XDR decoder over a borrowed buffer.
 ///
-/// Invariant: `pos <= buf.len()`.
+/// Invariant: `rest` is a suffix of `buf`.
 #[derive(Clone, Copy, Debug)]
 pub struct XdrReader<'a> {
     buf: &'a [u8],
-    pos: usize,
+    rest: &'a [u8],
 }
 
 impl<'a> XdrReader<'a> {
     /// Starts decoding at the beginning of `buf`.
     #[inline]
     pub const fn new(buf: &'a [u8]) -> Self {
-        Self { buf, pos: 0 }
+        Self { buf, rest: buf }
     }
 
     /// Byte offset of the next item.
     #[inline]
     pub const fn position(&self) -> usize {
-        self.pos
+        self.buf.len().saturating_sub(self.rest.len())
     }
 
     /// The whole buffer being decoded.
@@ -63,35 +63,28 @@ impl<'a> XdrReader<'a> {
 
     /// The undecoded rest of the buffer.
     #[inline]
-    pub fn rest(&self) -> &'a [u8] {
-        self.buf.get(self.pos..).unwrap_or(&[])
+    pub const fn rest(&self) -> &'a [u8] {
+        self.rest
     }
 
     /// Number of undecoded bytes.
     #[inline]
-    pub fn remaining(&self) -> usize {
-        self.rest().len()
+    pub const fn remaining(&self) -> usize {
+        self.rest.len()
     }
 
     /// An error of `kind` for `item` at the current position.
     #[inline]
     pub const fn error(&self, kind: ErrorKind, item: Item) -> Error {
-        Error::new(kind, item, self.pos)
-    }
-
-    #[inline]
-    fn advance(&mut self, n: usize) {
-        // Callers only advance over bytes that exist, so this stays
-        // <= buf.len(); saturate rather than trust that.
-        self.pos = self.pos.saturating_add(n);
+        Error::new(kind, item, self.position())
     }
 
     /// Takes `n` raw bytes.
     #[inline]
     pub fn bytes(&mut self, n: usize, item: Item) -> Result<&'a [u8]> {
-        match self.rest().split_at_checked(n) {
-            Some((head, _)) => {
-                self.advance(n);
+        match self.rest.split_at_checked(n) {
+            Some((head, tail)) => {
+                self.rest = tail;
                 Ok(head)
             }
             None => Err(self.error(ErrorKind::Truncated, item)),
@@ -101,11 +94,10 @@ impl<'a> XdrReader<'a> {
     /// Decodes an unsigned 32-bit integer.
     #[inline]
     pub fn u32(&mut self, item: Item) -> Result<u32> {
-        match self.rest().first_chunk::<4>() {
-            Some(b) => {
-                let v = u32::from_be_bytes(*b);
-                self.advance(4);
-                Ok(v)
+        match self.rest.split_first_chunk::<4>() {
+            Some((b, tail)) => {
+                self.rest = tail;
+                Ok(u32::from_be_bytes(*b))
             }
             None => Err(self.error(ErrorKind::Truncated, item)),
         }
@@ -114,11 +106,10 @@ impl<'a> XdrReader<'a> {
     /// Decodes an unsigned 64-bit integer (XDR `unsigned hyper`).
     #[inline]
     pub fn u64(&mut self, item: Item) -> Result<u64> {
-        match self.rest().first_chunk::<8>() {
-            Some(b) => {
-                let v = u64::from_be_bytes(*b);
-                self.advance(8);
-                Ok(v)
+        match self.rest.split_first_chunk::<8>() {
+            Some((b, tail)) => {
+                self.rest = tail;
+                Ok(u64::from_be_bytes(*b))
             }
             None => Err(self.error(ErrorKind::Truncated, item)),
         }
@@ -128,7 +119,7 @@ impl<'a> XdrReader<'a> {
     /// "present" discriminant of optional-data (`*`) items.
     #[inline]
     pub fn bool(&mut self, item: Item) -> Result<bool> {
-        let at = self.pos;
+        let at = self.position();
         match self.u32(item)? {
             0 => Ok(false),
             1 => Ok(true),
@@ -146,7 +137,7 @@ impl<'a> XdrReader<'a> {
     /// Decodes fixed-length opaque data of `len` bytes followed by zero
     /// roundup padding; returns the data without the padding.
     pub fn opaque_fixed(&mut self, len: usize, item: Item) -> Result<&'a [u8]> {
-        let at = self.pos;
+        let at = self.position();
         let total =
             xdr_roundup(len).ok_or_else(|| self.error(ErrorKind::LengthOverrun(u32::MAX), item))?;
         let all = self.bytes(total, item)?;
@@ -166,7 +157,7 @@ impl<'a> XdrReader<'a> {
     /// Decodes variable-length opaque data (`opaque<>`): a byte count, the
     /// bytes, and zero roundup padding.
     pub fn opaque_var(&mut self, item: Item) -> Result<&'a [u8]> {
-        let at = self.pos;
+        let at = self.position();
         let len = self.u32(item)?;
         let n = usize_from(len);
         match xdr_roundup(n) {
@@ -180,7 +171,7 @@ impl<'a> XdrReader<'a> {
     /// elements cannot fit in the rest of the buffer (including counts whose
     /// byte size would overflow).
     pub fn array_count(&mut self, min_elem_size: usize, item: Item) -> Result<usize> {
-        let at = self.pos;
+        let at = self.position();
         let count = self.u32(item)?;
         let n = usize_from(count);
         match n.checked_mul(min_elem_size) {

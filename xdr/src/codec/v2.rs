@@ -131,6 +131,7 @@ fn read_prefix(r: &mut XdrReader<'_>) -> Result<DecodedPrefix> {
 /// `RDMA2_CONNPROP`; empty chunk lists when `F_MORE` is set; at least the
 /// first payload word after an `RDMA2_MSG` header; no trailing bytes after
 /// `RDMA2_NOMSG`, known `RDMA2_ERROR` bodies and complete `RDMA2_CONNPROP`.
+#[inline]
 pub fn decode(buf: &[u8]) -> Result<Header<'_>> {
     let mut r = XdrReader::new(buf);
     let p = read_prefix(&mut r)?;
