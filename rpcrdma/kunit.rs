@@ -36,7 +36,7 @@ pub fn report(case: &str, file: &str, line: u32, args: fmt::Arguments<'_>) {
 /// # Safety
 ///
 /// `test` must be the `struct kunit` KUnit passed to the case.
-pub unsafe fn run_case(test: *mut bindings::kunit, case: fn() -> TestResult) {
+pub unsafe fn run_case(test: *mut bindings::kunit, case: impl FnOnce() -> TestResult) {
     if case().is_err() {
         // SAFETY: `test` is valid (function precondition); this is
         // `kunit_set_failure()`, a WRITE_ONCE of the status.
@@ -45,6 +45,63 @@ pub unsafe fn run_case(test: *mut bindings::kunit, case: fn() -> TestResult) {
                 .write_volatile(bindings::kunit_status_KUNIT_FAILURE)
         };
     }
+}
+
+/// A table-driven test: one entry of a parameterized KUnit case.
+///
+/// [`kunit_table_suite!`] runs every entry of a `&'static [T]` as one
+/// parameter of a single case, so each entry is its own KTAP subtest.
+pub trait TableTest: Sync + 'static {
+    /// The entry's name, reported as the parameter description.
+    fn name(&self) -> &'static core::ffi::CStr;
+    /// Runs the entry; on failure it must already have reported why.
+    fn run(&self) -> TestResult;
+}
+
+/// `kunit_case::generate_params` over a static table: returns the entry
+/// after `prev` (the first for NULL) and writes its name into `desc`.
+///
+/// # Safety
+///
+/// `prev` is NULL or a pointer this function returned for the same
+/// `table`; `desc` points to `KUNIT_PARAM_DESC_SIZE` writable bytes.
+pub unsafe fn table_next<T: TableTest>(
+    table: &'static [T],
+    prev: *const core::ffi::c_void,
+    desc: *mut kernel::ffi::c_char,
+) -> *const core::ffi::c_void {
+    let next = if prev.is_null() {
+        0
+    } else {
+        let size = core::mem::size_of::<T>().max(1);
+        (prev as usize - table.as_ptr() as usize) / size + 1
+    };
+    let Some(entry) = table.get(next) else {
+        return core::ptr::null();
+    };
+    let name = entry.name().to_bytes();
+    let len = name.len().min(bindings::KUNIT_PARAM_DESC_SIZE as usize - 1);
+    // SAFETY: `desc` has KUNIT_PARAM_DESC_SIZE bytes (precondition) and
+    // `len + 1` does not exceed that; the source is a valid `&[u8]`.
+    unsafe {
+        core::ptr::copy_nonoverlapping(name.as_ptr(), desc.cast::<u8>(), len);
+        desc.add(len).write(0);
+    }
+    core::ptr::from_ref(entry).cast()
+}
+
+/// `kunit_case::run_case` for a table: runs the current parameter.
+///
+/// # Safety
+///
+/// `test` is the running test, whose `param_value` was returned by
+/// [`table_next`] for a `&'static [T]`.
+pub unsafe fn table_run<T: TableTest>(test: *mut bindings::kunit) {
+    // SAFETY: `test` is valid and `param_value` points into a
+    // `&'static [T]` (precondition).
+    let entry = unsafe { &*(*test).param_value.cast::<T>() };
+    // SAFETY: `test` is the running test (precondition).
+    unsafe { run_case(test, || entry.run()) };
 }
 
 /// Turns a suite name into the fixed-size, NUL-padded array `kunit_suite`
@@ -99,6 +156,72 @@ macro_rules! kassert_eq {
                     return Err($crate::kunit::Failure);
                 }
             }
+        }
+    };
+}
+
+/// Declares a KUnit suite with one parameterized case that runs every
+/// entry of a static table (see [`TableTest`]).
+///
+/// ```ignore
+/// kunit_table_suite!(rpcrdma2_xdr, codec_self_tests, SelfTestCase, TABLE);
+/// ```
+#[macro_export]
+macro_rules! kunit_table_suite {
+    ($suite:ident, $case:ident, $ty:ty, $table:expr) => {
+        #[allow(non_snake_case, missing_docs)]
+        mod $suite {
+            use super::*;
+            use kernel::bindings::{kunit, kunit_case, kunit_suite};
+
+            const TABLE: &'static [$ty] = $table;
+
+            /// `generate_params` over the table.
+            ///
+            /// # Safety
+            ///
+            /// Called by KUnit with its previous parameter and a
+            /// `KUNIT_PARAM_DESC_SIZE` buffer.
+            unsafe extern "C" fn params(
+                prev: *const core::ffi::c_void,
+                desc: *mut kernel::ffi::c_char,
+            ) -> *const core::ffi::c_void {
+                // SAFETY: KUnit honours `table_next`'s contract.
+                unsafe { $crate::kunit::table_next(TABLE, prev, desc) }
+            }
+
+            /// Runs the current table entry.
+            ///
+            /// # Safety
+            ///
+            /// Called by KUnit with the running test.
+            unsafe extern "C" fn run(test: *mut kunit) {
+                // SAFETY: `param_value` came from `params` over TABLE.
+                unsafe { $crate::kunit::table_run::<$ty>(test) }
+            }
+
+            static mut CASES: [kunit_case; 2] = [
+                kunit_case {
+                    run_case: Some(run),
+                    name: concat!(stringify!($case), "\0").as_ptr().cast(),
+                    generate_params: Some(params),
+                    // SAFETY: all-zero is the valid "unset" value of the rest.
+                    ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
+                },
+                // SAFETY: an all-zero case terminates the array.
+                unsafe { core::mem::MaybeUninit::zeroed().assume_init() },
+            ];
+
+            static mut SUITE: kunit_suite = kunit_suite {
+                name: $crate::kunit::suite_name(stringify!($suite)),
+                test_cases: core::ptr::addr_of_mut!(CASES).cast(),
+                // SAFETY: all-zero is the valid "unset" value of the rest.
+                ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
+            };
+
+            #[used]
+            #[link_section = ".kunit_test_suites"]
+            static mut ENTRY: *const kunit_suite = core::ptr::addr_of!(SUITE);
         }
     };
 }

@@ -21,6 +21,11 @@ pub mod kunit;
 pub mod sunrpc;
 pub mod transport;
 
+/// The RPC-over-RDMA wire codec (the `xdr/` crate's module tree, compiled
+/// into the module unchanged).
+#[path = "../xdr/src/codec/mod.rs"]
+pub mod xdr;
+
 #[cfg(CONFIG_KUNIT)]
 mod tests;
 

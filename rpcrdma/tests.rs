@@ -6,6 +6,29 @@ use crate::kunit::TestResult;
 use crate::sunrpc;
 use kernel::c_str;
 
+use crate::xdr::selftest::{SelfTest, SELF_TESTS};
+
+/// Each of the codec's known-answer self tests is a KUnit parameter.
+impl crate::kunit::TableTest for SelfTest {
+    fn name(&self) -> &'static core::ffi::CStr {
+        self.c_name
+    }
+
+    fn run(&self) -> TestResult {
+        (self.run)().map_err(|f| {
+            crate::kunit::report(
+                self.name,
+                "xdr/src/codec/selftest.rs",
+                f.line,
+                format_args!("check failed: {}", f.what),
+            );
+            crate::kunit::Failure
+        })
+    }
+}
+
+kunit_table_suite!(rpcrdma2_xdr, codec_self_tests, SelfTest, SELF_TESTS);
+
 kunit_suite!(rpcrdma2_class {
     netid_rdma_is_ours,
     netid_rdma6_is_ours,

@@ -18,8 +18,8 @@ shift
 
 suites=("$@")
 if ((${#suites[@]} == 0)); then
-	mapfile -t suites < <(grep -rhoE '^kunit_suite!\(\s*[a-z0-9_]+' \
-		"$RPCRDMA2_TOP/rpcrdma" | sed -E 's/kunit_suite!\(\s*//' | sort -u)
+	mapfile -t suites < <(grep -rhoE '^kunit_(table_)?suite!\(\s*[a-z0-9_]+' \
+		"$RPCRDMA2_TOP/rpcrdma" | sed -E 's/kunit_(table_)?suite!\(\s*//' | sort -u)
 fi
 ((${#suites[@]})) || die "no KUnit suites declared under rpcrdma/"
 
