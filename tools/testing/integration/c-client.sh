@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# integration-test: stock C client (rpcrdma.ko): NFS over RDMA data integrity
+# shellcheck source-path=SCRIPTDIR
+# integration-test: stock C client (rpcrdma.ko): NFS v3/v4.0/v4.1/v4.2 over RDMA data integrity
+# run.sh-args: 3 4.0 4.1 4.2
 #
 # Client script for tools/testing/vm/run.sh (runs in the client guest):
 #
@@ -10,7 +12,8 @@
 # the rpcrdma2 tests are compared with:
 #   1. the testbed's autoload guard: with no RDMA transport registered, a
 #      proto=rdma mount fails and does not load rpcrdma;
-#   2. modprobe rpcrdma registers the "rdma" transport class;
+#   2. modprobe rpcrdma loads it (its svcrdma half shows in
+#      /proc/sys/sunrpc/transports; client classes are not listed there);
 #   3. for each NFS version (default: 3 4.1): mount over RDMA (port 20049),
 #      assert the mount really uses RDMA, write a 4 MiB random file, files of
 #      odd sizes and a 4 MiB O_DIRECT file, unmount, drop caches, mount
@@ -33,7 +36,7 @@ tb_log "c-client: versions ${VERSIONS[*]}, server $NFS_SERVER:$NFS_EXPORT, kerne
 # 1. the guard: no rdma class, so a proto=rdma mount must fail without
 # loading rpcrdma behind our back.
 grep -q '^rpcrdma ' /proc/modules && tb_die "rpcrdma is loaded before the test loaded it"
-tb_has_transport rdma && tb_die "an rdma transport is registered before the test loaded one"
+tb_has_transport rdma && tb_die "svcrdma is registered before the test loaded rpcrdma"
 mkdir -p "$MNT"
 if timeout 60 mount -t nfs -o vers=4.1,proto=rdma,port="$NFS_RDMA_PORT",sec=sys \
 	"$NFS_SERVER:$NFS_EXPORT" "$MNT" 2>/tmp/guard.err; then
@@ -47,8 +50,9 @@ dmesg | grep -q 'refused autoload of rpcrdma' ||
 
 # 2. load the C client.
 tb_step "modprobe rpcrdma" tb_modprobe rpcrdma
+grep -q '^rpcrdma ' /proc/modules || tb_die "modprobe rpcrdma succeeded but rpcrdma is not loaded"
 tb_has_transport rdma || tb_die "rpcrdma loaded but no 'rdma' in /proc/sys/sunrpc/transports"
-tb_log "transports: $(tb_transports | tr '\n' ' ')"
+tb_log "svc transports: $(tb_transports | tr '\n' ' ')"
 
 # 3. reference data, made once.
 mkdir -p "$REF"
@@ -104,5 +108,6 @@ done
 
 # 4. unload.
 tb_rmmod rpcrdma 30
-tb_has_transport rdma && tb_die "rdma transport still registered after rmmod rpcrdma"
+grep -q '^rpcrdma ' /proc/modules && tb_die "rpcrdma still loaded after rmmod"
+tb_has_transport rdma && tb_die "svcrdma still registered after rmmod rpcrdma"
 tb_log "c-client: PASS (versions ${VERSIONS[*]})"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck source-path=SCRIPTDIR
 #
 # Run the guest integration tests (tools/testing/vm/run.sh per test) and
 # close with the line 'N passed, N failed' (', N skipped' when some were).

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck source-path=SCRIPTDIR
 #
 # Two-guest testbed: boot a server and a client guest (QEMU TCG) of the
 # testbed kernel on a private L2, bring up soft-RoCE on both, start stock
@@ -86,7 +87,11 @@ done
 if [ -n "$cmd" ] || ((shell)); then
 	(($# == 0)) || { echo "${0##*/}: --cmd/--shell take no CLIENT_SCRIPT" >&2; exit 2; }
 	[ -z "$cmd" ] || ((!shell)) || { echo "${0##*/}: --cmd or --shell, not both" >&2; exit 2; }
-	((shell && !timeout_set)) && timeout=3600
+	if ((shell)); then
+		[ -t 0 ] || { echo "${0##*/}: --shell needs a terminal on stdin" >&2; exit 2; }
+		exec {TTY_FD}<&0
+		((timeout_set)) || timeout=3600
+	fi
 else
 	(($# >= 1)) || { usage >&2; exit 2; }
 	script=$1
@@ -243,6 +248,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'vm_log "interrupted"; exit 130' INT
 trap 'vm_log "terminated"; exit 143' TERM
+trap 'vm_log "hangup"; exit 129' HUP
 
 launch() { # ROLE PEER MAC
 	local role=$1 peer=$2 mac=$3 serial
@@ -267,7 +273,8 @@ launch() { # ROLE PEER MAC
 	printf '%q ' "${q[@]}" >"$RES/$role.qemu-cmdline"
 	# --pdeathsig: QEMU dies with this runner even if it is SIGKILLed.
 	if [ "$role" = client ] && ((shell)); then
-		setpriv --pdeathsig KILL -- "${q[@]}" 2>"$RES/$role.qemu.log" &
+		# an asynchronous command's stdin is /dev/null unless redirected
+		setpriv --pdeathsig KILL -- "${q[@]}" <&"$TTY_FD" 2>"$RES/$role.qemu.log" &
 	else
 		setpriv --pdeathsig KILL -- "${q[@]}" </dev/null >"$RES/$role.qemu.log" 2>&1 &
 	fi

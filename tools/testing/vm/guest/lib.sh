@@ -37,10 +37,13 @@ tb_modprobe() { modprobe -d "$MODS" "$@"; }
 # (blocked on the client by default; see /testbed/modprobe).
 tb_allow_rpcrdma_autoload() { rm -f /run/testbed/block-rpcrdma; }
 
-# tb_transports: the registered RPC transport classes, one a line.
+# tb_transports: the registered *server-side* (svc_xprt) transport classes,
+# one a line (SUNRPC_DEBUG).  Client xprt classes are not listed there: the
+# stock rpcrdma.ko shows up (its svcrdma half registers "rdma"), a
+# client-only module such as rpcrdma2.ko does not.
 tb_transports() { cat /proc/sys/sunrpc/transports; }
 
-# tb_has_transport NAME: is an xprt class NAME (rdma, tcp, ...) registered?
+# tb_has_transport NAME: is a server-side transport class NAME registered?
 tb_has_transport() { awk '{print $1}' /proc/sys/sunrpc/transports | grep -qx "$1"; }
 
 # tb_mount VERS PROTO MNT [EXTRA_OPTS]: mount the server's export.
