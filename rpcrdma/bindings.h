@@ -12,3 +12,4 @@
 #include <rdma/rdma_cm.h>
 
 #include "shim.h"
+#include "ib_shim.h"

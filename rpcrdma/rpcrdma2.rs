@@ -9,7 +9,7 @@
 //! (RFC 8166) when the server only speaks version 1.
 //!
 //! Layering: [`bindings`] holds the raw FFI generated at build time;
-//! [`sunrpc`] (and later `ib`) are the only modules with `unsafe` and expose
+//! [`sunrpc`] and [`ib`] are the only modules with `unsafe` and expose
 //! safe wrappers; everything else is transport logic on top of them.
 
 use kernel::prelude::*;
@@ -18,6 +18,7 @@ pub mod bindings;
 pub mod errno;
 #[macro_use]
 pub mod kunit;
+pub mod ib;
 pub mod sunrpc;
 pub mod transport;
 
@@ -37,15 +38,22 @@ module! {
     license: "GPL",
 }
 
-/// The module state: keeps the transport class registered while loaded.
+/// The module state: keeps the transport class and the `ib_client`
+/// registered while loaded. Fields drop in order: the class goes away
+/// before the `ib_client` its transports rely on.
 struct Rpcrdma2 {
     _class: sunrpc::ClassRegistration,
+    _ib_client: ib::client::ClientRegistration,
 }
 
 impl kernel::Module for Rpcrdma2 {
     fn init(_module: &'static ThisModule) -> Result<Self> {
+        let ib_client = ib::client::ClientRegistration::new()?;
         let class = sunrpc::ClassRegistration::new()?;
         pr_info!("RPC-over-RDMA transport 'rdma' registered (netids rdma, rdma6)\n");
-        Ok(Rpcrdma2 { _class: class })
+        Ok(Rpcrdma2 {
+            _class: class,
+            _ib_client: ib_client,
+        })
     }
 }

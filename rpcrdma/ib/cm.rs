@@ -1,0 +1,887 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rdma_cm: connection identifiers, their events, addresses, listening.
+//!
+//! An [`CmId`] owns one `struct rdma_cm_id` (port space `RDMA_PS_TCP`, QP
+//! type `IB_QPT_RC`). rdma_cm reports asynchronous events (address and
+//! route resolution, connection establishment, disconnection, ...) by
+//! calling the id's event handler with the id's handler mutex held; here
+//! that handler is a generic trampoline that turns the event into a
+//! [`CmEvent`] and calls [`CmHandler::event`] on the owner's `Arc`.
+//!
+//! Rules the wrapper enforces:
+//!
+//! - The C handler always returns 0: rdma_cm destroys an id whose handler
+//!   returns non-zero, behind its owner's back. The one exception is when
+//!   the owner drops its [`CmId`] from inside that id's own handler
+//!   (`rdma_destroy_id()` there would deadlock on the handler mutex): the
+//!   drop is then deferred to the trampoline, which returns 1 so that
+//!   rdma_cm destroys the id once the handler has returned. No deadlock,
+//!   no leak.
+//! - The handler context (`id->context`) is a reference on an `Arc`, given
+//!   back only after `rdma_destroy_id()` returned; `rdma_destroy_id()` waits
+//!   for a running handler, so the handler can never outlive its context.
+//! - Calls that take the handler mutex (`rdma_connect()`, `rdma_accept()`)
+//!   use their `_locked` form when made from the id's own handler.
+//!
+//! The passive side ([`Listener`], [`Incoming`]) exists for the KUnit
+//! loopback test and a future test peer: connection requests are queued
+//! by the listener's handler and accepted from a thread, as svcrdma does.
+
+use super::{current_task, errno, from_err_ptr, Device, Net};
+use crate::bindings;
+use core::ffi::c_void;
+use core::fmt;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use kernel::prelude::*;
+use kernel::sync::{Arc, CondVar, Mutex};
+use kernel::types::ForeignOwnable;
+
+/// `AF_INET`.
+const AF_INET: u16 = 2;
+/// `AF_INET6`.
+const AF_INET6: u16 = 10;
+
+/// `IB_CM_REJ_STALE_CONN` (include/rdma/ib_cm.h): the passive side
+/// still has a connection with this QP number. The C client treats this
+/// rejection as `-ENOTCONN` (retry) rather than `-ECONNREFUSED`.
+pub const REJ_STALE_CONN: i32 = 10;
+/// `IB_CM_REJ_CONSUMER_DEFINED`: the peer application rejected.
+pub const REJ_CONSUMER_DEFINED: i32 = 28;
+
+/// An IPv4 or IPv6 socket address in a `sockaddr_storage`, as rdma_cm
+/// takes it.
+///
+/// # Invariants
+///
+/// The family is `AF_INET` (and the storage holds a `sockaddr_in`) or
+/// `AF_INET6` (a `sockaddr_in6`).
+#[derive(Clone, Copy)]
+pub struct SockAddr {
+    ss: bindings::__kernel_sockaddr_storage,
+}
+
+impl SockAddr {
+    /// `addr:port` for IPv4; `addr` in network order (`[192, 168, 0, 1]`).
+    pub fn ipv4(addr: [u8; 4], port: u16) -> SockAddr {
+        let mut ss = bindings::__kernel_sockaddr_storage::default();
+        let sin = bindings::sockaddr_in {
+            sin_family: AF_INET,
+            sin_port: port.to_be(),
+            sin_addr: bindings::in_addr {
+                s_addr: u32::from_ne_bytes(addr),
+            },
+            ..Default::default()
+        };
+        // SAFETY: `sockaddr_storage` is larger than and as aligned as
+        // `sockaddr_in`, and `ss` is a local we own.
+        unsafe { core::ptr::write(&mut ss as *mut _ as *mut bindings::sockaddr_in, sin) };
+        // INVARIANT: family AF_INET with a sockaddr_in.
+        SockAddr { ss }
+    }
+
+    /// `[addr]:port` for IPv6; `scope_id` is the interface index for
+    /// link-local addresses (0 otherwise).
+    pub fn ipv6(addr: [u8; 16], port: u16, scope_id: u32) -> SockAddr {
+        let mut ss = bindings::__kernel_sockaddr_storage::default();
+        let mut sin6 = bindings::sockaddr_in6 {
+            sin6_family: AF_INET6,
+            sin6_port: port.to_be(),
+            sin6_scope_id: scope_id,
+            ..Default::default()
+        };
+        sin6.sin6_addr.in6_u.u6_addr8 = addr;
+        // SAFETY: `sockaddr_storage` is larger than and as aligned as
+        // `sockaddr_in6`, and `ss` is a local we own.
+        unsafe { core::ptr::write(&mut ss as *mut _ as *mut bindings::sockaddr_in6, sin6) };
+        // INVARIANT: family AF_INET6 with a sockaddr_in6.
+        SockAddr { ss }
+    }
+
+    /// Copies an address from a `sockaddr_storage` (e.g. `rpc_xprt::addr`).
+    ///
+    /// Fails with `EAFNOSUPPORT` for families other than IPv4 and IPv6.
+    pub fn from_storage(ss: &bindings::__kernel_sockaddr_storage) -> Result<SockAddr> {
+        let a = SockAddr { ss: *ss };
+        match a.family() {
+            // INVARIANT: the family was checked.
+            AF_INET | AF_INET6 => Ok(a),
+            f => {
+                pr_err!("address family {} is not IPv4 or IPv6 (-EAFNOSUPPORT)\n", f);
+                Err(errno(bindings::EAFNOSUPPORT))
+            }
+        }
+    }
+
+    /// The address family (`AF_INET` = 2 or `AF_INET6` = 10).
+    pub fn family(&self) -> u16 {
+        // SAFETY: every variant of the storage union starts with the
+        // family; all bit patterns are valid `u16`s.
+        unsafe { (*(self.as_ptr())).sa_family }
+    }
+
+    /// The port, in host order.
+    pub fn port(&self) -> u16 {
+        let p = self.as_ptr();
+        // SAFETY: the storage holds the structure its family says (type
+        // invariant); both have the port at the same place.
+        u16::from_be(unsafe { (*p.cast::<bindings::sockaddr_in>()).sin_port })
+    }
+
+    /// Whether this is an IPv6 address.
+    pub fn is_ipv6(&self) -> bool {
+        self.family() == AF_INET6
+    }
+
+    pub(crate) fn as_ptr(&self) -> *const bindings::sockaddr {
+        (&self.ss as *const bindings::__kernel_sockaddr_storage).cast()
+    }
+}
+
+impl fmt::Display for SockAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = self.as_ptr();
+        if self.is_ipv6() {
+            // SAFETY: family AF_INET6 means a sockaddr_in6 (invariant).
+            let a = unsafe { (*p.cast::<bindings::sockaddr_in6>()).sin6_addr.in6_u.u6_addr16 };
+            f.write_str("[")?;
+            for (i, w) in a.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(":")?;
+                }
+                write!(f, "{:x}", u16::from_be(*w))?;
+            }
+            write!(f, "]:{}", self.port())
+        } else {
+            // SAFETY: family AF_INET means a sockaddr_in (invariant).
+            let a = unsafe { (*p.cast::<bindings::sockaddr_in>()).sin_addr.s_addr }.to_ne_bytes();
+            write!(f, "{}.{}.{}.{}:{}", a[0], a[1], a[2], a[3], self.port())
+        }
+    }
+}
+
+impl fmt::Debug for SockAddr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Connection parameters for [`super::qp::Endpoint::connect`] and
+/// [`super::qp::Endpoint::accept`] (`struct rdma_conn_param`).
+#[derive(Clone, Copy, Debug)]
+pub struct ConnParam<'a> {
+    /// Private data carried by the CM request (connect) or reply (accept);
+    /// copied by rdma_cm during the call. At most 56 bytes on a connect
+    /// and 196 on an accept over IB/RoCE (the CM message sizes minus the
+    /// rdma_cm header); the receiver may see it zero-padded to that size.
+    pub private_data: &'a [u8],
+    /// RDMA Read/Atomic operations the peer may have outstanding against us.
+    pub responder_resources: u8,
+    /// RDMA Read/Atomic operations we may have outstanding against the peer.
+    pub initiator_depth: u8,
+    /// Whether hardware end-to-end flow control is used (IB only).
+    pub flow_control: u8,
+    /// Transport retries on timeout, 0-7 (ignored when accepting).
+    pub retry_count: u8,
+    /// Retries after a Receiver-Not-Ready NAK, 0-7 (7 = forever).
+    pub rnr_retry_count: u8,
+}
+
+impl<'a> ConnParam<'a> {
+    /// The RPC-over-RDMA client's choices (the C client, verbs.c:465-481):
+    /// the client offers RDMA Read responder resources up to the device
+    /// limit but never initiates Reads; 6 transport retries so that the
+    /// RPC layer notices a dead server quickly; no flow control and no RNR
+    /// retries, because RPC-over-RDMA credits must prevent RNR and an RNR
+    /// NAK should be visible, not hidden.
+    pub fn rpcrdma_client(dev: &Device, private_data: &'a [u8]) -> ConnParam<'a> {
+        ConnParam {
+            private_data,
+            responder_resources: dev.max_qp_rd_atom().clamp(0, u8::MAX as i32) as u8,
+            initiator_depth: 0,
+            flow_control: 0,
+            retry_count: 6,
+            rnr_retry_count: 0,
+        }
+    }
+
+    pub(crate) fn to_raw(&self) -> Result<bindings::rdma_conn_param> {
+        let Ok(len) = u8::try_from(self.private_data.len()) else {
+            pr_err!(
+                "CM private data of {} bytes is longer than 255 (-EINVAL)\n",
+                self.private_data.len()
+            );
+            return Err(EINVAL);
+        };
+        Ok(bindings::rdma_conn_param {
+            private_data: if len == 0 {
+                core::ptr::null()
+            } else {
+                self.private_data.as_ptr().cast()
+            },
+            private_data_len: len,
+            responder_resources: self.responder_resources,
+            initiator_depth: self.initiator_depth,
+            flow_control: self.flow_control,
+            retry_count: self.retry_count,
+            rnr_retry_count: self.rnr_retry_count,
+            ..Default::default()
+        })
+    }
+}
+
+/// An rdma_cm event, as delivered to [`CmHandler::event`].
+///
+/// Statuses are negative errnos except for [`CmEvent::Rejected`], whose
+/// `reason` is the CM reject reason (`IB_CM_REJ_*` on IB/RoCE, see
+/// [`REJ_STALE_CONN`]).
+#[derive(Debug)]
+pub enum CmEvent<'a> {
+    /// `RDMA_CM_EVENT_ADDR_RESOLVED`: the id is bound to a device.
+    AddrResolved,
+    /// `RDMA_CM_EVENT_ADDR_ERROR` (status: e.g. `-ETIMEDOUT`, `-ENODEV`).
+    AddrError {
+        /// Negative errno.
+        status: i32,
+    },
+    /// `RDMA_CM_EVENT_ROUTE_RESOLVED`.
+    RouteResolved,
+    /// `RDMA_CM_EVENT_ROUTE_ERROR`.
+    RouteError {
+        /// Negative errno.
+        status: i32,
+    },
+    /// `RDMA_CM_EVENT_CONNECT_RESPONSE` (only without a QP on the id).
+    ConnectResponse,
+    /// `RDMA_CM_EVENT_CONNECT_ERROR`.
+    ConnectError {
+        /// Negative errno.
+        status: i32,
+    },
+    /// `RDMA_CM_EVENT_UNREACHABLE`: no answer from the peer.
+    Unreachable {
+        /// Negative errno.
+        status: i32,
+    },
+    /// `RDMA_CM_EVENT_REJECTED`.
+    Rejected {
+        /// The CM reject reason.
+        reason: i32,
+        /// The peer's private data when it rejected as a consumer
+        /// (`rdma_consumer_reject_data()`), else empty.
+        private_data: &'a [u8],
+    },
+    /// `RDMA_CM_EVENT_ESTABLISHED`: the connection is up.
+    Established {
+        /// Private data from the peer's accept (active side; may be
+        /// zero-padded to the CM message size), empty on the passive side.
+        private_data: &'a [u8],
+    },
+    /// `RDMA_CM_EVENT_DISCONNECTED`: the peer disconnected (answer with
+    /// [`CmId::disconnect`], which sends the DREP the peer waits for), or
+    /// our own disconnect completed. The QP is in the error state.
+    Disconnected,
+    /// `RDMA_CM_EVENT_DEVICE_REMOVAL`: destroy the id soon, from another
+    /// context (device removal waits for it).
+    DeviceRemoval,
+    /// `RDMA_CM_EVENT_ADDR_CHANGE`: the local address moved to another
+    /// device; the connection must be re-established.
+    AddrChange,
+    /// `RDMA_CM_EVENT_TIMEWAIT_EXIT`: the QP may be reused.
+    TimewaitExit,
+    /// Any other event (multicast, connect request on a non-listener).
+    Other {
+        /// The raw `enum rdma_cm_event_type`.
+        event: u32,
+        /// The raw status.
+        status: i32,
+    },
+}
+
+impl<'a> CmEvent<'a> {
+    /// Decodes a raw event.
+    ///
+    /// # Safety
+    ///
+    /// `id` and `ev` must be the arguments of a running event handler call;
+    /// the private data slices borrow `ev` for `'a`, which must not outlast
+    /// that call.
+    unsafe fn from_raw(id: *mut bindings::rdma_cm_id, ev: &'a bindings::rdma_cm_event) -> Self {
+        let status = ev.status;
+        match ev.event {
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_RESOLVED => CmEvent::AddrResolved,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_ERROR => CmEvent::AddrError { status },
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_RESOLVED => CmEvent::RouteResolved,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_ERROR => {
+                CmEvent::RouteError { status }
+            }
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_RESPONSE => {
+                CmEvent::ConnectResponse
+            }
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_ERROR => {
+                CmEvent::ConnectError { status }
+            }
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_UNREACHABLE => {
+                CmEvent::Unreachable { status }
+            }
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_REJECTED => {
+                let mut len: u8 = 0;
+                // SAFETY: `id` and `ev` are the handler's arguments (caller
+                // guarantee); the function only reads them.
+                let data = unsafe {
+                    bindings::rdma_consumer_reject_data(id, ev as *const _ as *mut _, &mut len)
+                };
+                CmEvent::Rejected {
+                    reason: status,
+                    // SAFETY: rdma_cm returns `len` bytes of the event's
+                    // private data, valid during the handler call.
+                    private_data: unsafe { raw_slice(data.cast(), len) },
+                }
+            }
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ESTABLISHED => {
+                // SAFETY: for connection events the `conn` member of the
+                // union is the active one.
+                let conn = unsafe { &ev.param.conn };
+                CmEvent::Established {
+                    // SAFETY: rdma_cm passes `private_data_len` bytes at
+                    // `private_data` (or NULL), valid during the call.
+                    private_data: unsafe {
+                        raw_slice(conn.private_data.cast(), conn.private_data_len)
+                    },
+                }
+            }
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_DISCONNECTED => CmEvent::Disconnected,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_DEVICE_REMOVAL => CmEvent::DeviceRemoval,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_ADDR_CHANGE => CmEvent::AddrChange,
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_TIMEWAIT_EXIT => CmEvent::TimewaitExit,
+            event => CmEvent::Other { event, status },
+        }
+    }
+}
+
+/// A byte slice from a C pointer and length; empty for NULL.
+///
+/// # Safety
+///
+/// Unless NULL, `ptr` must be valid for reads of `len` bytes for `'a`.
+unsafe fn raw_slice<'a>(ptr: *const u8, len: u8) -> &'a [u8] {
+    if ptr.is_null() || len == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller guarantees `len` readable bytes for `'a`.
+        unsafe { core::slice::from_raw_parts(ptr, len as usize) }
+    }
+}
+
+/// The owner of a [`CmId`] implements this to receive its events.
+///
+/// Called in process context (an rdma_cm work item, or the thread of a
+/// call such as `rdma_resolve_addr()`), with the id's handler mutex held,
+/// one event at a time per id. The handler may sleep. It must not wait
+/// for another event of the same id (deadlock); it may drop the
+/// [`CmId`] (destruction is then deferred until it returns).
+pub trait CmHandler: Send + Sync + 'static {
+    /// One event of the id.
+    fn event(&self, event: &CmEvent<'_>);
+}
+
+/// What `id->context` points to: the owner's handler plus the state that
+/// lets a drop from inside the handler be deferred.
+struct IdCtx<H> {
+    handler: Arc<H>,
+    /// The task running this id's handler right now, 0 when none.
+    in_handler: AtomicUsize,
+    /// Set when the `CmId` was dropped from its own handler.
+    destroy_on_return: AtomicBool,
+}
+
+impl<H> IdCtx<H> {
+    fn new(handler: Arc<H>) -> Result<Arc<Self>> {
+        Ok(Arc::new(
+            IdCtx {
+                handler,
+                in_handler: AtomicUsize::new(0),
+                destroy_on_return: AtomicBool::new(false),
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    fn in_own_handler(&self) -> bool {
+        self.in_handler.load(Ordering::Relaxed) == current_task()
+    }
+}
+
+/// The C event handler of every [`CmId`] with handler type `H`.
+///
+/// # Safety
+///
+/// Called by rdma_cm with a live id whose `context` came from
+/// `Arc<IdCtx<H>>::into_foreign()` and is not yet released, and a valid
+/// event, with the id's handler mutex held.
+unsafe extern "C" fn cm_handler<H: CmHandler>(
+    id: *mut bindings::rdma_cm_id,
+    ev: *mut bindings::rdma_cm_event,
+) -> core::ffi::c_int {
+    // SAFETY: `id` is live (function precondition).
+    let foreign = unsafe { (*id).context };
+    // SAFETY: the context is an un-released `Arc<IdCtx<H>>` foreign
+    // reference; it is released only after `rdma_destroy_id()`, which waits
+    // for this call, or below.
+    let ctx = unsafe { <Arc<IdCtx<H>> as ForeignOwnable>::borrow(foreign) };
+    ctx.in_handler.store(current_task(), Ordering::Relaxed);
+    // SAFETY: `id` and `ev` are this call's arguments; the event does not
+    // outlive the call.
+    let event = unsafe { CmEvent::from_raw(id, &*ev) };
+    ctx.handler.event(&event);
+    ctx.in_handler.store(0, Ordering::Relaxed);
+    if ctx.destroy_on_return.load(Ordering::Acquire) {
+        // The owner dropped its `CmId` inside `event()`. Returning 1 makes
+        // rdma_cm destroy the id after this call, and no handler call
+        // follows, so the context reference is released here (`ctx` is not
+        // used any more).
+        // SAFETY: the foreign reference is un-released (see above) and no
+        // borrow of it remains.
+        drop(unsafe { <Arc<IdCtx<H>> as ForeignOwnable>::from_foreign(foreign) });
+        return 1;
+    }
+    0
+}
+
+/// An rdma_cm identifier (`RDMA_PS_TCP`, `IB_QPT_RC`) whose events go to
+/// an `Arc<H>`.
+///
+/// # Invariants
+///
+/// `id` is a live rdma_cm id owned by this object; its `context` is
+/// `foreign`, an `Arc<IdCtx<H>>` foreign reference to the same allocation
+/// as `ctx`, and its event handler is `cm_handler::<H>`. Dropping destroys
+/// the id, then releases `foreign`.
+pub struct CmId<H: CmHandler> {
+    id: NonNull<bindings::rdma_cm_id>,
+    foreign: *const c_void,
+    ctx: Arc<IdCtx<H>>,
+}
+
+// SAFETY: rdma_cm ids may be used and destroyed from any thread; `H` is
+// `Send + Sync`.
+unsafe impl<H: CmHandler> Send for CmId<H> {}
+// SAFETY: the `&self` methods are rdma_cm calls that serialise internally.
+unsafe impl<H: CmHandler> Sync for CmId<H> {}
+
+impl<H: CmHandler> CmId<H> {
+    /// Creates an id in `net` whose events go to `handler`.
+    pub fn new(net: &Net, handler: Arc<H>) -> Result<Self> {
+        let ctx = IdCtx::new(handler)?;
+        let foreign = ctx.clone().into_foreign();
+        // SAFETY: `net` is live; the handler matches the context type.
+        let ptr = unsafe {
+            bindings::rpcrdma2_shim_create_id(
+                net.as_ptr(),
+                Some(cm_handler::<H>),
+                foreign as *mut c_void,
+                bindings::rdma_ucm_port_space_RDMA_PS_TCP,
+                bindings::ib_qp_type_IB_QPT_RC,
+            )
+        };
+        match from_err_ptr(ptr) {
+            // INVARIANT: the id is new, its context is `foreign`.
+            Ok(id) => Ok(CmId { id, foreign, ctx }),
+            Err(e) => {
+                pr_err!("rdma_create_id failed ({})\n", e.to_errno());
+                // SAFETY: the id was not created, so nothing else holds
+                // the foreign reference.
+                drop(unsafe { <Arc<IdCtx<H>> as ForeignOwnable>::from_foreign(foreign) });
+                Err(e)
+            }
+        }
+    }
+
+    /// The owner's handler.
+    pub fn handler(&self) -> &Arc<H> {
+        &self.ctx.handler
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut bindings::rdma_cm_id {
+        self.id.as_ptr()
+    }
+
+    /// Whether the caller is this id's event handler.
+    pub(crate) fn in_own_handler(&self) -> bool {
+        self.ctx.in_own_handler()
+    }
+
+    /// Starts resolving `dst` (and binding to the device that reaches it,
+    /// from `src` if given) within `timeout_ms`; the outcome is
+    /// [`CmEvent::AddrResolved`] or [`CmEvent::AddrError`].
+    pub fn resolve_addr(
+        &self,
+        src: Option<&SockAddr>,
+        dst: &SockAddr,
+        timeout_ms: u32,
+    ) -> Result {
+        let src = src.map_or(core::ptr::null_mut(), |s| s.as_ptr() as *mut _);
+        // SAFETY: the id is live (type invariant); the addresses are valid
+        // sockaddrs that rdma_cm copies during the call.
+        let ret = unsafe {
+            bindings::rdma_resolve_addr(self.as_ptr(), src, dst.as_ptr(), timeout_ms as _)
+        };
+        if ret != 0 {
+            pr_err!("rdma_resolve_addr({}) failed ({})\n", dst, ret);
+        }
+        kernel::error::to_result(ret)
+    }
+
+    /// Starts resolving the route to the resolved address within
+    /// `timeout_ms`; the outcome is [`CmEvent::RouteResolved`] or
+    /// [`CmEvent::RouteError`].
+    pub fn resolve_route(&self, timeout_ms: u32) -> Result {
+        // SAFETY: the id is live (type invariant).
+        let ret = unsafe { bindings::rdma_resolve_route(self.as_ptr(), timeout_ms as _) };
+        if ret != 0 {
+            pr_err!("rdma_resolve_route failed ({})\n", ret);
+        }
+        kernel::error::to_result(ret)
+    }
+
+    /// The device the id is bound to: after [`CmEvent::AddrResolved`] on
+    /// the active side, always for an accepted id.
+    pub fn device(&self) -> Option<&Device> {
+        // SAFETY: the id is live; `device` is set once by rdma_cm when the
+        // id binds and stays until the id is destroyed, which cannot happen
+        // while `&self` is borrowed. A volatile read because rdma_cm may
+        // write it from another thread during resolution.
+        let dev = unsafe { core::ptr::addr_of!((*self.as_ptr()).device).read_volatile() };
+        if dev.is_null() {
+            None
+        } else {
+            // SAFETY: rdma_cm keeps the device registered while an id is
+            // bound to it (device removal waits for the id's destruction).
+            Some(unsafe { Device::from_raw(dev) })
+        }
+    }
+
+    /// The port of the device the id is bound to.
+    pub fn port_num(&self) -> u32 {
+        // SAFETY: the id is live; `port_num` is set with `device`.
+        unsafe { core::ptr::addr_of!((*self.as_ptr()).port_num).read_volatile() }
+    }
+
+    /// The local address (after binding or resolution).
+    pub fn local_addr(&self) -> Result<SockAddr> {
+        // SAFETY: the id is live; the route's source address is written by
+        // rdma_cm under its own locks before the event we synchronised with.
+        let ss = unsafe { core::ptr::addr_of!((*self.as_ptr()).route.addr.src_addr).read() };
+        SockAddr::from_storage(&ss)
+    }
+
+    /// Sends a DREQ (or moves the QP to error): the peer and this id get
+    /// [`CmEvent::Disconnected`]. Harmless when not connected.
+    pub fn disconnect(&self) -> Result {
+        // SAFETY: the id is live; `rdma_disconnect()` may be called from
+        // any context, including the id's handler.
+        kernel::error::to_result(unsafe { bindings::rdma_disconnect(self.as_ptr()) })
+    }
+}
+
+impl<H: CmHandler> Drop for CmId<H> {
+    fn drop(&mut self) {
+        if self.ctx.in_own_handler() {
+            // `rdma_destroy_id()` would deadlock on the handler mutex: let
+            // the trampoline return 1 instead (see the module docs).
+            self.ctx.destroy_on_return.store(true, Ordering::Release);
+            return;
+        }
+        // SAFETY: the id is ours and live (type invariant); after this no
+        // handler call runs or will run.
+        unsafe { bindings::rdma_destroy_id(self.id.as_ptr()) };
+        // SAFETY: the id is gone, so nothing else uses the context.
+        drop(unsafe { <Arc<IdCtx<H>> as ForeignOwnable>::from_foreign(self.foreign) });
+    }
+}
+
+/// A connection request waiting in a [`Listener`].
+struct Pending {
+    id: NonNull<bindings::rdma_cm_id>,
+    private_data: KVec<u8>,
+}
+
+// SAFETY: the pending id is only used by whoever dequeues it.
+unsafe impl Send for Pending {}
+
+/// Destroys a connection request nobody accepted.
+///
+/// # Safety
+///
+/// `id` must be a live child id of a listener, owned by the caller, and
+/// the caller must not be running in any handler of it.
+unsafe fn reject_and_destroy(id: NonNull<bindings::rdma_cm_id>) {
+    // SAFETY: the id is live and ours (caller guarantee). A failed reject
+    // (e.g. the peer gave up) changes nothing: the id is destroyed anyway.
+    unsafe {
+        bindings::rdma_reject(id.as_ptr(), core::ptr::null(), 0, REJ_CONSUMER_DEFINED as u8);
+        bindings::rdma_destroy_id(id.as_ptr());
+    }
+}
+
+struct ListenState {
+    /// Requests in arrival order (`None`: taken).
+    pending: KVec<Option<Pending>>,
+}
+
+#[pin_data]
+struct ListenInner {
+    #[pin]
+    state: Mutex<ListenState>,
+    #[pin]
+    cv: CondVar,
+    /// The listening id, to tell its own events from its children's.
+    listen_id: AtomicPtr<bindings::rdma_cm_id>,
+}
+
+/// The C event handler of a [`Listener`] and of its connection requests
+/// until they are accepted.
+///
+/// # Safety
+///
+/// Called by rdma_cm with a live id whose `context` is an un-released
+/// `Arc<ListenInner>` foreign reference, and a valid event.
+unsafe extern "C" fn listen_handler(
+    id: *mut bindings::rdma_cm_id,
+    ev: *mut bindings::rdma_cm_event,
+) -> core::ffi::c_int {
+    // SAFETY: `id` and `ev` are live (function precondition).
+    let (foreign, ev) = unsafe { ((*id).context, &*ev) };
+    // SAFETY: the listener, and every dequeued request, keep a reference
+    // on the `ListenInner` until their ids are destroyed.
+    let inner = unsafe { <Arc<ListenInner> as ForeignOwnable>::borrow(foreign) };
+    if ev.event == bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_REQUEST {
+        // SAFETY: connection requests carry `param.conn`.
+        let conn = unsafe { &ev.param.conn };
+        // SAFETY: rdma_cm passes `private_data_len` bytes, valid during the call.
+        let data = unsafe { raw_slice(conn.private_data.cast(), conn.private_data_len) };
+        let mut private_data = KVec::new();
+        if private_data.extend_from_slice(data, GFP_KERNEL).is_err() {
+            pr_err!("listener: no memory for a connection request; rejecting it\n");
+            // The new id is not ours yet: 1 tells rdma_cm to destroy it.
+            return 1;
+        }
+        let Some(id) = NonNull::new(id) else { return 1 };
+        let mut st = inner.state.lock();
+        let req = Some(Pending { id, private_data });
+        let res = match st.pending.iter_mut().find(|p| p.is_none()) {
+            Some(slot) => {
+                *slot = req;
+                Ok(())
+            }
+            None => st.pending.push(req, GFP_KERNEL),
+        };
+        drop(st);
+        if res.is_err() {
+            pr_err!("listener: no memory to queue a connection request; rejecting it\n");
+            return 1;
+        }
+        inner.cv.notify_all();
+        return 0;
+    }
+    if id != inner.listen_id.load(Ordering::Relaxed) {
+        // An event for a request not accepted yet (e.g. the peer gave up);
+        // `Endpoint::accept()` will fail and report it.
+        pr_debug!("listener: event {} on a pending request\n", ev.event);
+    } else {
+        pr_info!("listener: event {} (status {})\n", ev.event, ev.status);
+    }
+    0
+}
+
+/// A listening rdma_cm id (passive side).
+///
+/// # Invariants
+///
+/// `id` is a live listening id owned by this object, its context is
+/// `foreign` (an `Arc<ListenInner>` reference to `inner`), its handler
+/// `listen_handler`. Every queued request id has the same context and
+/// handler and is owned by `inner`'s queue.
+pub struct Listener {
+    id: NonNull<bindings::rdma_cm_id>,
+    foreign: *const c_void,
+    inner: Arc<ListenInner>,
+}
+
+// SAFETY: see `CmId`.
+unsafe impl Send for Listener {}
+// SAFETY: see `CmId`.
+unsafe impl Sync for Listener {}
+
+impl Listener {
+    /// Binds to `addr` (port 0 picks a free port, see
+    /// [`Listener::local_addr`]) and listens with `backlog`.
+    pub fn new(net: &Net, addr: &SockAddr, backlog: i32) -> Result<Listener> {
+        let inner = Arc::pin_init(
+            pin_init!(ListenInner {
+                state <- kernel::new_mutex!(ListenState { pending: KVec::new() }, "rpcrdma2_listen"),
+                cv <- kernel::new_condvar!("rpcrdma2_listen"),
+                listen_id: AtomicPtr::new(core::ptr::null_mut()),
+            }),
+            GFP_KERNEL,
+        )?;
+        let foreign = inner.clone().into_foreign();
+        // SAFETY: `net` is live; the handler matches the context type.
+        let ptr = unsafe {
+            bindings::rpcrdma2_shim_create_id(
+                net.as_ptr(),
+                Some(listen_handler),
+                foreign as *mut c_void,
+                bindings::rdma_ucm_port_space_RDMA_PS_TCP,
+                bindings::ib_qp_type_IB_QPT_RC,
+            )
+        };
+        let id = match from_err_ptr(ptr) {
+            Ok(id) => id,
+            Err(e) => {
+                pr_err!("rdma_create_id (listener) failed ({})\n", e.to_errno());
+                // SAFETY: no id holds the reference.
+                drop(unsafe { <Arc<ListenInner> as ForeignOwnable>::from_foreign(foreign) });
+                return Err(e);
+            }
+        };
+        inner.listen_id.store(id.as_ptr(), Ordering::Relaxed);
+        // INVARIANT: from here on `drop` cleans up.
+        let l = Listener { id, foreign, inner };
+        // SAFETY: the id is live; rdma_cm copies the address.
+        let ret = unsafe { bindings::rdma_bind_addr(id.as_ptr(), addr.as_ptr() as *mut _) };
+        if ret != 0 {
+            pr_err!("rdma_bind_addr({}) failed ({})\n", addr, ret);
+            return Err(Error::from_errno(ret));
+        }
+        // SAFETY: the id is live and bound.
+        let ret = unsafe { bindings::rdma_listen(id.as_ptr(), backlog) };
+        if ret != 0 {
+            pr_err!("rdma_listen({}) failed ({})\n", addr, ret);
+            return Err(Error::from_errno(ret));
+        }
+        Ok(l)
+    }
+
+    /// The bound address, with the port actually used.
+    pub fn local_addr(&self) -> Result<SockAddr> {
+        // SAFETY: the id is live and bound; the address was written during
+        // `rdma_bind_addr()` in `new`.
+        let ss = unsafe { core::ptr::addr_of!((*self.id.as_ptr()).route.addr.src_addr).read() };
+        SockAddr::from_storage(&ss)
+    }
+
+    /// Waits up to `timeout_ms` for the next connection request.
+    ///
+    /// Fails with `ETIMEDOUT`, or `ERESTARTSYS` on a signal.
+    pub fn accept_next(&self, timeout_ms: u32) -> Result<Incoming> {
+        let mut left = kernel::time::msecs_to_jiffies(timeout_ms);
+        let mut st = self.inner.state.lock();
+        loop {
+            if let Some(p) = st.pending.iter_mut().find_map(|p| p.take()) {
+                return Ok(Incoming {
+                    id: p.id,
+                    private_data: p.private_data,
+                    _listener: self.inner.clone(),
+                });
+            }
+            if left == 0 {
+                return Err(errno(bindings::ETIMEDOUT));
+            }
+            match self.inner.cv.wait_interruptible_timeout(&mut st, left) {
+                kernel::sync::CondVarTimeoutResult::Timeout => left = 0,
+                kernel::sync::CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
+                kernel::sync::CondVarTimeoutResult::Signal { .. } => return Err(ERESTARTSYS),
+            }
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        // SAFETY: the listening id is ours; after this no new request
+        // arrives and no handler call for it runs.
+        unsafe { bindings::rdma_destroy_id(self.id.as_ptr()) };
+        let mut st = self.inner.state.lock();
+        let pending = core::mem::take(&mut st.pending);
+        drop(st);
+        for p in pending.into_iter().flatten() {
+            // SAFETY: queued requests are owned by the queue (invariant);
+            // we are not in any handler.
+            unsafe { reject_and_destroy(p.id) };
+        }
+        // SAFETY: no id uses `foreign` any more: the listener and every
+        // queued request are destroyed; dequeued requests hold their own
+        // `Arc`.
+        drop(unsafe { <Arc<ListenInner> as ForeignOwnable>::from_foreign(self.foreign) });
+    }
+}
+
+/// A connection request taken from a [`Listener`], not yet accepted.
+///
+/// Turn it into a [`CmId`] with [`Incoming::into_cm_id`], build a
+/// [`super::qp::Endpoint`] on it and call
+/// [`super::qp::Endpoint::accept`]. Dropping it rejects the request.
+///
+/// # Invariants
+///
+/// `id` is a live request id owned by this object whose context is a
+/// reference on `_listener` (kept alive by it) with `listen_handler`.
+pub struct Incoming {
+    id: NonNull<bindings::rdma_cm_id>,
+    private_data: KVec<u8>,
+    _listener: Arc<ListenInner>,
+}
+
+// SAFETY: see `CmId`.
+unsafe impl Send for Incoming {}
+
+impl Incoming {
+    /// The private data of the peer's connect (on IB/RoCE zero-padded to
+    /// the CM REQ's 56 bytes).
+    pub fn private_data(&self) -> &[u8] {
+        &self.private_data
+    }
+
+    /// The device the request arrived on.
+    pub fn device(&self) -> Option<&Device> {
+        // SAFETY: a request id is bound to the device it arrived on for its
+        // whole life, and rdma_cm keeps that device registered meanwhile.
+        let dev = unsafe { (*self.id.as_ptr()).device };
+        // SAFETY: see above.
+        (!dev.is_null()).then(|| unsafe { Device::from_raw(dev) })
+    }
+
+    /// Hands the request to an owner: its events go to `handler` from now on.
+    pub fn into_cm_id<H: CmHandler>(self, handler: Arc<H>) -> Result<CmId<H>> {
+        let ctx = IdCtx::new(handler)?;
+        let foreign = ctx.clone().into_foreign();
+        let id = self.id;
+        // SAFETY: the id is live and ours; with its handler mutex held no
+        // event is delivered while context and handler change together.
+        unsafe {
+            bindings::rdma_lock_handler(id.as_ptr());
+            (*id.as_ptr()).context = foreign as *mut c_void;
+            (*id.as_ptr()).event_handler = Some(cm_handler::<H>);
+            bindings::rdma_unlock_handler(id.as_ptr());
+        }
+        // The id now belongs to the `CmId`: skip our `Drop` but release
+        // the other fields (the listener reference is no longer needed).
+        let me = core::mem::ManuallyDrop::new(self);
+        // SAFETY: each field is read once and `me` is never used again.
+        drop(unsafe { core::ptr::read(&me.private_data) });
+        // SAFETY: as above.
+        drop(unsafe { core::ptr::read(&me._listener) });
+        // INVARIANT: context `foreign` and handler `cm_handler::<H>` were set.
+        Ok(CmId { id, foreign, ctx })
+    }
+}
+
+impl Drop for Incoming {
+    fn drop(&mut self) {
+        // SAFETY: the request id is ours (invariant); we are not in its
+        // handler (requests are dequeued by threads, not handlers).
+        unsafe { reject_and_destroy(self.id) };
+    }
+}

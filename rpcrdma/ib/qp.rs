@@ -1,0 +1,1225 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An RC queue pair on an rdma_cm id, with its PD and CQs, and the safe
+//! posting and completion paths.
+//!
+//! # Ownership of posted work
+//!
+//! Every work request is posted together with a context owned by the
+//! transport (a `KBox` or `Arc` holding the buffers its SGEs point into).
+//! The context moves into a ring slot of the [`Qp`] when the WR is posted
+//! and comes back exactly once to [`QpHandler::send_done`] or
+//! [`QpHandler::recv_done`]:
+//!
+//! - [`Completion::Done`] with the WR's own work completion (success,
+//!   error or flush);
+//! - [`Completion::Retired`] for an unsignalled Send-queue WR when a later
+//!   WR on the same Send queue completed: Send queues complete in order,
+//!   so the earlier WR is done and its buffers are free. This is how the C
+//!   client's sendctx ring works (verbs.c:797-822), generalised;
+//! - [`Completion::Aborted`] when it was never posted (the post failed) or
+//!   the QP went away first.
+//!
+//! The ring slots hold the `struct ib_cqe` each WR carries (`wr_cqe`), so
+//! the C `done` callback is a generic trampoline that finds the slot by
+//! address, no allocation or refcounting per WR. The rings also bound the
+//! number of outstanding WRs by the QP's capacity, so a post never
+//! overflows a work queue.
+//!
+//! SGEs can only be built from [`DmaBuf`]s borrowed from the context
+//! itself ([`SendCtx::sges`], [`RecvCtx::sges`]), so the memory a WR
+//! names stays alive until its context is handed back.
+//!
+//! # Teardown
+//!
+//! [`Endpoint`]'s drop disconnects, drains the QP (`ib_drain_qp()`, which
+//! flushes every posted WR through the handlers), destroys the QP, frees
+//! the CQs, then the PD reference and the id, in that order.
+
+use super::cm::{CmHandler, CmId, ConnParam};
+use super::dma::DmaBuf;
+use super::verbs::{Cq, Pd, PollContext};
+use super::{errno, Device};
+use crate::bindings;
+use core::ffi::c_void;
+use core::marker::PhantomData;
+use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use kernel::prelude::*;
+use kernel::sync::{Arc, SpinLock};
+use kernel::types::Opaque;
+
+/// The most WRs one [`SendChain`] holds.
+pub const MAX_SEND_CHAIN: usize = 16;
+/// The most Receives one [`RecvBatch`] holds.
+pub const MAX_RECV_BATCH: usize = 16;
+
+/// A work completion (`struct ib_wc`), borrowed for a completion callback.
+///
+/// Only [`WorkCompletion::status`] (and the WR identity) is defined for a
+/// failed completion; the other fields are meaningful on success.
+#[repr(transparent)]
+pub struct WorkCompletion(bindings::ib_wc);
+
+/// The opcode of a successful work completion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WcOpcode {
+    /// `IB_WC_SEND`.
+    Send,
+    /// `IB_WC_RDMA_WRITE`.
+    RdmaWrite,
+    /// `IB_WC_RDMA_READ`.
+    RdmaRead,
+    /// `IB_WC_LOCAL_INV`.
+    LocalInv,
+    /// `IB_WC_REG_MR`.
+    RegMr,
+    /// `IB_WC_RECV`.
+    Recv,
+    /// `IB_WC_RECV_RDMA_WITH_IMM`.
+    RecvRdmaWithImm,
+    /// Anything else (raw `enum ib_wc_opcode`).
+    Other(u32),
+}
+
+impl WorkCompletion {
+    /// The raw `enum ib_wc_status` (0 is `IB_WC_SUCCESS`).
+    pub fn status(&self) -> u32 {
+        self.0.status
+    }
+
+    /// Whether the WR succeeded.
+    pub fn is_success(&self) -> bool {
+        self.0.status == bindings::ib_wc_status_IB_WC_SUCCESS
+    }
+
+    /// Whether the WR was flushed because the QP entered the error state
+    /// (disconnect, drain or an earlier error): `IB_WC_WR_FLUSH_ERR`.
+    pub fn is_flushed(&self) -> bool {
+        self.0.status == bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR
+    }
+
+    /// ib_core's name for the status ("success", "WR flushed", ...).
+    pub fn status_msg(&self) -> &'static CStr {
+        // SAFETY: `ib_wc_status_msg()` returns a static string for every value.
+        unsafe { CStr::from_char_ptr(bindings::ib_wc_status_msg(self.0.status)) }
+    }
+
+    /// The vendor error code of a failed completion.
+    pub fn vendor_err(&self) -> u32 {
+        self.0.vendor_err
+    }
+
+    /// The operation that completed.
+    pub fn opcode(&self) -> WcOpcode {
+        match self.0.opcode {
+            bindings::ib_wc_opcode_IB_WC_SEND => WcOpcode::Send,
+            bindings::ib_wc_opcode_IB_WC_RDMA_WRITE => WcOpcode::RdmaWrite,
+            bindings::ib_wc_opcode_IB_WC_RDMA_READ => WcOpcode::RdmaRead,
+            bindings::ib_wc_opcode_IB_WC_LOCAL_INV => WcOpcode::LocalInv,
+            bindings::ib_wc_opcode_IB_WC_REG_MR => WcOpcode::RegMr,
+            bindings::ib_wc_opcode_IB_WC_RECV => WcOpcode::Recv,
+            bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM => WcOpcode::RecvRdmaWithImm,
+            o => WcOpcode::Other(o),
+        }
+    }
+
+    /// Bytes received (Receives).
+    pub fn byte_len(&self) -> u32 {
+        self.0.byte_len
+    }
+
+    /// The raw `IB_WC_*` flags.
+    pub fn wc_flags(&self) -> u32 {
+        self.0.wc_flags as u32
+    }
+
+    /// The rkey the peer invalidated with Send With Invalidate
+    /// (`IB_WC_WITH_INVALIDATE` set), if any.
+    pub fn invalidated_rkey(&self) -> Option<u32> {
+        if self.wc_flags() & bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE != 0 {
+            // SAFETY: with `IB_WC_WITH_INVALIDATE` the union holds the rkey.
+            Some(unsafe { self.0.ex.invalidate_rkey })
+        } else {
+            None
+        }
+    }
+
+    /// The `ib_cqe` the WR carried.
+    fn cqe(&self) -> *mut bindings::ib_cqe {
+        // SAFETY: kernel ULPs (us) always post with `wr_cqe`, never `wr_id`.
+        unsafe { self.0.__bindgen_anon_1.wr_cqe }
+    }
+}
+
+/// How a posted context comes back (see the module documentation).
+pub enum Completion<'a> {
+    /// The WR's own work completion.
+    Done(&'a WorkCompletion),
+    /// An unsignalled Send-queue WR that completed successfully, known
+    /// because a later WR on the queue completed (or the queue drained).
+    Retired,
+    /// Never posted, or the QP was destroyed before the WR completed.
+    Aborted,
+}
+
+impl Completion<'_> {
+    /// Whether the WR is known to have executed successfully.
+    pub fn is_success(&self) -> bool {
+        match self {
+            Completion::Done(wc) => wc.is_success(),
+            Completion::Retired => true,
+            Completion::Aborted => false,
+        }
+    }
+}
+
+/// The SGE list of one WR, built by a context from buffers it owns.
+///
+/// `'a` is the borrow of the context: only buffers that live as long as
+/// the context (its own, or `'static` ones) can be added, so a posted WR
+/// never names freed memory.
+pub struct SgeList<'s, 'a> {
+    sges: &'s mut [bindings::ib_sge],
+    len: usize,
+    pd: *const Pd,
+    _bufs: PhantomData<&'a DmaBuf>,
+}
+
+impl<'s, 'a> SgeList<'s, 'a> {
+    fn new(sges: &'s mut [bindings::ib_sge], pd: &Arc<Pd>) -> Self {
+        SgeList {
+            sges,
+            len: 0,
+            pd: &**pd,
+            _bufs: PhantomData,
+        }
+    }
+
+    /// Adds `len` bytes of `buf` from `offset`.
+    ///
+    /// Fails with `EINVAL` when the range is outside the buffer or the
+    /// buffer belongs to another PD, `E2BIG` when the WR has no SGE left.
+    pub fn push(&mut self, buf: &'a DmaBuf, offset: usize, len: usize) -> Result {
+        if offset.checked_add(len).map_or(true, |end| end > buf.len()) {
+            pr_err!(
+                "SGE [{}, +{}) is outside a {}-byte buffer (-EINVAL)\n",
+                offset,
+                len,
+                buf.len()
+            );
+            return Err(EINVAL);
+        }
+        if !core::ptr::eq(&**buf.pd(), self.pd) {
+            pr_err!("SGE buffer is mapped for another PD (-EINVAL)\n");
+            return Err(EINVAL);
+        }
+        let Some(sge) = self.sges.get_mut(self.len) else {
+            pr_err!("more than {} SGEs in one WR (-E2BIG)\n", self.sges.len());
+            return Err(E2BIG);
+        };
+        *sge = bindings::ib_sge {
+            addr: buf.dma_addr() + offset as u64,
+            // `len <= buf.len() <= u32::MAX` (DmaBuf invariant).
+            length: len as u32,
+            lkey: buf.lkey(),
+        };
+        self.len += 1;
+        Ok(())
+    }
+
+    /// Adds the whole of `buf`.
+    pub fn push_all(&mut self, buf: &'a DmaBuf) -> Result {
+        self.push(buf, 0, buf.len())
+    }
+
+    /// The number of SGEs so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether no SGE was added.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+/// A context posted with a Receive: owns the buffer(s) it receives into.
+pub trait RecvCtx: Send + 'static {
+    /// Describes the Receive's buffers.
+    fn sges<'a>(&'a self, sges: &mut SgeList<'_, 'a>) -> Result;
+}
+
+/// A context posted with a Send-queue WR: owns what the WR reads.
+pub trait SendCtx: Send + 'static {
+    /// Describes the Send's buffers (none by default: an empty Send).
+    fn sges<'a>(&'a self, _sges: &mut SgeList<'_, 'a>) -> Result {
+        Ok(())
+    }
+}
+
+/// Receives the contexts of completed work requests.
+///
+/// Called from the CQ's poll work item (process context, see
+/// [`PollContext`]), one completion at a time per queue; the Send and
+/// Receive queues have separate CQs, so `send_done` and `recv_done` may
+/// run concurrently. [`Completion::Aborted`] may also be delivered
+/// synchronously from a failing `post_*` call or from teardown.
+///
+/// Handlers may post again through `qp`; they must not drain or drop the
+/// [`Endpoint`] (draining waits for this very work item).
+pub trait QpHandler: Send + Sync + Sized + 'static {
+    /// The context of a Send-queue WR.
+    type SendCtx: SendCtx;
+    /// The context of a Receive.
+    type RecvCtx: RecvCtx;
+
+    /// A Send-queue WR is finished.
+    fn send_done(&self, qp: &Qp<Self>, ctx: Self::SendCtx, c: Completion<'_>);
+
+    /// A Receive is finished; on success the data is in its buffer (sync
+    /// it for the CPU first) and [`WorkCompletion::byte_len`] says how much.
+    fn recv_done(&self, qp: &Qp<Self>, ctx: Self::RecvCtx, c: Completion<'_>);
+}
+
+/// What a Send-queue WR does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendOp {
+    /// `IB_WR_SEND`.
+    Send,
+    /// `IB_WR_SEND_WITH_INV`: Send and invalidate the peer's `rkey`.
+    SendWithInv {
+        /// The rkey to invalidate at the peer.
+        rkey: u32,
+    },
+}
+
+/// One Send-queue WR: an operation, its flags and its context.
+///
+/// Later operations (FRWR `IB_WR_REG_MR`, `IB_WR_LOCAL_INV`) become new
+/// [`SendOp`] variants; the scratch space a post builds WRs in already
+/// has room for an `ib_reg_wr`, and a [`SendChain`] posts REG_MRs and the
+/// Send behind them in one `ib_post_send()`.
+pub struct SendWr<C> {
+    ctx: C,
+    op: SendOp,
+    flags: i32,
+}
+
+impl<C: SendCtx> SendWr<C> {
+    /// An unsignalled Send of the context's SGEs.
+    pub fn send(ctx: C) -> Self {
+        SendWr {
+            ctx,
+            op: SendOp::Send,
+            flags: 0,
+        }
+    }
+
+    /// An unsignalled Send With Invalidate of `rkey`.
+    pub fn send_with_inv(ctx: C, rkey: u32) -> Self {
+        SendWr {
+            ctx,
+            op: SendOp::SendWithInv { rkey },
+            flags: 0,
+        }
+    }
+
+    /// Requests a completion (`IB_SEND_SIGNALED`). Unsignalled WRs come
+    /// back as [`Completion::Retired`] when a later one completes; signal
+    /// at least every so often, or the ring fills up.
+    pub fn signaled(mut self) -> Self {
+        self.flags |= bindings::ib_send_flags_IB_SEND_SIGNALED;
+        self
+    }
+
+    /// Sets `IB_SEND_SOLICITED`.
+    pub fn solicited(mut self) -> Self {
+        self.flags |= bindings::ib_send_flags_IB_SEND_SOLICITED;
+        self
+    }
+
+    /// Sets `IB_SEND_FENCE`: wait for earlier RDMA Reads to finish.
+    pub fn fenced(mut self) -> Self {
+        self.flags |= bindings::ib_send_flags_IB_SEND_FENCE;
+        self
+    }
+
+    /// The operation.
+    pub fn op(&self) -> SendOp {
+        self.op
+    }
+}
+
+/// Up to [`MAX_SEND_CHAIN`] Send-queue WRs posted as one linked list, in
+/// order, by one `ib_post_send()`.
+pub struct SendChain<C> {
+    wrs: [Option<SendWr<C>>; MAX_SEND_CHAIN],
+    len: usize,
+}
+
+impl<C: SendCtx> SendChain<C> {
+    /// An empty chain.
+    pub fn new() -> Self {
+        SendChain {
+            wrs: core::array::from_fn(|_| None),
+            len: 0,
+        }
+    }
+
+    /// Appends a WR; gives it back when the chain is full.
+    pub fn push(&mut self, wr: SendWr<C>) -> core::result::Result<(), SendWr<C>> {
+        match self.wrs.get_mut(self.len) {
+            Some(slot) => {
+                *slot = Some(wr);
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(wr),
+        }
+    }
+
+    /// The number of WRs.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the chain is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<C: SendCtx> Default for SendChain<C> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Up to [`MAX_RECV_BATCH`] Receives posted by one `ib_post_recv()`.
+pub struct RecvBatch<C> {
+    ctxs: [Option<C>; MAX_RECV_BATCH],
+    len: usize,
+}
+
+impl<C: RecvCtx> RecvBatch<C> {
+    /// An empty batch.
+    pub fn new() -> Self {
+        RecvBatch {
+            ctxs: core::array::from_fn(|_| None),
+            len: 0,
+        }
+    }
+
+    /// Appends a Receive; gives the context back when the batch is full.
+    pub fn push(&mut self, ctx: C) -> core::result::Result<(), C> {
+        match self.ctxs.get_mut(self.len) {
+            Some(slot) => {
+                *slot = Some(ctx);
+                self.len += 1;
+                Ok(())
+            }
+            None => Err(ctx),
+        }
+    }
+
+    /// The number of Receives.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<C: RecvCtx> Default for RecvBatch<C> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Scratch space for one Send-queue WR: big enough for every WR type the
+/// layer builds (`ib_reg_wr` starts with its `ib_send_wr`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+union SendWrBuf {
+    send: bindings::ib_send_wr,
+    reg: bindings::ib_reg_wr,
+}
+
+/// The lock-protected part of a ring.
+///
+/// # Invariants
+///
+/// `ctxs.len()` is the ring capacity; the slots `tail, tail+1, ...`
+/// (`outstanding` of them, modulo capacity) hold the contexts of posted,
+/// unfinished WRs in posting order, and all other slots are `None`;
+/// `head == (tail + outstanding) % capacity`. Once `closed`, nothing is
+/// posted.
+struct RingState<C, W> {
+    ctxs: KVec<Option<C>>,
+    head: usize,
+    tail: usize,
+    outstanding: usize,
+    closed: bool,
+    /// Scratch WRs and SGEs for one post, used under the lock.
+    wrs: KVec<W>,
+    sges: KVec<bindings::ib_sge>,
+    max_sge: usize,
+}
+
+// SAFETY: the scratch WRs' raw pointers point into the same `RingState` (or
+// the QP's cqes) and are only used under the lock; `C: Send`.
+unsafe impl<C: Send, W> Send for RingState<C, W> {}
+
+impl<C, W: Copy> RingState<C, W> {
+    fn new(cap: usize, batch: usize, max_sge: usize, zero: W) -> Result<Self> {
+        let mut ctxs = KVec::with_capacity(cap, GFP_KERNEL)?;
+        for _ in 0..cap {
+            ctxs.push(None, GFP_KERNEL)?;
+        }
+        let zero_sge = bindings::ib_sge::default();
+        Ok(RingState {
+            ctxs,
+            head: 0,
+            tail: 0,
+            outstanding: 0,
+            closed: false,
+            wrs: KVec::from_elem(zero, batch, GFP_KERNEL)?,
+            sges: KVec::from_elem(zero_sge, batch * max_sge, GFP_KERNEL)?,
+            max_sge,
+        })
+    }
+
+    fn cap(&self) -> usize {
+        self.ctxs.len()
+    }
+
+    /// Takes the oldest outstanding context: `(slot, ctx)`.
+    fn pop(&mut self) -> Option<(usize, C)> {
+        if self.outstanding == 0 {
+            return None;
+        }
+        let t = self.tail;
+        let ctx = self.ctxs.get_mut(t)?.take()?;
+        self.tail = wrap(t + 1, self.cap());
+        self.outstanding -= 1;
+        Some((t, ctx))
+    }
+}
+
+/// `i` modulo a ring capacity `cap` (0 for an empty ring): no division,
+/// and no panic path for a zero `cap`.
+fn wrap(i: usize, cap: usize) -> usize {
+    i.checked_rem(cap).unwrap_or(0)
+}
+
+/// Allocates `n` cqes whose `done` is `done`.
+fn make_cqes(
+    n: usize,
+    done: unsafe extern "C" fn(*mut bindings::ib_cq, *mut bindings::ib_wc),
+) -> Result<KVec<Opaque<bindings::ib_cqe>>> {
+    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+    for _ in 0..n {
+        v.push(Opaque::new(bindings::ib_cqe { done: Some(done) }), GFP_KERNEL)?;
+    }
+    Ok(v)
+}
+
+/// The slot of `cqe` in `cqes`, if it is one of them.
+fn slot_of(cqes: &[Opaque<bindings::ib_cqe>], cqe: *mut bindings::ib_cqe) -> Option<usize> {
+    let base = cqes.as_ptr() as usize;
+    let size = core::mem::size_of::<Opaque<bindings::ib_cqe>>();
+    let off = (cqe as usize).checked_sub(base)?;
+    let idx = off / size;
+    (off % size == 0 && idx < cqes.len()).then_some(idx)
+}
+
+/// Queue depths and SGE limits of a QP.
+#[derive(Clone, Copy, Debug)]
+pub struct QpCaps {
+    /// Send-queue WRs that may be outstanding (one more is reserved for
+    /// the drain).
+    pub max_send_wr: u32,
+    /// Receives that may be posted (one more is reserved for the drain).
+    pub max_recv_wr: u32,
+    /// SGEs per Send-queue WR.
+    pub max_send_sge: u32,
+    /// SGEs per Receive.
+    pub max_recv_sge: u32,
+}
+
+/// An RC queue pair (inside an [`Endpoint`]): posting and completion.
+///
+/// # Invariants
+///
+/// `qp` is null or the QP `rdma_create_qp()` created on the endpoint's id
+/// with CQs whose `cq_context` is this object; it is only read under a
+/// ring lock and set to null (under both) before the QP is destroyed.
+/// `send_cqes`/`recv_cqes` have one entry per ring slot and are never
+/// resized, so their addresses are stable; their `done` is
+/// `send_done::<Q>`/`recv_done::<Q>`.
+#[pin_data]
+pub struct Qp<Q: QpHandler> {
+    handler: Q,
+    qp: AtomicPtr<bindings::ib_qp>,
+    pd: Arc<Pd>,
+    send_cqes: KVec<Opaque<bindings::ib_cqe>>,
+    recv_cqes: KVec<Opaque<bindings::ib_cqe>>,
+    #[pin]
+    send: SpinLock<RingState<Q::SendCtx, SendWrBuf>>,
+    #[pin]
+    recv: SpinLock<RingState<Q::RecvCtx, bindings::ib_recv_wr>>,
+}
+
+// SAFETY: the cqes are written only at initialisation and then only read
+// (by ib_core); everything else is `Send`/`Sync` or behind the ring locks.
+unsafe impl<Q: QpHandler> Send for Qp<Q> {}
+// SAFETY: see above; `Q: Sync`.
+unsafe impl<Q: QpHandler> Sync for Qp<Q> {}
+
+/// `ib_cqe::done` of Send-queue WRs.
+///
+/// # Safety
+///
+/// Called by ib_core with a CQ whose `cq_context` is a live `Qp<Q>` and a
+/// completion of a WR posted by it.
+unsafe extern "C" fn send_done<Q: QpHandler>(cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    // SAFETY: the CQ's context is the `Qp<Q>` that outlives the CQ (it is
+    // freed only after `ib_free_cq()` returned); `wc` is valid for the call
+    // and `WorkCompletion` is a transparent wrapper.
+    let (qp, wc) = unsafe {
+        (
+            &*((*cq).cq_context as *const Qp<Q>),
+            &*(wc as *const WorkCompletion),
+        )
+    };
+    qp.complete_send(wc);
+}
+
+/// `ib_cqe::done` of Receives.
+///
+/// # Safety
+///
+/// As for [`send_done`].
+unsafe extern "C" fn recv_done<Q: QpHandler>(cq: *mut bindings::ib_cq, wc: *mut bindings::ib_wc) {
+    // SAFETY: as in `send_done`.
+    let (qp, wc) = unsafe {
+        (
+            &*((*cq).cq_context as *const Qp<Q>),
+            &*(wc as *const WorkCompletion),
+        )
+    };
+    qp.complete_recv(wc);
+}
+
+impl<Q: QpHandler> Qp<Q> {
+    fn new(handler: Q, pd: Arc<Pd>, caps: &QpCaps) -> Result<Pin<KBox<Self>>> {
+        let (ns, nr) = (caps.max_send_wr as usize, caps.max_recv_wr as usize);
+        let send_cqes = make_cqes(ns, send_done::<Q>)?;
+        let recv_cqes = make_cqes(nr, recv_done::<Q>)?;
+        // SAFETY: all-zero is a valid (empty) `ib_send_wr`/`ib_reg_wr`.
+        let zero_send: SendWrBuf = unsafe { core::mem::zeroed() };
+        let send_state = RingState::new(
+            ns,
+            MAX_SEND_CHAIN,
+            caps.max_send_sge as usize,
+            zero_send,
+        )?;
+        let recv_state = RingState::new(
+            nr,
+            MAX_RECV_BATCH,
+            caps.max_recv_sge as usize,
+            bindings::ib_recv_wr::default(),
+        )?;
+        KBox::pin_init(
+            pin_init!(Qp {
+                handler,
+                qp: AtomicPtr::new(core::ptr::null_mut()),
+                pd,
+                send_cqes,
+                recv_cqes,
+                send <- kernel::new_spinlock!(send_state, "rpcrdma2_sq"),
+                recv <- kernel::new_spinlock!(recv_state, "rpcrdma2_rq"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The handler.
+    pub fn handler(&self) -> &Q {
+        &self.handler
+    }
+
+    /// The PD whose buffers the SGEs must come from.
+    pub fn pd(&self) -> &Arc<Pd> {
+        &self.pd
+    }
+
+    /// The QP number, 0 before creation or after destruction.
+    pub fn qp_num(&self) -> u32 {
+        let _g = self.send.lock();
+        let qp = self.qp.load(Ordering::Relaxed);
+        if qp.is_null() {
+            0
+        } else {
+            // SAFETY: non-null under the lock means live (invariant).
+            unsafe { (*qp).qp_num }
+        }
+    }
+
+    /// Send-queue WRs posted and not yet handed back.
+    pub fn send_outstanding(&self) -> usize {
+        self.send.lock().outstanding
+    }
+
+    /// Receives posted and not yet handed back.
+    pub fn recv_outstanding(&self) -> usize {
+        self.recv.lock().outstanding
+    }
+
+    /// Posts the Receives of `batch` in one `ib_post_recv()`.
+    ///
+    /// On failure the contexts that were not posted come back to
+    /// [`QpHandler::recv_done`] as [`Completion::Aborted`] before this
+    /// returns: `ENOBUFS` when the Receive queue is full, `ENOTCONN` after
+    /// drain/teardown, `EINVAL`/`E2BIG` for bad SGEs, or the provider's
+    /// error.
+    pub fn post_recv(&self, mut batch: RecvBatch<Q::RecvCtx>) -> Result {
+        let n = batch.len;
+        // Slots filled by this call, and how many of those were posted.
+        let (mut filled, mut posted) = (0, 0);
+        let mut guard = self.recv.lock();
+        let st = &mut *guard;
+        let res = (|| -> Result {
+            let qp = self.qp.load(Ordering::Relaxed);
+            if st.closed || qp.is_null() {
+                return Err(errno(bindings::ENOTCONN));
+            }
+            let cap = st.cap();
+            if st.outstanding + n > cap {
+                pr_err!(
+                    "post_recv: {} Receives would exceed the queue depth {} (-ENOBUFS)\n",
+                    st.outstanding + n,
+                    cap
+                );
+                return Err(errno(bindings::ENOBUFS));
+            }
+            let mut sge_at = 0;
+            for i in 0..n {
+                let slot = wrap(st.head + i, cap);
+                let ctx = batch.ctxs.get_mut(i).and_then(|c| c.take());
+                let (Some(dst), Some(cqe)) = (st.ctxs.get_mut(slot), self.recv_cqes.get(slot))
+                else {
+                    return Err(EINVAL);
+                };
+                *dst = ctx;
+                filled = i + 1;
+                let Some(ctx) = dst.as_ref() else {
+                    return Err(EINVAL);
+                };
+                let max = st.max_sge;
+                let sges = st.sges.get_mut(sge_at..sge_at + max).ok_or(EINVAL)?;
+                let sg_list = sges.as_mut_ptr();
+                let mut list = SgeList::new(sges, &self.pd);
+                ctx.sges(&mut list)?;
+                let num_sge = list.len as i32;
+                sge_at += max;
+                let next = if i + 1 < n {
+                    // SAFETY: `i + 1 < n <= MAX_RECV_BATCH == wrs.len()`.
+                    unsafe { st.wrs.as_mut_ptr().add(i + 1) }
+                } else {
+                    core::ptr::null_mut()
+                };
+                let wr = st.wrs.get_mut(i).ok_or(EINVAL)?;
+                *wr = bindings::ib_recv_wr {
+                    next,
+                    __bindgen_anon_1: bindings::ib_recv_wr__bindgen_ty_1 { wr_cqe: cqe.get() },
+                    sg_list,
+                    num_sge,
+                };
+            }
+            let first = st.wrs.as_ptr();
+            let mut bad: *const bindings::ib_recv_wr = core::ptr::null();
+            // SAFETY: `qp` is live (non-null under the lock); the WR list
+            // and its SGEs are valid scratch memory, copied by the provider.
+            let ret = unsafe { bindings::rpcrdma2_shim_post_recv(qp, first, &mut bad) };
+            posted = if ret == 0 {
+                n
+            } else {
+                posted_before(first, bad, n)
+            };
+            st.head = wrap(st.head + posted, cap);
+            st.outstanding += posted;
+            if ret != 0 {
+                pr_err!("ib_post_recv failed ({}) after {} of {} WRs\n", ret, posted, n);
+                return Err(Error::from_errno(ret));
+            }
+            Ok(())
+        })();
+        // Take back what was filled but not posted (slots from the new head).
+        if res.is_err() {
+            let cap = st.cap();
+            for i in posted..filled {
+                let slot = wrap(st.head + i - posted, cap);
+                if let (Some(src), Some(dst)) = (st.ctxs.get_mut(slot), batch.ctxs.get_mut(i)) {
+                    if let Some(c) = src.take() {
+                        *dst = Some(c);
+                    }
+                }
+            }
+        }
+        drop(guard);
+        for c in batch.ctxs.iter_mut().filter_map(|c| c.take()) {
+            self.handler.recv_done(self, c, Completion::Aborted);
+        }
+        res
+    }
+
+    /// Posts one Receive.
+    pub fn post_recv_one(&self, ctx: Q::RecvCtx) -> Result {
+        let mut b = RecvBatch::new();
+        // A new batch has room for one.
+        let _ = b.push(ctx);
+        self.post_recv(b)
+    }
+
+    /// Posts the WRs of `chain`, linked in order, in one `ib_post_send()`.
+    ///
+    /// Failure is as for [`Qp::post_recv`], through
+    /// [`QpHandler::send_done`]. WRs the provider accepted before one it
+    /// refused stay posted and complete normally.
+    pub fn post_send(&self, mut chain: SendChain<Q::SendCtx>) -> Result {
+        let n = chain.len;
+        // Slots filled by this call, and how many of those were posted.
+        let (mut filled, mut posted) = (0, 0);
+        let mut guard = self.send.lock();
+        let st = &mut *guard;
+        let res = (|| -> Result {
+            let qp = self.qp.load(Ordering::Relaxed);
+            if st.closed || qp.is_null() {
+                return Err(errno(bindings::ENOTCONN));
+            }
+            let cap = st.cap();
+            if st.outstanding + n > cap {
+                pr_err!(
+                    "post_send: {} WRs would exceed the send queue depth {} (-ENOBUFS)\n",
+                    st.outstanding + n,
+                    cap
+                );
+                return Err(errno(bindings::ENOBUFS));
+            }
+            let mut sge_at = 0;
+            for i in 0..n {
+                let slot = wrap(st.head + i, cap);
+                let Some(wr) = chain.wrs.get_mut(i).and_then(|w| w.take()) else {
+                    return Err(EINVAL);
+                };
+                let (op, flags) = (wr.op, wr.flags);
+                let (Some(dst), Some(cqe)) = (st.ctxs.get_mut(slot), self.send_cqes.get(slot))
+                else {
+                    return Err(EINVAL);
+                };
+                *dst = Some(wr.ctx);
+                filled = i + 1;
+                let Some(ctx) = dst.as_ref() else {
+                    return Err(EINVAL);
+                };
+                let max = st.max_sge;
+                let sges = st.sges.get_mut(sge_at..sge_at + max).ok_or(EINVAL)?;
+                let sg_list = sges.as_mut_ptr();
+                let mut list = SgeList::new(sges, &self.pd);
+                ctx.sges(&mut list)?;
+                let num_sge = list.len as i32;
+                sge_at += max;
+                let next = if i + 1 < n {
+                    // SAFETY: `i + 1 < n <= MAX_SEND_CHAIN == wrs.len()`;
+                    // a `SendWrBuf` starts with its `ib_send_wr`.
+                    unsafe { st.wrs.as_mut_ptr().add(i + 1).cast::<bindings::ib_send_wr>() }
+                } else {
+                    core::ptr::null_mut()
+                };
+                let (opcode, ex) = match op {
+                    SendOp::Send => (
+                        bindings::ib_wr_opcode_IB_WR_SEND,
+                        bindings::ib_send_wr__bindgen_ty_2::default(),
+                    ),
+                    SendOp::SendWithInv { rkey } => (
+                        bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV,
+                        bindings::ib_send_wr__bindgen_ty_2 {
+                            invalidate_rkey: rkey,
+                        },
+                    ),
+                };
+                let buf = st.wrs.get_mut(i).ok_or(EINVAL)?;
+                *buf = SendWrBuf {
+                    send: bindings::ib_send_wr {
+                        next,
+                        __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
+                            wr_cqe: cqe.get(),
+                        },
+                        sg_list,
+                        num_sge,
+                        opcode,
+                        send_flags: flags,
+                        ex,
+                    },
+                };
+            }
+            let first = st.wrs.as_ptr().cast::<bindings::ib_send_wr>();
+            let mut bad: *const bindings::ib_send_wr = core::ptr::null();
+            // SAFETY: `qp` is live (non-null under the lock); the WR list
+            // and its SGEs are valid scratch memory, copied by the provider.
+            let ret = unsafe { bindings::rpcrdma2_shim_post_send(qp, first, &mut bad) };
+            posted = if ret == 0 {
+                n
+            } else {
+                posted_before(first.cast::<SendWrBuf>(), bad.cast::<SendWrBuf>(), n)
+            };
+            st.head = wrap(st.head + posted, cap);
+            st.outstanding += posted;
+            if ret != 0 {
+                pr_err!("ib_post_send failed ({}) after {} of {} WRs\n", ret, posted, n);
+                return Err(Error::from_errno(ret));
+            }
+            Ok(())
+        })();
+        // Contexts not posted: those still in the chain, and those moved to
+        // slots beyond the head.
+        let mut back: [Option<Q::SendCtx>; MAX_SEND_CHAIN] = core::array::from_fn(|_| None);
+        if res.is_err() {
+            let cap = st.cap();
+            for i in posted..filled {
+                let slot = wrap(st.head + i - posted, cap);
+                if let (Some(src), Some(dst)) = (st.ctxs.get_mut(slot), back.get_mut(i)) {
+                    *dst = src.take();
+                }
+            }
+        }
+        drop(guard);
+        let left = chain.wrs.iter_mut().filter_map(|w| w.take()).map(|w| w.ctx);
+        for c in Iterator::chain(back.iter_mut().filter_map(|c| c.take()), left) {
+            self.handler.send_done(self, c, Completion::Aborted);
+        }
+        res
+    }
+
+    /// Posts one Send-queue WR.
+    pub fn post_send_one(&self, wr: SendWr<Q::SendCtx>) -> Result {
+        let mut c = SendChain::new();
+        // A new chain has room for one.
+        let _ = c.push(wr);
+        self.post_send(c)
+    }
+
+    /// A Send-queue completion: retire every earlier unsignalled WR, then
+    /// hand back this one.
+    fn complete_send(&self, wc: &WorkCompletion) {
+        let Some(idx) = slot_of(&self.send_cqes, wc.cqe()) else {
+            pr_err!("send completion for an unknown WR; ignored\n");
+            return;
+        };
+        if !self.is_outstanding(&self.send, idx) {
+            pr_err!("send completion for idle slot {}; ignored\n", idx);
+            return;
+        }
+        loop {
+            let popped = self.send.lock().pop();
+            let Some((slot, ctx)) = popped else { return };
+            if slot == idx {
+                self.handler.send_done(self, ctx, Completion::Done(wc));
+                return;
+            }
+            self.handler.send_done(self, ctx, Completion::Retired);
+        }
+    }
+
+    /// A Receive completion. Receives complete in order on an RC QP
+    /// without SRQ, so this is always the oldest one.
+    fn complete_recv(&self, wc: &WorkCompletion) {
+        let Some(idx) = slot_of(&self.recv_cqes, wc.cqe()) else {
+            pr_err!("receive completion for an unknown WR; ignored\n");
+            return;
+        };
+        if !self.is_outstanding(&self.recv, idx) {
+            pr_err!("receive completion for idle slot {}; ignored\n", idx);
+            return;
+        }
+        loop {
+            let popped = self.recv.lock().pop();
+            let Some((slot, ctx)) = popped else { return };
+            if slot == idx {
+                self.handler.recv_done(self, ctx, Completion::Done(wc));
+                return;
+            }
+            pr_err!("receive slot {} completed out of order; dropping slot {}\n", idx, slot);
+            self.handler.recv_done(self, ctx, Completion::Aborted);
+        }
+    }
+
+    fn is_outstanding<C, W>(&self, ring: &SpinLock<RingState<C, W>>, idx: usize) -> bool {
+        let st = ring.lock();
+        let cap = st.ctxs.len();
+        idx < cap && wrap(idx + cap - st.tail, cap) < st.outstanding
+    }
+
+    /// Stops new posts on both queues.
+    fn close(&self) {
+        self.send.lock().closed = true;
+        self.recv.lock().closed = true;
+    }
+
+    /// Hands back whatever is still in the rings: unsignalled Sends as
+    /// retired (the drain proved they finished), anything else as aborted.
+    fn sweep(&self, sends_retired: bool) {
+        loop {
+            let popped = self.send.lock().pop();
+            let Some((_, ctx)) = popped else { break };
+            let c = if sends_retired {
+                Completion::Retired
+            } else {
+                Completion::Aborted
+            };
+            self.handler.send_done(self, ctx, c);
+        }
+        loop {
+            let popped = self.recv.lock().pop();
+            let Some((_, ctx)) = popped else { break };
+            self.handler.recv_done(self, ctx, Completion::Aborted);
+        }
+    }
+
+    /// Detaches the QP pointer (posts fail from now on) and returns it.
+    fn detach(&self) -> *mut bindings::ib_qp {
+        let _s = self.send.lock();
+        let _r = self.recv.lock();
+        self.qp.swap(core::ptr::null_mut(), Ordering::Relaxed)
+    }
+}
+
+/// How many WRs of a list starting at `first` were posted when the
+/// provider refused `bad` (clamped to `n`; all of them if `bad` is bogus).
+fn posted_before<T>(first: *const T, bad: *const T, n: usize) -> usize {
+    if bad.is_null() {
+        return 0;
+    }
+    let size = core::mem::size_of::<T>();
+    match (bad as usize).checked_sub(first as usize) {
+        Some(off) if size != 0 => (off / size).min(n),
+        _ => 0,
+    }
+}
+
+/// A connection endpoint: an rdma_cm id with a PD, a Send CQ, a Receive
+/// CQ and an RC QP on the id's device.
+///
+/// Build it on an id bound to a device (active side: after
+/// [`super::cm::CmEvent::RouteResolved`]; passive side: from
+/// [`super::cm::Incoming::into_cm_id`]), then [`Endpoint::connect`] or
+/// [`Endpoint::accept`].
+///
+/// # Invariants
+///
+/// `qp`'s CQs are `_send_cq` and `_recv_cq`, whose context is `qp`; its QP
+/// was created on `id` with `pd`. `drop` destroys them in dependency order.
+pub struct Endpoint<H: CmHandler, Q: QpHandler> {
+    // Only dropped (freed after the QP, before the rings they call into).
+    _send_cq: Cq,
+    _recv_cq: Cq,
+    qp: Pin<KBox<Qp<Q>>>,
+    pd: Arc<Pd>,
+    id: CmId<H>,
+    drained: AtomicBool,
+}
+
+impl<H: CmHandler, Q: QpHandler> Endpoint<H, Q> {
+    /// Allocates the PD, the CQs (`caps` + 1 entries each, for the drain)
+    /// polled in `poll`, and an RC QP with `caps` on `id`'s device.
+    ///
+    /// Fails with `ENOTCONN` if `id` is not bound to a device, `EINVAL` if
+    /// `caps` exceed the device's limits; the id is destroyed on failure.
+    pub fn new(id: CmId<H>, caps: &QpCaps, poll: PollContext, handler: Q) -> Result<Self> {
+        let Some(dev) = id.device() else {
+            pr_err!("endpoint: the rdma_cm id is not bound to a device yet (-ENOTCONN)\n");
+            return Err(errno(bindings::ENOTCONN));
+        };
+        check_caps(dev, caps)?;
+        let pd = Pd::new(dev)?;
+        let qp = Qp::new(handler, pd.clone(), caps)?;
+        let ctx = &*qp as *const Qp<Q> as *mut c_void;
+        let send_cq = Cq::new(dev, ctx, caps.max_send_wr + 1, poll)?;
+        let recv_cq = Cq::new(dev, ctx, caps.max_recv_wr + 1, poll)?;
+        let mut attr = bindings::ib_qp_init_attr {
+            send_cq: send_cq.as_ptr(),
+            recv_cq: recv_cq.as_ptr(),
+            cap: bindings::ib_qp_cap {
+                max_send_wr: caps.max_send_wr + 1,
+                max_recv_wr: caps.max_recv_wr + 1,
+                max_send_sge: caps.max_send_sge,
+                max_recv_sge: caps.max_recv_sge,
+                ..Default::default()
+            },
+            sq_sig_type: bindings::ib_sig_type_IB_SIGNAL_REQ_WR,
+            qp_type: bindings::ib_qp_type_IB_QPT_RC,
+            ..Default::default()
+        };
+        // SAFETY: the id is live and bound to the device of `pd` and the
+        // CQs; `attr` is valid for the call.
+        let ret = unsafe { bindings::rdma_create_qp(id.as_ptr(), pd.as_ptr(), &mut attr) };
+        if ret != 0 {
+            pr_err!(
+                "rdma_create_qp on {} (send {}x{}, recv {}x{}) failed ({})\n",
+                dev.name(),
+                caps.max_send_wr + 1,
+                caps.max_send_sge,
+                caps.max_recv_wr + 1,
+                caps.max_recv_sge,
+                ret
+            );
+            return Err(Error::from_errno(ret));
+        }
+        // SAFETY: `rdma_create_qp()` succeeded, so `id->qp` is the new QP;
+        // nothing else writes it until `rdma_destroy_qp()`.
+        let raw_qp = unsafe { (*id.as_ptr()).qp };
+        qp.qp.store(raw_qp, Ordering::Relaxed);
+        // INVARIANT: the QP uses these CQs and PD and lives on `id`.
+        Ok(Endpoint {
+            _send_cq: send_cq,
+            _recv_cq: recv_cq,
+            qp,
+            pd,
+            id,
+            drained: AtomicBool::new(false),
+        })
+    }
+
+    /// The QP, to post on.
+    pub fn qp(&self) -> &Qp<Q> {
+        &self.qp
+    }
+
+    /// The PD, to map buffers with.
+    pub fn pd(&self) -> &Arc<Pd> {
+        &self.pd
+    }
+
+    /// The rdma_cm id.
+    pub fn cm_id(&self) -> &CmId<H> {
+        &self.id
+    }
+
+    /// The device.
+    pub fn device(&self) -> &Device {
+        self.pd.device()
+    }
+
+    /// Connects (active side): the outcome arrives as
+    /// [`super::cm::CmEvent::Established`] or an error event.
+    pub fn connect(&self, param: &ConnParam<'_>) -> Result {
+        let mut raw = param.to_raw()?;
+        let id = self.id.as_ptr();
+        // SAFETY: the id is live with a QP; `raw` and its private data are
+        // valid for the call. The `_locked` form is for calls from the id's
+        // own handler, which already holds the handler mutex.
+        let ret = unsafe {
+            if self.id.in_own_handler() {
+                bindings::rdma_connect_locked(id, &mut raw)
+            } else {
+                bindings::rdma_connect(id, &mut raw)
+            }
+        };
+        if ret != 0 {
+            pr_err!("rdma_connect failed ({})\n", ret);
+        }
+        kernel::error::to_result(ret)
+    }
+
+    /// Accepts a connection request (passive side); then
+    /// [`super::cm::CmEvent::Established`] follows.
+    pub fn accept(&self, param: &ConnParam<'_>) -> Result {
+        let mut raw = param.to_raw()?;
+        let id = self.id.as_ptr();
+        let own = self.id.in_own_handler();
+        // SAFETY: the id is live with a QP; `rdma_accept()` needs the
+        // handler mutex, which we take unless we run in the handler.
+        let ret = unsafe {
+            if !own {
+                bindings::rdma_lock_handler(id);
+            }
+            let ret = bindings::rdma_accept(id, &mut raw);
+            if !own {
+                bindings::rdma_unlock_handler(id);
+            }
+            ret
+        };
+        if ret != 0 {
+            pr_err!("rdma_accept failed ({})\n", ret);
+        }
+        kernel::error::to_result(ret)
+    }
+
+    /// Disconnects (see [`CmId::disconnect`]).
+    pub fn disconnect(&self) -> Result {
+        self.id.disconnect()
+    }
+
+    /// Stops posting, moves the QP to the error state and waits until
+    /// every posted WR came back through the handler. Idempotent. Must not
+    /// be called from a [`QpHandler`] callback.
+    pub fn drain(&self) {
+        if self.drained.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.qp.close();
+        let qp = self.qp.qp.load(Ordering::Relaxed);
+        if !qp.is_null() {
+            // SAFETY: the QP is live (it is destroyed only in `drop`, after
+            // this), and its CQs are not `IB_POLL_DIRECT`.
+            unsafe { bindings::ib_drain_qp(qp) };
+        }
+        // Everything signalled has completed; what is left are unsignalled
+        // Sends that finished before the drain marker.
+        self.qp.sweep(!qp.is_null());
+    }
+}
+
+impl<H: CmHandler, Q: QpHandler> Drop for Endpoint<H, Q> {
+    fn drop(&mut self) {
+        // Not connected is fine here.
+        let _ = self.id.disconnect();
+        self.drain();
+        if !self.qp.detach().is_null() {
+            // SAFETY: the id is live and owns the QP, which is drained and
+            // no longer reachable for posting.
+            unsafe { bindings::rdma_destroy_qp(self.id.as_ptr()) };
+        }
+        // The fields now drop in order: the CQs (waiting for their poll
+        // work), the rings, the PD reference, the id.
+    }
+}
+
+fn check_caps(dev: &Device, caps: &QpCaps) -> Result {
+    let wr = dev.max_qp_wr().max(0) as u64;
+    let cqe = dev.max_cqe().max(0) as u64;
+    let ok = caps.max_send_wr > 0
+        && caps.max_recv_wr > 0
+        && caps.max_recv_sge > 0
+        && u64::from(caps.max_send_wr) + 1 <= wr.min(cqe)
+        && u64::from(caps.max_recv_wr) + 1 <= wr.min(cqe)
+        && i64::from(caps.max_send_sge) <= i64::from(dev.max_send_sge())
+        && i64::from(caps.max_recv_sge) <= i64::from(dev.max_recv_sge());
+    if !ok {
+        pr_err!(
+            "QP caps {:?} do not fit {} (max_qp_wr {}, max_cqe {}, max_send_sge {}, max_recv_sge {}) (-EINVAL)\n",
+            caps,
+            dev.name(),
+            dev.max_qp_wr(),
+            dev.max_cqe(),
+            dev.max_send_sge(),
+            dev.max_recv_sge()
+        );
+        return Err(EINVAL);
+    }
+    Ok(())
+}
