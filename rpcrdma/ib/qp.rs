@@ -267,6 +267,10 @@ pub trait SendCtx: Send + 'static {
 ///
 /// Handlers may post again through `qp`; they must not drain or drop the
 /// [`Endpoint`] (draining waits for this very work item).
+///
+/// Posting and completions share a plain (not `_bh`/`_irq`) spinlock per
+/// queue, so post from process context only (SUNRPC's rpciod, a work item,
+/// a thread), never from softirq or hard-irq context.
 pub trait QpHandler: Send + Sync + Sized + 'static {
     /// The context of a Send-queue WR.
     type SendCtx: SendCtx;
