@@ -8,6 +8,12 @@
 #include <linux/sunrpc/clnt.h>
 #include <linux/sunrpc/xprt.h>
 #include <linux/sunrpc/xdr.h>
+#include <linux/sunrpc/addr.h>
+#include <linux/in.h>
+#include <linux/in6.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/string.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 

@@ -11,7 +11,36 @@ fn from(errno: u32) -> Error {
     Error::from_errno(-(errno as i32))
 }
 
-/// `EPROTONOSUPPORT`: protocol not supported.
-pub fn eprotonosupport() -> Error {
-    from(bindings::EPROTONOSUPPORT)
+macro_rules! errnos {
+    ($($(#[$m:meta])* $name:ident => $e:ident,)*) => {
+        $(
+            $(#[$m])*
+            pub fn $name() -> Error {
+                from(bindings::$e)
+            }
+        )*
+    };
+}
+
+errnos! {
+    /// `EPROTONOSUPPORT`: protocol not supported.
+    eprotonosupport => EPROTONOSUPPORT,
+    /// `EMSGSIZE`: message too long.
+    emsgsize => EMSGSIZE,
+    /// `EAFNOSUPPORT`: address family not supported.
+    eafnosupport => EAFNOSUPPORT,
+    /// `ENOTCONN`: transport endpoint is not connected.
+    enotconn => ENOTCONN,
+    /// `ECONNREFUSED`: connection refused.
+    econnrefused => ECONNREFUSED,
+    /// `ECONNABORTED`: connection aborted.
+    econnaborted => ECONNABORTED,
+    /// `ENETUNREACH`: network is unreachable.
+    enetunreach => ENETUNREACH,
+    /// `EBADSLT`: no congestion window slot (SUNRPC's send retry code).
+    ebadslt => EBADSLT,
+    /// `ENOBUFS`: no buffer space available.
+    enobufs => ENOBUFS,
+    /// `EPROTO`: protocol error.
+    eproto => EPROTO,
 }

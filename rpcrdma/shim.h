@@ -18,4 +18,32 @@ void rpcrdma2_shim_unregister_class(void);
 /* xprt_class::setup, implemented in Rust. Returns an ERR_PTR on failure. */
 struct rpc_xprt *rpcrdma2_rs_setup(struct xprt_create *args);
 
+
+/* --- rpc_xprt helpers (static inlines and macros in the kernel headers) --- */
+struct rpc_task;
+struct delayed_work;
+struct xprt_class;
+#include <linux/spinlock_types.h>
+
+const struct xprt_class *rpcrdma2_shim_class(void);
+int rpcrdma2_shim_module_get(void);
+void rpcrdma2_shim_module_put(void);
+
+void rpcrdma2_shim_xprt_set_connected(struct rpc_xprt *xprt);
+void rpcrdma2_shim_xprt_clear_connected(struct rpc_xprt *xprt);
+int rpcrdma2_shim_xprt_connected(struct rpc_xprt *xprt);
+void rpcrdma2_shim_xprt_clear_connecting(struct rpc_xprt *xprt);
+void rpcrdma2_shim_xprt_set_bound(struct rpc_xprt *xprt);
+int rpcrdma2_shim_rpc_reply_expected(struct rpc_task *task);
+
+void rpcrdma2_shim_spin_lock(spinlock_t *lock);
+void rpcrdma2_shim_spin_unlock(spinlock_t *lock);
+
+/* The connect worker: a delayed work on system_long_wq (6.12's Rust has
+ * no delayed work). It calls rpcrdma2_rs_connect_worker(). */
+void rpcrdma2_shim_init_connect_work(struct delayed_work *dwork);
+void rpcrdma2_shim_queue_connect_work(struct delayed_work *dwork, unsigned long delay);
+void rpcrdma2_shim_cancel_connect_work(struct delayed_work *dwork);
+void rpcrdma2_rs_connect_worker(struct delayed_work *dwork);
+
 #endif /* RPCRDMA2_SHIM_H */

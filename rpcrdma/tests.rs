@@ -2,7 +2,9 @@
 
 //! KUnit suites that run when the module is loaded (with `CONFIG_KUNIT`).
 
-use crate::kunit::TestResult;
+use crate::kunit::{Failure as TestFailure, TestResult};
+use crate::sunrpc::xprt::Unpublished;
+use crate::transport::RdmaXprt;
 use crate::sunrpc;
 use kernel::c_str;
 
@@ -28,6 +30,45 @@ impl crate::kunit::TableTest for SelfTest {
 }
 
 kunit_table_suite!(rpcrdma2_xdr, codec_self_tests, SelfTest, SELF_TESTS);
+
+kunit_suite!(rpcrdma2_xprt {
+    create_formats_ipv4_addresses,
+    slots_cycle_through_ops_table,
+});
+
+fn test_xprt() -> Result<(core::pin::Pin<kernel::alloc::KBox<sunrpc::TestCreateArgs>>, Unpublished<RdmaXprt>), TestFailure> {
+    // 192.0.2.1 (TEST-NET-1): never contacted, nothing connects here.
+    let args = sunrpc::TestCreateArgs::ipv4(0xc000_0201, 20049).map_err(|_| TestFailure)?;
+    let x = crate::transport::create(&args.get()).map_err(|_| TestFailure)?;
+    // SAFETY: `x` comes from `transport::create` and is not given to SUNRPC.
+    let x = unsafe { Unpublished::new(x) }.ok_or(TestFailure)?;
+    Ok((args, x))
+}
+
+/// A new transport carries the display strings SUNRPC and mountstats use.
+fn create_formats_ipv4_addresses() -> TestResult {
+    use crate::bindings as b;
+    let (_args, x) = test_xprt()?;
+    kassert_eq!(x.display(b::rpc_display_format_t_RPC_DISPLAY_ADDR), Some("192.0.2.1"));
+    kassert_eq!(x.display(b::rpc_display_format_t_RPC_DISPLAY_PORT), Some("20049"));
+    kassert_eq!(x.display(b::rpc_display_format_t_RPC_DISPLAY_HEX_ADDR), Some("c0000201"));
+    kassert_eq!(x.display(b::rpc_display_format_t_RPC_DISPLAY_HEX_PORT), Some("4e51"));
+    kassert_eq!(x.display(b::rpc_display_format_t_RPC_DISPLAY_PROTO), Some("rdma"));
+    kassert_eq!(x.display(b::rpc_display_format_t_RPC_DISPLAY_NETID), Some("rdma"));
+    kassert!(!x.get().xprt().connected());
+    Ok(())
+}
+
+/// Every request slot can be taken and returned through the ops table,
+/// and the pool is whole again afterwards (destroy checks it).
+fn slots_cycle_through_ops_table() -> TestResult {
+    let (_args, x) = test_xprt()?;
+    for _ in 0..(2 * crate::transport::DEFAULT_MAX_REQUESTS) {
+        kassert!(x.cycle_slot());
+    }
+    kassert_eq!(x.get().data.free_slots(), usize::from(crate::transport::DEFAULT_MAX_REQUESTS));
+    Ok(())
+}
 
 kunit_suite!(rpcrdma2_class {
     netid_rdma_is_ours,

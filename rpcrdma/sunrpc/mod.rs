@@ -5,9 +5,13 @@
 //! Together with `ib`, this is the only place in the module that touches
 //! raw pointers or calls C directly.
 
+pub mod xprt;
+
 use crate::bindings;
 use kernel::error::to_result;
 use kernel::prelude::*;
+use core::pin::Pin;
+use kernel::alloc::{flags::GFP_KERNEL, KBox};
 use kernel::str::CStr;
 
 /// `XPRT_TRANSPORT_RDMA`: the transport ident NFS accepts for `proto=rdma`.
@@ -76,11 +80,67 @@ pub fn call_class_setup(args: &bindings::xprt_create) -> Result<*mut bindings::r
 /// A borrowed view of the `struct xprt_create` handed to the class's setup.
 pub struct XprtCreate<'a>(&'a bindings::xprt_create);
 
+/// An IPv4 `xprt_create` in the initial network namespace, for tests.
+pub struct TestCreateArgs {
+    addr: bindings::sockaddr_in,
+    args: bindings::xprt_create,
+}
+
+impl TestCreateArgs {
+    /// Arguments for `addr:port` (host byte order). Boxed: `args` points
+    /// at `addr`, so the pair must not move.
+    pub fn ipv4(addr: u32, port: u16) -> Result<Pin<KBox<Self>>> {
+        let mut b = KBox::new(
+            TestCreateArgs {
+                addr: bindings::sockaddr_in {
+                    sin_family: bindings::AF_INET as u16,
+                    sin_port: port.to_be(),
+                    sin_addr: bindings::in_addr { s_addr: addr.to_be() },
+                    ..Default::default()
+                },
+                args: bindings::xprt_create {
+                    ident: XPRT_TRANSPORT_RDMA,
+                    // `init_net` is a static that lives forever.
+                    net: core::ptr::addr_of_mut!(bindings::init_net),
+                    addrlen: core::mem::size_of::<bindings::sockaddr_in>(),
+                    servername: c"rpcrdma2-test".as_ptr().cast(),
+                    ..Default::default()
+                },
+            },
+            GFP_KERNEL,
+        )?;
+        b.args.dstaddr = core::ptr::addr_of_mut!(b.addr).cast();
+        Ok(Pin::from(b))
+    }
+
+    /// The arguments as setup sees them.
+    pub fn get(&self) -> XprtCreate<'_> {
+        XprtCreate(&self.args)
+    }
+}
+
 impl XprtCreate<'_> {
     /// The transport ident the caller asked for.
     pub fn ident(&self) -> i32 {
         self.0.ident
     }
+
+    /// The raw arguments, for [`xprt::XprtBox::create`].
+    pub(crate) fn raw(&self) -> &bindings::xprt_create {
+        self.0
+    }
+}
+
+/// The connect worker (a delayed work in `shim.c`) of the one transport
+/// type this module has.
+///
+/// # Safety
+///
+/// `dwork` is the connect work of a live rpcrdma2 transport.
+#[no_mangle]
+pub unsafe extern "C" fn rpcrdma2_rs_connect_worker(dwork: *mut bindings::delayed_work) {
+    // SAFETY: per the function's contract.
+    unsafe { xprt::connect_worker_entry::<crate::transport::RdmaXprt>(dwork) }
 }
 
 /// `xprt_class::setup` for the `rdma` class (see `shim.c`).

@@ -1,0 +1,1032 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `struct rpc_xprt`, `rpc_rqst` and `rpc_task` behind safe types, and the
+//! `rpc_xprt_ops` table as trampolines into a safe [`Transport`] trait.
+//!
+//! # Memory layout
+//!
+//! `xprt_alloc()` zero-allocates the transport with `rpc_xprt` at offset 0
+//! and `xprt_free()` releases it with `kfree_rcu()`. The Rust transport
+//! therefore lives in the same allocation: [`XprtBox<T>`] is `#[repr(C)]`
+//! with the `rpc_xprt` first and `T` after it, initialised in place by
+//! [`XprtBox::create`] and dropped in place by the `destroy` trampoline,
+//! never by Rust's allocator.
+//!
+//! Request slots work the same way: a [`SlotBox<S>`] is an `rpc_rqst`
+//! followed by the transport's per-request state `S`; `alloc_slot` hands
+//! its `rpc_rqst` to SUNRPC and every later callback maps the `rpc_rqst`
+//! back to its `SlotBox` (what C does with `container_of`).
+
+use crate::bindings;
+use core::marker::PhantomData;
+use core::ptr::{addr_of_mut, NonNull};
+use core::pin::Pin;
+use kernel::alloc::{flags::GFP_KERNEL, KBox};
+use kernel::init::PinInit;
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+/// `RPC_CWNDSHIFT`: one request's share of the congestion window.
+pub const RPC_CWNDSHIFT: u32 = bindings::RPC_CWNDSHIFT;
+
+/// A transport instance, seen from SUNRPC: the `struct rpc_xprt`.
+///
+/// # Invariants
+///
+/// The wrapped `rpc_xprt` was initialised by `xprt_alloc()` and is alive.
+#[repr(transparent)]
+pub struct Xprt(Opaque<bindings::rpc_xprt>);
+
+// SAFETY: SUNRPC uses an `rpc_xprt` from many threads; every mutation
+// below goes through SUNRPC's own locking or atomic bit operations.
+unsafe impl Send for Xprt {}
+// SAFETY: as above.
+unsafe impl Sync for Xprt {}
+
+impl Xprt {
+    /// The raw pointer, for calls into SUNRPC.
+    pub fn as_raw(&self) -> *mut bindings::rpc_xprt {
+        self.0.get()
+    }
+
+    /// Is the transport marked connected?
+    pub fn connected(&self) -> bool {
+        // SAFETY: the xprt is alive (type invariant).
+        unsafe { bindings::rpcrdma2_shim_xprt_connected(self.as_raw()) != 0 }
+    }
+
+    /// Marks the transport connected (tasks may send).
+    pub fn set_connected(&self) {
+        // SAFETY: the xprt is alive (type invariant).
+        unsafe { bindings::rpcrdma2_shim_xprt_set_connected(self.as_raw()) }
+    }
+
+    /// Marks the transport not connected.
+    pub fn clear_connected(&self) {
+        // SAFETY: the xprt is alive (type invariant).
+        unsafe { bindings::rpcrdma2_shim_xprt_clear_connected(self.as_raw()) }
+    }
+
+    /// Asks SUNRPC to close the connection (autoclose, then `close`).
+    pub fn force_disconnect(&self) {
+        // SAFETY: the xprt is alive (type invariant).
+        unsafe { bindings::xprt_force_disconnect(self.as_raw()) }
+    }
+
+    /// Wakes tasks waiting on the transport's pending queue with `status`.
+    pub fn wake_pending_tasks(&self, status: i32) {
+        // SAFETY: the xprt is alive (type invariant).
+        unsafe { bindings::xprt_wake_pending_tasks(self.as_raw(), status) }
+    }
+
+    /// Tells SUNRPC that a connection is closed (after `close`).
+    pub fn disconnect_done(&self) {
+        // SAFETY: the xprt is alive (type invariant).
+        unsafe { bindings::xprt_disconnect_done(self.as_raw()) }
+    }
+
+    /// Wakes a task waiting for send buffer space.
+    pub fn write_space(&self) {
+        // SAFETY: the xprt is alive (type invariant).
+        unsafe { bindings::xprt_write_space(self.as_raw()) };
+    }
+
+    /// The connection cookie (bumped on every (re)connect and close).
+    pub fn connect_cookie(&self) -> u32 {
+        // SAFETY: the xprt is alive; a racy read of a counter is what C does.
+        unsafe { core::ptr::read_volatile(addr_of_mut!((*self.as_raw()).connect_cookie)) }
+    }
+
+    /// Runs `f` with direct access to the `rpc_xprt` fields, for the few
+    /// setters that have no SUNRPC helper.
+    ///
+    /// # Safety
+    ///
+    /// `f` may only write fields as the C transports do at the same point
+    /// (e.g. under `transport_lock` where C takes it).
+    pub unsafe fn with_raw<R>(&self, f: impl FnOnce(&mut bindings::rpc_xprt) -> R) -> R {
+        // SAFETY: the xprt is alive; exclusivity per the caller.
+        f(unsafe { &mut *self.as_raw() })
+    }
+
+    /// Sets the congestion window to `credits` requests, under
+    /// `transport_lock` as `rpcrdma_update_cwnd()` does. With `reset`,
+    /// also forgets all outstanding congestion (a new connection).
+    pub fn set_cwnd(&self, credits: u32, reset: bool) {
+        let x = self.as_raw();
+        // SAFETY: the xprt is alive; cwnd and cong are protected by
+        // transport_lock, which we hold across the update.
+        unsafe {
+            let lock = addr_of_mut!((*x).transport_lock);
+            bindings::rpcrdma2_shim_spin_lock(lock);
+            if reset {
+                (*x).cong = 0;
+            }
+            (*x).cwnd = (credits as usize) << RPC_CWNDSHIFT;
+            bindings::rpcrdma2_shim_spin_unlock(lock);
+        }
+    }
+
+    /// Finds the request waiting for `xid` (network byte order) and runs
+    /// `f` on it with the request pinned and `queue_lock` released, as the
+    /// reply handlers of the C transports do. Returns `None` if no request
+    /// waits for `xid`.
+    pub fn with_rqst<R>(&self, xid: u32, f: impl FnOnce(&Rqst) -> R) -> Option<R> {
+        let x = self.as_raw();
+        // SAFETY: the xprt is alive. `xprt_lookup_rqst` and
+        // `xprt_pin_rqst` require `queue_lock`; the pinned request stays
+        // valid until `xprt_unpin_rqst`, which also needs the lock.
+        unsafe {
+            let lock = addr_of_mut!((*x).queue_lock);
+            bindings::rpcrdma2_shim_spin_lock(lock);
+            let rq = bindings::xprt_lookup_rqst(x, xid);
+            if rq.is_null() {
+                bindings::rpcrdma2_shim_spin_unlock(lock);
+                return None;
+            }
+            bindings::xprt_pin_rqst(rq);
+            bindings::rpcrdma2_shim_spin_unlock(lock);
+            let ret = f(Rqst::from_raw(rq));
+            bindings::rpcrdma2_shim_spin_lock(lock);
+            bindings::xprt_unpin_rqst(rq);
+            bindings::rpcrdma2_shim_spin_unlock(lock);
+            Some(ret)
+        }
+    }
+}
+
+/// An RPC request, seen from SUNRPC: the `struct rpc_rqst`.
+///
+/// # Invariants
+///
+/// The wrapped `rpc_rqst` is alive.
+#[repr(transparent)]
+pub struct Rqst(Opaque<bindings::rpc_rqst>);
+
+impl Rqst {
+    /// # Safety
+    ///
+    /// `ptr` points to a live `rpc_rqst` for the lifetime `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_rqst) -> &'a Rqst {
+        // SAFETY: transparent wrapper; validity per the caller.
+        unsafe { &*ptr.cast::<Rqst>() }
+    }
+
+    fn raw(&self) -> *mut bindings::rpc_rqst {
+        self.0.get()
+    }
+
+    /// The XID in network byte order, as it is on the wire.
+    pub fn xid(&self) -> u32 {
+        // SAFETY: the rqst is alive (type invariant).
+        unsafe { (*self.raw()).rq_xid }
+    }
+
+    /// The length of the RPC Call message in `rq_snd_buf`.
+    pub fn call_len(&self) -> usize {
+        // SAFETY: the rqst is alive (type invariant).
+        unsafe { (*self.raw()).rq_snd_buf.len as usize }
+    }
+
+    /// The capacity of the reply buffer (`rq_rcv_buf.buflen`).
+    pub fn reply_buflen(&self) -> usize {
+        // SAFETY: the rqst is alive (type invariant).
+        unsafe { (*self.raw()).rq_rcv_buf.buflen as usize }
+    }
+
+    /// The call and reply sizes SUNRPC asks `buf_alloc` for.
+    pub fn buffer_sizes(&self) -> (usize, usize) {
+        // SAFETY: the rqst is alive (type invariant).
+        unsafe { ((*self.raw()).rq_callsize, (*self.raw()).rq_rcvsize) }
+    }
+
+    /// Sets `rq_buffer`/`rq_rbuffer` (the Call encode and Reply decode
+    /// buffers).
+    ///
+    /// # Safety
+    ///
+    /// The buffers must hold `rq_callsize` and `rq_rcvsize` bytes and stay
+    /// valid until `buf_free`.
+    pub unsafe fn set_buffers(&self, send: *mut u8, recv: *mut u8) {
+        // SAFETY: the rqst is alive; buffer validity per the caller.
+        unsafe {
+            (*self.raw()).rq_buffer = send.cast();
+            (*self.raw()).rq_rbuffer = recv.cast();
+        }
+    }
+
+    /// Copies the whole RPC Call (`rq_snd_buf`: head, pages, tail) into
+    /// `out`, which must hold exactly [`Rqst::call_len`] bytes.
+    pub fn copy_call(&self, out: &mut [u8]) -> Result {
+        if out.len() != self.call_len() {
+            return Err(EINVAL);
+        }
+        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
+        // SAFETY: the rqst is alive; `out` is valid for `len` bytes and
+        // `read_bytes_from_xdr_buf` checks the range against the buffer.
+        let ret = unsafe {
+            bindings::read_bytes_from_xdr_buf(
+                addr_of_mut!((*self.raw()).rq_snd_buf),
+                0,
+                out.as_mut_ptr().cast(),
+                len,
+            )
+        };
+        kernel::error::to_result(ret)
+    }
+
+    /// Copies a received RPC Reply into the request's receive buffer
+    /// (`rq_private_buf`, which shares its memory with `rq_rcv_buf`).
+    /// Fails with `EMSGSIZE` if it does not fit.
+    pub fn copy_reply(&self, data: &[u8]) -> Result {
+        if data.len() > self.reply_buflen() {
+            return Err(crate::errno::emsgsize());
+        }
+        let len = u32::try_from(data.len()).map_err(|_| EINVAL)?;
+        // SAFETY: the rqst is alive and pinned by the caller of
+        // `with_rqst`; `data` is valid for `len` bytes; the function
+        // checks the range against the xdr_buf.
+        let ret = unsafe {
+            bindings::write_bytes_to_xdr_buf(
+                addr_of_mut!((*self.raw()).rq_private_buf),
+                0,
+                data.as_ptr().cast_mut().cast(),
+                len,
+            )
+        };
+        kernel::error::to_result(ret)
+    }
+
+    /// Completes the request with a reply of `len` bytes (or a negative
+    /// errno as status), waking its task. Takes `queue_lock`.
+    pub fn complete(&self, xprt: &Xprt, len: i32) {
+        // SAFETY: the rqst is alive and pinned; `xprt_complete_rqst`
+        // requires `queue_lock`, held across the call.
+        unsafe {
+            let lock = addr_of_mut!((*xprt.as_raw()).queue_lock);
+            bindings::rpcrdma2_shim_spin_lock(lock);
+            bindings::xprt_complete_rqst((*self.raw()).rq_task, len);
+            bindings::rpcrdma2_shim_spin_unlock(lock);
+        }
+    }
+
+    /// The connect cookie recorded when the request was last sent.
+    pub fn connect_cookie(&self) -> u32 {
+        // SAFETY: the rqst is alive (type invariant).
+        unsafe { (*self.raw()).rq_connect_cookie }
+    }
+
+    /// Records a transmission: time stamp and bytes sent.
+    pub fn mark_sent(&self, bytes: usize) {
+        // SAFETY: the rqst is alive; the transport holds the send lock.
+        unsafe {
+            (*self.raw()).rq_xtime = bindings::ktime_get();
+            (*self.raw()).rq_xmit_bytes_sent += bytes;
+        }
+    }
+
+    /// Does the RPC expect a reply?
+    pub fn reply_expected(&self) -> bool {
+        // SAFETY: the rqst and its task are alive while it is being sent.
+        unsafe { bindings::rpcrdma2_shim_rpc_reply_expected((*self.raw()).rq_task) != 0 }
+    }
+}
+
+/// An RPC task, seen from the transport.
+///
+/// # Invariants
+///
+/// The wrapped `rpc_task` is alive.
+#[repr(transparent)]
+pub struct Task(Opaque<bindings::rpc_task>);
+
+impl Task {
+    /// # Safety
+    ///
+    /// `ptr` points to a live `rpc_task` for the lifetime `'a`.
+    unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_task) -> &'a Task {
+        // SAFETY: transparent wrapper; validity per the caller.
+        unsafe { &*ptr.cast::<Task>() }
+    }
+
+    fn raw(&self) -> *mut bindings::rpc_task {
+        self.0.get()
+    }
+
+    /// Sets `tk_status`.
+    pub fn set_status(&self, status: i32) {
+        // SAFETY: the task is alive and owned by the caller's context.
+        unsafe { (*self.raw()).tk_status = status };
+    }
+
+    /// The task's request.
+    pub fn rqst(&self) -> Option<&Rqst> {
+        // SAFETY: the task is alive; `tk_rqstp` is NULL or a live rqst
+        // owned by the task.
+        let rq = unsafe { (*self.raw()).tk_rqstp };
+        // SAFETY: non-NULL `tk_rqstp` is live while the task holds it.
+        (!rq.is_null()).then(|| unsafe { Rqst::from_raw(rq) })
+    }
+}
+
+/// A request slot: an `rpc_rqst` followed by the transport's state `S`.
+///
+/// Pinned: SUNRPC holds pointers to the `rpc_rqst` while a task owns it.
+#[repr(C)]
+#[pin_data]
+pub struct SlotBox<S> {
+    rqst: Opaque<bindings::rpc_rqst>,
+    /// The transport's per-request state.
+    #[pin]
+    pub data: S,
+}
+
+// SAFETY: the `rpc_rqst` is only touched by SUNRPC under its own rules
+// (one task owns a request at a time) and by the transport on that task's
+// behalf; `S` carries its own synchronisation.
+unsafe impl<S: Send> Send for SlotBox<S> {}
+// SAFETY: as above.
+unsafe impl<S: Sync> Sync for SlotBox<S> {}
+
+impl<S> SlotBox<S> {
+    /// Allocates a pinned slot with a zeroed `rpc_rqst`.
+    pub fn new<E>(data: impl PinInit<S, E>) -> Result<Pin<KBox<Self>>>
+    where
+        Error: From<E>,
+    {
+        KBox::try_pin_init(
+            try_pin_init!(SlotBox {
+                rqst: Opaque::new(bindings::rpc_rqst::default()),
+                data <- data,
+            }? Error),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The slot's request.
+    pub fn rqst(&self) -> &Rqst {
+        // SAFETY: the rqst is owned by this box and alive with it.
+        unsafe { Rqst::from_raw(self.rqst.get()) }
+    }
+
+    /// Zeroes the `rpc_rqst` for reuse, as the C client does on release.
+    pub fn reset(&self) {
+        // SAFETY: the slot is not in use by SUNRPC (it is being returned
+        // to the pool), so nothing else accesses the rqst.
+        unsafe { core::ptr::write_bytes(self.rqst.get(), 0, 1) };
+    }
+
+    /// # Safety
+    ///
+    /// `rq` must be the `rpc_rqst` of a live `SlotBox<S>`.
+    unsafe fn from_rqst<'a>(rq: *mut bindings::rpc_rqst) -> &'a SlotBox<S> {
+        // SAFETY: `rqst` is at offset 0 of the `#[repr(C)]` box.
+        unsafe { &*rq.cast::<SlotBox<S>>() }
+    }
+}
+
+/// Sets a task's request to `slot` (what `alloc_slot` does on success).
+pub fn task_set_slot<S>(task: &Task, slot: &SlotBox<S>) {
+    // SAFETY: the task is alive; the transport keeps every slot alive
+    // until `destroy`, after the last task released it.
+    unsafe {
+        (*task.raw()).tk_rqstp = slot.rqst.get();
+        (*task.raw()).tk_status = 0;
+    }
+}
+
+/// Queues a task on the transport's backlog (no slot free right now).
+pub fn task_add_backlog(xprt: &Xprt, task: &Task) {
+    task.set_status(-(bindings::EAGAIN as i32));
+    // SAFETY: both are alive.
+    unsafe { bindings::xprt_add_backlog_noncongested(xprt.as_raw(), task.raw()) };
+}
+
+/// Hands `slot` to a task waiting on the backlog; returns whether one
+/// took it.
+pub fn wake_up_backlog<S>(xprt: &Xprt, slot: &SlotBox<S>) -> bool {
+    // SAFETY: both are alive; the slot is free (owned by the caller).
+    unsafe { bindings::xprt_wake_up_backlog(xprt.as_raw(), slot.rqst.get()) }
+}
+
+/// Tries to take a congestion-window slot for `rqst` (send path).
+pub fn request_get_cong(xprt: &Xprt, rqst: &Rqst) -> bool {
+    // SAFETY: both are alive; the caller holds the send lock.
+    unsafe { bindings::xprt_request_get_cong(xprt.as_raw(), rqst.raw()) }
+}
+
+/// Takes the connect lock for the connect worker (see `xprt_lock_connect`).
+pub fn lock_connect(xprt: &Xprt, task: &Task, cookie: *mut core::ffi::c_void) -> bool {
+    // SAFETY: both are alive.
+    unsafe { bindings::xprt_lock_connect(xprt.as_raw(), task.raw(), cookie) }
+}
+
+/// Releases the connect lock taken by [`lock_connect`].
+pub fn unlock_connect(xprt: &Xprt, cookie: *mut core::ffi::c_void) {
+    // SAFETY: the xprt is alive.
+    unsafe { bindings::xprt_unlock_connect(xprt.as_raw(), cookie) }
+}
+
+/// The reconnect delay SUNRPC computed (jiffies), and back-off for the next.
+pub fn reconnect_delay_and_backoff(xprt: &Xprt, init_to: usize) -> usize {
+    // SAFETY: the xprt is alive.
+    unsafe {
+        let d = bindings::xprt_reconnect_delay(xprt.as_raw());
+        bindings::xprt_reconnect_backoff(xprt.as_raw(), init_to);
+        d
+    }
+}
+
+/// Clears `XPRT_CONNECTING` (end of a connect attempt).
+pub fn clear_connecting(xprt: &Xprt) {
+    // SAFETY: the xprt is alive.
+    unsafe { bindings::rpcrdma2_shim_xprt_clear_connecting(xprt.as_raw()) }
+}
+
+/// A `seq_file` the transport prints statistics to.
+pub struct SeqFile<'a>(*mut bindings::seq_file, PhantomData<&'a ()>);
+
+impl SeqFile<'_> {
+    /// Writes `s` to the file.
+    pub fn write_str(&mut self, s: &str) {
+        // SAFETY: the seq_file is valid for the duration of print_stats;
+        // `s` is valid for its length.
+        unsafe { bindings::seq_write(self.0, s.as_ptr().cast(), s.len()) };
+    }
+}
+
+impl core::fmt::Write for SeqFile<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        SeqFile::write_str(self, s);
+        Ok(())
+    }
+}
+
+/// What a transport implements; the `rpc_xprt_ops` trampolines call it.
+///
+/// Each method mirrors the op of the same name in `struct rpc_xprt_ops`
+/// (include/linux/sunrpc/xprt.h) and is called in the same context.
+pub trait Transport: Sized + Send + Sync + 'static {
+    /// Per-request state stored after each `rpc_rqst`.
+    type Slot: Send + Sync;
+
+    /// Gives `task` a slot ([`task_set_slot`]) or queues it on the backlog.
+    fn alloc_slot(this: &XprtBox<Self>, task: &Task);
+    /// Takes back a slot SUNRPC is done with.
+    fn free_slot(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>);
+    /// rpcbind found the server's port.
+    fn set_port(this: &XprtBox<Self>, port: u16);
+    /// Starts (re)connecting; the connect lock is the caller's to take.
+    fn connect(this: &XprtBox<Self>, task: &Task);
+    /// Sets up the request's Call and Reply buffers.
+    fn buf_alloc(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>) -> Result;
+    /// Releases what `buf_alloc` set up.
+    fn buf_free(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>);
+    /// Marshals and sends the request (errno contract as in xprt.h).
+    fn send_request(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>) -> Result;
+    /// An RPC timed out while connected.
+    fn timer(this: &XprtBox<Self>);
+    /// Closes the connection (autoclose or device removal).
+    fn close(this: &XprtBox<Self>);
+    /// Adjusts connect timeouts (jiffies).
+    fn set_connect_timeout(this: &XprtBox<Self>, connect: usize, reconnect: usize);
+    /// Prints the mountstats `xprt:` line.
+    fn print_stats(this: &XprtBox<Self>, seq: &mut SeqFile<'_>);
+    /// Simulates a connection loss.
+    fn inject_disconnect(this: &XprtBox<Self>);
+    /// The connect worker runs (process context, may sleep).
+    fn connect_worker(this: &XprtBox<Self>);
+    /// Tears down the transport's state before the memory is freed.
+    fn destroy(this: &XprtBox<Self>);
+}
+
+/// A transport instance: `rpc_xprt`, then the connect worker, then `T`.
+///
+/// # Invariants
+///
+/// Lives in memory from `xprt_alloc()`; `data` is initialised from
+/// [`XprtBox::create`] until the `destroy` trampoline drops it.
+#[repr(C)]
+pub struct XprtBox<T: Transport> {
+    xprt: Xprt,
+    connect_work: Opaque<bindings::delayed_work>,
+    /// The transport's state.
+    pub data: T,
+}
+
+/// Parameters for [`XprtBox::create`].
+pub struct CreateParams<'a> {
+    /// The `xprt_create` SUNRPC passed to the class's setup.
+    pub args: &'a super::XprtCreate<'a>,
+    /// Maximum number of concurrent requests (slots).
+    pub max_reqs: u32,
+    /// RPC timeout: initial = max (jiffies).
+    pub timeout: usize,
+    /// bind / reestablish / idle timeouts (jiffies).
+    pub bind_timeout: usize,
+    /// Initial reconnect delay (jiffies).
+    pub reestablish_timeout: usize,
+    /// Idle disconnect (jiffies).
+    pub idle_timeout: usize,
+    /// `xprt->max_payload`.
+    pub max_payload: usize,
+}
+
+impl<T: Transport> XprtBox<T> {
+    /// The SUNRPC side of the transport.
+    pub fn xprt(&self) -> &Xprt {
+        &self.xprt
+    }
+
+    /// Allocates and initialises a transport: generic `rpc_xprt` fields,
+    /// the destination address and display strings, the ops table, the
+    /// connect worker, then `T` from `init`. Returns the raw `rpc_xprt`
+    /// for the class's setup to hand to SUNRPC.
+    pub fn create(
+        p: &CreateParams<'_>,
+        init: impl PinInit<T, Error>,
+    ) -> Result<*mut bindings::rpc_xprt> {
+        let args = p.args.raw();
+        if args.addrlen > core::mem::size_of::<bindings::__kernel_sockaddr_storage>() {
+            return Err(EBADF);
+        }
+        // SAFETY: FFI call without preconditions.
+        if unsafe { bindings::rpcrdma2_shim_module_get() } == 0 {
+            return Err(EIO);
+        }
+        // SAFETY: `args.net` is the caller's network namespace.
+        let x = unsafe {
+            bindings::xprt_alloc(args.net, core::mem::size_of::<Self>(), 0, p.max_reqs)
+        };
+        let Some(x) = NonNull::new(x) else {
+            // SAFETY: balances the module_get above.
+            unsafe { bindings::rpcrdma2_shim_module_put() };
+            return Err(ENOMEM);
+        };
+        let this = x.as_ptr().cast::<Self>();
+        // SAFETY: `xprt_alloc` returned a zeroed allocation of
+        // `size_of::<Self>()` bytes with an initialised `rpc_xprt` first;
+        // until `ops` is set nobody else uses it.
+        let r = unsafe { Self::init_fields(this, p, init) };
+        if let Err(e) = r {
+            // SAFETY: `data` was not initialised; free what init_fields
+            // set up and the allocation itself.
+            unsafe {
+                free_addresses(x.as_ptr());
+                bindings::xprt_free(x.as_ptr());
+                bindings::rpcrdma2_shim_module_put();
+            }
+            return Err(e);
+        }
+        Ok(x.as_ptr())
+    }
+
+    /// # Safety
+    ///
+    /// `this` is a fresh `xprt_alloc()` allocation of `size_of::<Self>()`.
+    unsafe fn init_fields(
+        this: *mut Self,
+        p: &CreateParams<'_>,
+        init: impl PinInit<T, Error>,
+    ) -> Result {
+        let args = p.args.raw();
+        // SAFETY: per the function's contract.
+        unsafe {
+            let x = this.cast::<bindings::rpc_xprt>();
+            (*x).timeout = core::ptr::addr_of!(DEFAULT_TIMEOUT);
+            (*x).connect_timeout = p.timeout;
+            (*x).max_reconnect_timeout = p.timeout;
+            (*x).bind_timeout = p.bind_timeout;
+            (*x).reestablish_timeout = p.reestablish_timeout;
+            (*x).idle_timeout = p.idle_timeout;
+            (*x).set_resvport(0);
+            (*x).prot = bindings::IPPROTO_TCP as i32;
+            (*x).xprt_class = bindings::rpcrdma2_shim_class();
+            (*x).addrlen = args.addrlen;
+            core::ptr::copy_nonoverlapping(
+                args.dstaddr.cast::<u8>(),
+                addr_of_mut!((*x).addr).cast::<u8>(),
+                args.addrlen,
+            );
+            (*x).max_payload = p.max_payload;
+            let port = sockaddr_port(addr_of_mut!((*x).addr).cast());
+            if port != 0 {
+                bindings::rpcrdma2_shim_xprt_set_bound(x);
+            }
+            format_addresses(x)?;
+            bindings::rpcrdma2_shim_init_connect_work((*this).connect_work.get());
+            // In place: the box never moves until xprt_free().
+            init.__pinned_init(addr_of_mut!((*this).data))?;
+            // A promoted constant: `'static`, like the C transports' tables.
+            let ops: &'static bindings::rpc_xprt_ops = &OpsTable::<T>::OPS;
+            (*x).ops = ops;
+        }
+        Ok(())
+    }
+
+    /// Queues the connect worker after `delay` jiffies.
+    pub fn queue_connect(&self, delay: usize) {
+        // SAFETY: the work was initialised in `create`.
+        unsafe { bindings::rpcrdma2_shim_queue_connect_work(self.connect_work.get(), delay) }
+    }
+
+    /// Rewrites the port and its display strings (rpcbind result).
+    pub fn update_port(&self, port: u16) {
+        // SAFETY: the xprt is alive; SUNRPC serialises set_port with the
+        // readers of the strings as it does for the C transports.
+        unsafe {
+            let x = self.xprt.as_raw();
+            set_sockaddr_port(addr_of_mut!((*x).addr).cast(), port);
+            let _ = replace_port_strings(x, port);
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `x` must be the `rpc_xprt` of a live `XprtBox<T>`.
+    unsafe fn from_xprt<'a>(x: *mut bindings::rpc_xprt) -> &'a Self {
+        // SAFETY: `rpc_xprt` is at offset 0 of the `#[repr(C)]` box.
+        unsafe { &*x.cast::<Self>() }
+    }
+}
+
+/// A transport created by [`XprtBox::create`] that was never handed to
+/// SUNRPC, for tests: calls go through the installed ops table, and drop
+/// runs the `destroy` op as SUNRPC would.
+///
+/// # Invariants
+///
+/// `0` is an `rpc_xprt` of an `XprtBox<T>` that no one else references.
+pub struct Unpublished<T: Transport>(NonNull<bindings::rpc_xprt>, PhantomData<T>);
+
+impl<T: Transport> Unpublished<T> {
+    /// Wraps the result of [`XprtBox::create`].
+    ///
+    /// # Safety
+    ///
+    /// `x` came from `XprtBox::<T>::create` and was not given to SUNRPC.
+    pub unsafe fn new(x: *mut bindings::rpc_xprt) -> Option<Self> {
+        NonNull::new(x).map(|x| Unpublished(x, PhantomData))
+    }
+
+    /// The transport.
+    pub fn get(&self) -> &XprtBox<T> {
+        // SAFETY: by the type invariant.
+        unsafe { XprtBox::from_xprt(self.0.as_ptr()) }
+    }
+
+    /// `address_strings[idx]` as text.
+    pub fn display(&self, idx: u32) -> Option<&str> {
+        // SAFETY: the strings were set by `create` and live until drop.
+        unsafe {
+            let p = (*self.0.as_ptr()).address_strings.get(idx as usize).copied()?;
+            if p.is_null() {
+                return None;
+            }
+            core::ffi::CStr::from_ptr(p.cast()).to_str().ok()
+        }
+    }
+
+    /// Runs the ops table's `alloc_slot` for a fresh task and returns
+    /// whether it got a slot, then hands it back through `free_slot`.
+    pub fn cycle_slot(&self) -> bool {
+        let mut task = bindings::rpc_task::default();
+        // SAFETY: the ops table was installed by `create`; the task is a
+        // zeroed stand-in that lives across both calls, and a transport
+        // with free slots only sets `tk_rqstp` and `tk_status` on it.
+        unsafe {
+            let ops = &*(*self.0.as_ptr()).ops;
+            let (Some(alloc), Some(free)) = (ops.alloc_slot, ops.free_slot) else {
+                return false;
+            };
+            alloc(self.0.as_ptr(), &mut task);
+            if task.tk_status != 0 || task.tk_rqstp.is_null() {
+                return false;
+            }
+            free(self.0.as_ptr(), task.tk_rqstp);
+        }
+        true
+    }
+}
+
+impl<T: Transport> Drop for Unpublished<T> {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant nobody else uses the transport;
+        // `destroy` frees it exactly once.
+        unsafe { destroy::<T>(self.0.as_ptr()) }
+    }
+}
+
+/// RDMA has no keepalive: 60 s RPC timeout, no retries (as the C client).
+static DEFAULT_TIMEOUT: bindings::rpc_timeout = bindings::rpc_timeout {
+    to_initval: 60 * bindings::HZ as usize,
+    to_maxval: 60 * bindings::HZ as usize,
+    to_increment: 0,
+    to_retries: 0,
+    to_exponential: 0,
+};
+
+/// # Safety
+///
+/// `sa` points to a valid IPv4 or IPv6 `sockaddr`.
+unsafe fn sockaddr_port(sa: *const bindings::sockaddr) -> u16 {
+    // SAFETY: per the function's contract.
+    unsafe {
+        match u32::from((*sa).sa_family) {
+            bindings::AF_INET => u16::from_be((*sa.cast::<bindings::sockaddr_in>()).sin_port),
+            bindings::AF_INET6 => u16::from_be((*sa.cast::<bindings::sockaddr_in6>()).sin6_port),
+            _ => 0,
+        }
+    }
+}
+
+/// # Safety
+///
+/// `sa` points to a valid, writable IPv4 or IPv6 `sockaddr`.
+unsafe fn set_sockaddr_port(sa: *mut bindings::sockaddr, port: u16) {
+    // SAFETY: per the function's contract.
+    unsafe {
+        match u32::from((*sa).sa_family) {
+            bindings::AF_INET => (*sa.cast::<bindings::sockaddr_in>()).sin_port = port.to_be(),
+            bindings::AF_INET6 => (*sa.cast::<bindings::sockaddr_in6>()).sin6_port = port.to_be(),
+            _ => {}
+        }
+    }
+}
+
+/// A small `fmt::Write` into a NUL-terminated stack buffer.
+struct StackStr<const N: usize> {
+    buf: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackStr<N> {
+    fn new() -> Self {
+        StackStr { buf: [0; N], len: 0 }
+    }
+
+    fn as_ptr(&self) -> *const core::ffi::c_char {
+        self.buf.as_ptr().cast()
+    }
+}
+
+impl<const N: usize> core::fmt::Write for StackStr<N> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let end = self.len.checked_add(s.len()).ok_or(core::fmt::Error)?;
+        // Keep one byte for the terminating NUL.
+        if end >= N {
+            return Err(core::fmt::Error);
+        }
+        self.buf[self.len..end].copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// kstrdup()s a formatted string into `address_strings[idx]`.
+///
+/// # Safety
+///
+/// `x` is a live `rpc_xprt` whose `address_strings[idx]` is NULL or was
+/// set by this function (it is freed first).
+unsafe fn set_display(
+    x: *mut bindings::rpc_xprt,
+    idx: u32,
+    args: core::fmt::Arguments<'_>,
+) -> Result {
+    let mut s = StackStr::<64>::new();
+    core::fmt::write(&mut s, args).map_err(|_| EINVAL)?;
+    // SAFETY: `s` is NUL-terminated; the slot is ours to replace.
+    unsafe {
+        let dup = bindings::kstrdup(s.as_ptr().cast(), kernel::bindings::GFP_KERNEL);
+        if dup.is_null() {
+            return Err(ENOMEM);
+        }
+        let slot = addr_of_mut!((*x).address_strings[idx as usize]);
+        bindings::kfree((*slot).cast());
+        *slot = dup;
+    }
+    Ok(())
+}
+
+/// # Safety
+///
+/// As [`set_display`].
+unsafe fn replace_port_strings(x: *mut bindings::rpc_xprt, port: u16) -> Result {
+    // SAFETY: per the function's contract.
+    unsafe {
+        set_display(x, bindings::rpc_display_format_t_RPC_DISPLAY_PORT, format_args!("{}", port))?;
+        set_display(x, bindings::rpc_display_format_t_RPC_DISPLAY_HEX_PORT, format_args!("{:4x}", port))
+    }
+}
+
+/// Fills `address_strings` as `xprt_rdma_format_addresses()` does: the
+/// allocated ones are freed by [`free_addresses`]; PROTO and NETID point
+/// to static strings.
+///
+/// # Safety
+///
+/// `x` is a fresh `rpc_xprt` with `addr` set.
+unsafe fn format_addresses(x: *mut bindings::rpc_xprt) -> Result {
+    // SAFETY: per the function's contract.
+    unsafe {
+        let sa = addr_of_mut!((*x).addr).cast::<bindings::sockaddr>();
+        let netid: &'static core::ffi::CStr = match u32::from((*sa).sa_family) {
+            bindings::AF_INET => {
+                let a = u32::from_be((*sa.cast::<bindings::sockaddr_in>()).sin_addr.s_addr);
+                set_display(x, bindings::rpc_display_format_t_RPC_DISPLAY_HEX_ADDR, format_args!("{:08x}", a))?;
+                c"rdma"
+            }
+            bindings::AF_INET6 => {
+                let a = (*sa.cast::<bindings::sockaddr_in6>()).sin6_addr.in6_u.u6_addr8;
+                let mut hex = StackStr::<40>::new();
+                for b in a {
+                    core::fmt::write(&mut hex, format_args!("{:02x}", b)).map_err(|_| EINVAL)?;
+                }
+                let hex = core::str::from_utf8(&hex.buf[..hex.len]).map_err(|_| EINVAL)?;
+                set_display(x, bindings::rpc_display_format_t_RPC_DISPLAY_HEX_ADDR, format_args!("{}", hex))?;
+                c"rdma6"
+            }
+            f => {
+                pr_err!("transport setup: unsupported address family {}\n", f);
+                return Err(crate::errno::eafnosupport());
+            }
+        };
+        let mut buf = [0u8; 128];
+        let n = bindings::rpc_ntop(sa, buf.as_mut_ptr().cast(), buf.len());
+        let text = core::str::from_utf8(buf.get(..n).unwrap_or(&[])).map_err(|_| EINVAL)?;
+        set_display(x, bindings::rpc_display_format_t_RPC_DISPLAY_ADDR, format_args!("{}", text))?;
+        replace_port_strings(x, sockaddr_port(sa))?;
+        (*x).address_strings[bindings::rpc_display_format_t_RPC_DISPLAY_PROTO as usize] = c"rdma".as_ptr().cast();
+        (*x).address_strings[bindings::rpc_display_format_t_RPC_DISPLAY_NETID as usize] = netid.as_ptr().cast();
+    }
+    Ok(())
+}
+
+/// Frees the strings [`format_addresses`] allocated.
+///
+/// # Safety
+///
+/// `x` is an `rpc_xprt` whose strings were set by this module.
+unsafe fn free_addresses(x: *mut bindings::rpc_xprt) {
+    for i in 0..bindings::rpc_display_format_t_RPC_DISPLAY_MAX {
+        if i == bindings::rpc_display_format_t_RPC_DISPLAY_PROTO || i == bindings::rpc_display_format_t_RPC_DISPLAY_NETID {
+            continue;
+        }
+        // SAFETY: the allocated strings came from kstrdup (or are NULL).
+        unsafe {
+            let slot = addr_of_mut!((*x).address_strings[i as usize]);
+            bindings::kfree((*slot).cast());
+            *slot = core::ptr::null_mut();
+        }
+    }
+}
+
+/// The `rpc_xprt_ops` of transport type `T`.
+struct OpsTable<T>(PhantomData<T>);
+
+impl<T: Transport> OpsTable<T> {
+    const OPS: bindings::rpc_xprt_ops = bindings::rpc_xprt_ops {
+        reserve_xprt: Some(bindings::xprt_reserve_xprt_cong),
+        release_xprt: Some(bindings::xprt_release_xprt_cong),
+        alloc_slot: Some(alloc_slot::<T>),
+        free_slot: Some(free_slot::<T>),
+        rpcbind: Some(bindings::rpcb_getport_async),
+        set_port: Some(set_port::<T>),
+        connect: Some(connect::<T>),
+        buf_alloc: Some(buf_alloc::<T>),
+        buf_free: Some(buf_free::<T>),
+        send_request: Some(send_request::<T>),
+        wait_for_reply_request: Some(bindings::xprt_wait_for_reply_request_def),
+        timer: Some(timer::<T>),
+        release_request: Some(bindings::xprt_release_rqst_cong),
+        close: Some(close::<T>),
+        destroy: Some(destroy::<T>),
+        set_connect_timeout: Some(set_connect_timeout::<T>),
+        print_stats: Some(print_stats::<T>),
+        enable_swap: None,
+        disable_swap: None,
+        inject_disconnect: Some(inject_disconnect::<T>),
+        // SAFETY: all-zero is "not implemented" (NULL) for the remaining
+        // optional ops (set_buffer_size, get_srcaddr, backchannel, ...).
+        ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
+    };
+}
+
+// The trampolines. SUNRPC calls each with an `rpc_xprt` (or a task or
+// rqst of one) that belongs to this class, i.e. lives in an `XprtBox<T>`
+// (the ops table is installed only by `XprtBox::<T>::create`), and every
+// `rpc_rqst` it passes came from `T::alloc_slot`, i.e. is a
+// `SlotBox<T::Slot>`. Those are the safety arguments below.
+
+/// # Safety
+///
+/// `rq` belongs to an `XprtBox<T>` and came from its `alloc_slot`.
+unsafe fn slot_of<'a, T: Transport>(
+    rq: *mut bindings::rpc_rqst,
+) -> (&'a XprtBox<T>, &'a SlotBox<T::Slot>) {
+    // SAFETY: per the function's contract.
+    unsafe { (XprtBox::<T>::from_xprt((*rq).rq_xprt), SlotBox::from_rqst(rq)) }
+}
+
+unsafe extern "C" fn alloc_slot<T: Transport>(x: *mut bindings::rpc_xprt, task: *mut bindings::rpc_task) {
+    // SAFETY: see above; the task is alive for the call.
+    unsafe { T::alloc_slot(XprtBox::from_xprt(x), Task::from_raw(task)) }
+}
+
+unsafe extern "C" fn free_slot<T: Transport>(x: *mut bindings::rpc_xprt, rq: *mut bindings::rpc_rqst) {
+    // SAFETY: see above.
+    unsafe { T::free_slot(XprtBox::from_xprt(x), SlotBox::from_rqst(rq)) }
+}
+
+unsafe extern "C" fn set_port<T: Transport>(x: *mut bindings::rpc_xprt, port: u16) {
+    // SAFETY: see above.
+    unsafe { T::set_port(XprtBox::from_xprt(x), port) }
+}
+
+unsafe extern "C" fn connect<T: Transport>(x: *mut bindings::rpc_xprt, task: *mut bindings::rpc_task) {
+    // SAFETY: see above.
+    unsafe { T::connect(XprtBox::from_xprt(x), Task::from_raw(task)) }
+}
+
+unsafe extern "C" fn buf_alloc<T: Transport>(task: *mut bindings::rpc_task) -> i32 {
+    // SAFETY: SUNRPC calls buf_alloc with the task's rqst set.
+    let (this, slot) = unsafe { slot_of::<T>((*task).tk_rqstp) };
+    match T::buf_alloc(this, slot) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+unsafe extern "C" fn buf_free<T: Transport>(task: *mut bindings::rpc_task) {
+    // SAFETY: SUNRPC calls buf_free with the task's rqst set.
+    let (this, slot) = unsafe { slot_of::<T>((*task).tk_rqstp) };
+    T::buf_free(this, slot)
+}
+
+unsafe extern "C" fn send_request<T: Transport>(rq: *mut bindings::rpc_rqst) -> i32 {
+    // SAFETY: see above.
+    let (this, slot) = unsafe { slot_of::<T>(rq) };
+    match T::send_request(this, slot) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+unsafe extern "C" fn timer<T: Transport>(x: *mut bindings::rpc_xprt, _task: *mut bindings::rpc_task) {
+    // SAFETY: see above.
+    unsafe { T::timer(XprtBox::from_xprt(x)) }
+}
+
+unsafe extern "C" fn close<T: Transport>(x: *mut bindings::rpc_xprt) {
+    // SAFETY: see above.
+    unsafe { T::close(XprtBox::from_xprt(x)) }
+}
+
+unsafe extern "C" fn set_connect_timeout<T: Transport>(
+    x: *mut bindings::rpc_xprt,
+    connect: usize,
+    reconnect: usize,
+) {
+    // SAFETY: see above.
+    unsafe { T::set_connect_timeout(XprtBox::from_xprt(x), connect, reconnect) }
+}
+
+unsafe extern "C" fn print_stats<T: Transport>(x: *mut bindings::rpc_xprt, seq: *mut bindings::seq_file) {
+    let mut seq = SeqFile(seq, PhantomData);
+    // SAFETY: see above; the seq_file is valid for the call.
+    unsafe { T::print_stats(XprtBox::from_xprt(x), &mut seq) }
+}
+
+unsafe extern "C" fn inject_disconnect<T: Transport>(x: *mut bindings::rpc_xprt) {
+    // SAFETY: see above.
+    unsafe { T::inject_disconnect(XprtBox::from_xprt(x)) }
+}
+
+unsafe extern "C" fn destroy<T: Transport>(x: *mut bindings::rpc_xprt) {
+    // SAFETY: see above. SUNRPC guarantees no further calls with `x`:
+    // stop the connect worker, let T tear down, drop T in place, free the
+    // strings and the allocation (kfree_rcu), and drop the module
+    // reference taken in `create`.
+    unsafe {
+        let this = XprtBox::<T>::from_xprt(x);
+        bindings::rpcrdma2_shim_cancel_connect_work(this.connect_work.get());
+        T::destroy(this);
+        core::ptr::drop_in_place(addr_of_mut!((*x.cast::<XprtBox<T>>()).data));
+        free_addresses(x);
+        bindings::xprt_free(x);
+        bindings::rpcrdma2_shim_module_put();
+    }
+}
+
+/// The connect worker's entry for transport type `T`.
+///
+/// # Safety
+///
+/// `dwork` is the `connect_work` of a live `XprtBox<T>`.
+pub unsafe fn connect_worker_entry<T: Transport>(dwork: *mut bindings::delayed_work) {
+    let off = core::mem::offset_of!(XprtBox<T>, connect_work);
+    // SAFETY: container_of: `dwork` is the field at `off` in the box.
+    let this = unsafe { &*dwork.cast::<u8>().sub(off).cast::<XprtBox<T>>() };
+    T::connect_worker(this)
+}
