@@ -61,7 +61,10 @@ impl DmaBuf {
             pr_err!("DMA buffer of {} bytes: size out of range (-EINVAL)\n", len);
             return Err(EINVAL);
         }
-        let mut buf = KVec::from_elem(0u8, len, flags)?;
+        let mut buf = KVec::from_elem(0u8, len, flags).map_err(|e| {
+            pr_err!("no memory for a {}-byte DMA buffer (-ENOMEM)\n", len);
+            Error::from(e)
+        })?;
         let mut dma = 0u64;
         let dev = pd.device();
         // SAFETY: the device is registered (the PD holds its registration

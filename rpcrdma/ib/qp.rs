@@ -1050,7 +1050,12 @@ impl<H: CmHandler, Q: QpHandler> Endpoint<H, Q> {
         };
         check_caps(dev, caps)?;
         let pd = Pd::new(dev)?;
-        let qp = Qp::new(handler, pd.clone(), caps)?;
+        let qp = Qp::new(handler, pd.clone(), caps).inspect_err(|e| {
+            pr_err!(
+                "endpoint: cannot allocate the work-queue rings ({})\n",
+                e.to_errno()
+            )
+        })?;
         let ctx = &*qp as *const Qp<Q> as *mut c_void;
         let send_cq = Cq::new(dev, ctx, caps.max_send_wr + 1, poll)?;
         let recv_cq = Cq::new(dev, ctx, caps.max_recv_wr + 1, poll)?;
