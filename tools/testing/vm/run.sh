@@ -264,7 +264,7 @@ launch() { # ROLE PEER MAC
 		"${serial[@]}"
 		-device virtio-rng-pci
 		-netdev "dgram,id=l2,local.type=unix,local.path=$SOCKDIR/$role.sock,remote.type=unix,remote.path=$SOCKDIR/$peer.sock"
-		-device "virtio-net-pci,netdev=l2,mac=$mac"
+		-device "virtio-net-pci,netdev=l2,mac=$mac,romfile="
 		-virtfs "local,path=/usr,mount_tag=usr,security_model=none,readonly=on,multidevs=remap"
 		-virtfs "local,path=/etc,mount_tag=etc,security_model=none,readonly=on,multidevs=remap"
 		-virtfs "local,path=$MODS,mount_tag=mods,security_model=none,readonly=on"
@@ -304,7 +304,8 @@ pump() { # stream new client script output to stdout
 	[ -f "$f" ] || return 0
 	size=$(stat -c %s "$f")
 	((size > out_off)) || return 0
-	tail -c +$((out_off + 1)) "$f" | head -c $((size - out_off))
+	dd if="$f" bs=64k skip="$out_off" count=$((size - out_off)) \
+		iflag=skip_bytes,count_bytes status=none
 	out_off=$size
 }
 console_tail() { # ROLE: last console lines, indented
