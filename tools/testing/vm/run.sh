@@ -58,6 +58,13 @@ options:
   --mem MB                  memory per guest (default 2048)
   --quiet                   do not stream the client script's output
   -h, --help                this text
+
+exit status: the script's; 124 timeout; 125 testbed failure; 2 usage;
+1 if the script passed but the client kernel log has warnings.
+environment: RPCRDMA2_CACHE, RPCRDMA2_KERNEL_DIR (= --kernel),
+RPCRDMA2_BOOT_TIMEOUT (90 s), RPCRDMA2_VM_INJECT_FAIL=ROLE:STEP (self-test).
+Client scripts get SERVER_IP CLIENT_IP NFS_SERVER NFS_EXPORT NFS_RDMA_PORT
+NFS_TCP_PORT RESULTS SRC MODS KREL TESTBED_LIB (Documentation/testing.rst).
 EOF
 }
 
