@@ -27,6 +27,11 @@ pub mod transport;
 #[path = "../xdr/src/codec/mod.rs"]
 pub mod xdr;
 
+/// The protocol logic without I/O (version negotiation, credits, inline
+/// thresholds, reply validation): `core` only, host-tested like the codec;
+/// see Documentation/design-proto.rst.
+pub mod proto;
+
 #[cfg(CONFIG_KUNIT)]
 mod tests;
 

@@ -8,6 +8,7 @@ use crate::transport::RdmaXprt;
 use crate::sunrpc;
 use kernel::c_str;
 
+use crate::proto::selftest::{SelfTest as ProtoSelfTest, SELF_TESTS as PROTO_SELF_TESTS};
 use crate::xdr::selftest::{SelfTest, SELF_TESTS};
 
 /// Each of the codec's known-answer self tests is a KUnit parameter.
@@ -30,6 +31,41 @@ impl crate::kunit::TableTest for SelfTest {
 }
 
 kunit_table_suite!(rpcrdma2_xdr, codec_self_tests, SelfTest, SELF_TESTS);
+
+/// Each of the protocol logic's self tests is a KUnit parameter.
+impl crate::kunit::TableTest for ProtoSelfTest {
+    fn name(&self) -> &'static core::ffi::CStr {
+        self.c_name
+    }
+
+    fn run(&self) -> TestResult {
+        (self.run)().map_err(|f| {
+            crate::kunit::report(
+                self.name,
+                "rpcrdma/proto/selftest.rs",
+                f.line,
+                format_args!("check failed: {}", f.what),
+            );
+            crate::kunit::Failure
+        })
+    }
+}
+
+kunit_table_suite!(rpcrdma2_proto, proto_self_tests, ProtoSelfTest, PROTO_SELF_TESTS);
+
+// `proto` defines the errno values it hands out without the kernel crate:
+// check every one against the kernel's own at compile time.
+const _: () = {
+    use crate::bindings as b;
+    use crate::proto::errno as e;
+    assert!(e::EIO.unsigned_abs() == b::EIO);
+    assert!(e::EAGAIN.unsigned_abs() == b::EAGAIN);
+    assert!(e::EPROTO.unsigned_abs() == b::EPROTO);
+    assert!(e::EMSGSIZE.unsigned_abs() == b::EMSGSIZE);
+    assert!(e::EPROTONOSUPPORT.unsigned_abs() == b::EPROTONOSUPPORT);
+    assert!(e::ENOBUFS.unsigned_abs() == b::ENOBUFS);
+    assert!(e::ENOTCONN.unsigned_abs() == b::ENOTCONN);
+};
 
 kunit_suite!(rpcrdma2_xprt {
     create_formats_ipv4_addresses,

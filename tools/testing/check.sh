@@ -20,6 +20,7 @@ declare -A status=() took=()
 
 phase_host() {
 	step "codec: fmt, clippy, tests, fuzz" xdr/check.sh
+	step "proto: fmt, clippy, tests" rpcrdma/proto/check.sh
 	step "KTAP checker self-test" tools/testing/kunit/selftest.sh
 }
 

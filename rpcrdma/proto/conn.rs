@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! [`Transport`]: the protocol state of one transport (`rpc_xprt`) and of
+//! its current connection, driven by the events the transport glue sees.
+//!
+//! Every method is O(1), never sleeps, never allocates and cannot panic;
+//! the glue serialises calls with one spinlock. The order of calls:
+//!
+//! | event (glue)                                  | call                                   |
+//! |-----------------------------------------------|----------------------------------------|
+//! | `->setup`: create the transport               | [`Transport::new`]                     |
+//! | connect worker, before `rdma_connect`         | [`Transport::connect`]                 |
+//! | `RDMA_CM_EVENT_ESTABLISHED`                   | [`Transport::established`]             |
+//! | `->send_request`, after the cwnd and the      | [`Transport::prepare_call`]            |
+//! | same-connection-retransmit checks             |                                        |
+//! | a Receive completes successfully              | [`Transport::receive`]                 |
+//! | a Receive completes with an error (flush)     | [`Transport::receive_flushed`]         |
+//! | fewer Receives posted than asked for          | [`Transport::receives_unposted`]       |
+//! | disconnect / `->close`                        | [`Transport::disconnected`]            |
+
+use super::super::xdr::chunk::ChunkLists;
+use super::super::xdr::header::{self, Body, Flags, Header, MsgKind, MsgSpec, Protocol};
+use super::super::xdr::props::TransportProperties;
+use super::super::xdr::pvtdata::Peer;
+use super::super::xdr::{v1, v2};
+use super::config::Config;
+use super::credits::{CreditState, CreditUpdate, Grant};
+use super::errno::Errno;
+use super::inline::{Thresholds, TooBig};
+use super::negotiate::{Negotiation, Phase, ProbeLoss, ServerMemory, Verdict};
+use super::reply::{classify, Cause, Control, Reply};
+
+/// Counters for `/proc/self/mountstats` and debugging.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Stats {
+    /// Messages the responder got wrong (C: `bad_reply_count`).
+    pub bad_reply: u64,
+    /// v2 credit words with a zero half, ignored.
+    pub bad_credit: u64,
+    /// `RDMA_ERROR` replies other than `ERR_VERS`.
+    pub rdma_error: u64,
+    /// `ERR_VERS` replies.
+    pub err_vers: u64,
+    /// v2 probes sent.
+    pub probes: u64,
+    /// Connections switched to v1 by `ERR_VERS`.
+    pub v1_fallbacks: u64,
+    /// Connections opened in v1 because the first Call did not fit the
+    /// 1024-byte probe.
+    pub probe_too_big: u64,
+    /// Probes lost with their connection.
+    pub lost_probes: u64,
+    /// v2 asynchronous credit grants.
+    pub credit_grants: u64,
+    /// `RDMA2_CONNPROP` messages (whole or pieces).
+    pub connprop: u64,
+    /// Reverse-direction Calls dropped.
+    pub reverse_calls: u64,
+    /// Replies using chunks or Message Continuation (not supported yet).
+    pub unsupported: u64,
+    /// Connections closed for a protocol error.
+    pub disconnects: u64,
+}
+
+/// What to do before `rdma_connect`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ConnectPlan {
+    /// The version of the first message.
+    pub protocol: Protocol,
+    /// Reset the credit window to this (one credit) and `xprt->cong` to 0.
+    pub credits: CreditUpdate,
+    /// Post this many Receives (of [`Config::recv_buffer_size`] bytes)
+    /// before connecting.
+    pub post_receives: u32,
+}
+
+/// How to build and send one Call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CallPlan {
+    /// Header version.
+    pub protocol: Protocol,
+    /// The `rdma_credit` word.
+    pub credit: u32,
+    /// Length of the header [`msg_spec`](Self::msg_spec) encodes to.
+    pub hdr_len: u32,
+    /// This Call is the connection's v2 probe.
+    pub probe: bool,
+}
+
+impl CallPlan {
+    /// The header to encode with [`header::encode_msg`]: `RDMA_MSG` /
+    /// `RDMA2_MSG` with three empty chunk lists, no flags (a Call), no
+    /// invalidation handle. The RPC Call follows it in the same Send.
+    pub fn msg_spec(&self, xid: u32) -> MsgSpec<'static> {
+        MsgSpec {
+            xid,
+            credit: self.credit,
+            kind: MsgKind::Msg,
+            flags: Flags::NONE,
+            inv_handle: 0,
+            chunks: ChunkLists::EMPTY,
+        }
+    }
+}
+
+/// Why a Call cannot be sent now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallError {
+    /// No established connection: `-ENOTCONN` (SUNRPC reconnects).
+    NotConnected,
+    /// The v2 message budget is exhausted (also: the probe is still
+    /// unanswered). Call `xprt_wait_for_buffer_space` and return
+    /// `-EAGAIN`; a later [`Outcome::wake_senders`] reopens it.
+    NoCredits,
+    /// The RPC does not fit inline: `-EMSGSIZE` (see [`TooBig::errno`]).
+    TooBig(TooBig),
+}
+
+impl CallError {
+    /// The errno `->send_request` returns.
+    pub const fn errno(&self) -> Errno {
+        match self {
+            Self::NotConnected => Errno::ENOTCONN,
+            Self::NoCredits => Errno::EAGAIN,
+            Self::TooBig(t) => t.errno(),
+        }
+    }
+}
+
+/// Everything the transport does after one successful Receive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome<'a> {
+    /// What to do with the message.
+    pub reply: Reply<'a>,
+    /// The credit window changed: set `rb_credits` and `xprt->cwnd`.
+    pub credits: Option<CreditUpdate>,
+    /// The v2 message budget reopened: `xprt_write_space`.
+    pub wake_senders: bool,
+    /// Post this many Receives now (already counted as posted; report a
+    /// shortfall with [`Transport::receives_unposted`]).
+    pub post_receives: u32,
+}
+
+/// The protocol state of one transport and its current connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transport {
+    config: Config,
+    memory: ServerMemory,
+    neg: Negotiation,
+    credits: CreditState,
+    peer: Peer,
+    props: Option<TransportProperties>,
+    thresholds: Thresholds,
+    established: bool,
+    /// XID of a continued message being discarded.
+    discard: Option<u32>,
+    stats: Stats,
+}
+
+impl Transport {
+    /// A transport with `config` (clamped, see [`Config::validated`]),
+    /// not connected.
+    pub fn new(config: Config) -> Self {
+        let config = config.validated();
+        Self {
+            config,
+            memory: ServerMemory::new(),
+            neg: Negotiation::new(),
+            credits: CreditState::new(&config, Protocol::V1),
+            peer: Peer::Absent,
+            props: None,
+            thresholds: Thresholds::new(&config, &Peer::Absent, Protocol::V1, false),
+            established: false,
+            discard: None,
+            stats: Stats::default(),
+        }
+    }
+
+    /// The settings.
+    #[inline]
+    pub const fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// What is known about the server.
+    #[inline]
+    pub const fn memory(&self) -> &ServerMemory {
+        &self.memory
+    }
+
+    /// Counters.
+    #[inline]
+    pub const fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The negotiation phase of the current connection.
+    #[inline]
+    pub const fn phase(&self) -> Phase {
+        self.neg.phase()
+    }
+
+    /// The version Calls are sent in (`None` when down).
+    #[inline]
+    pub const fn protocol(&self) -> Option<Protocol> {
+        self.neg.protocol()
+    }
+
+    /// The current inline limits.
+    #[inline]
+    pub const fn thresholds(&self) -> &Thresholds {
+        &self.thresholds
+    }
+
+    /// The credit state of the current connection.
+    #[inline]
+    pub const fn credits(&self) -> &CreditState {
+        &self.credits
+    }
+
+    /// Starts a new connection (call before `rdma_connect`; also ends the
+    /// previous one if [`disconnected`](Self::disconnected) was not
+    /// called).
+    pub fn connect(&mut self) -> ConnectPlan {
+        if self.neg.phase() != Phase::Down {
+            self.disconnected();
+        }
+        let protocol = self.neg.connect(&self.memory, self.config.policy);
+        self.credits = CreditState::new(&self.config, protocol);
+        self.peer = Peer::Absent;
+        self.props = None;
+        self.established = false;
+        self.discard = None;
+        self.refresh_thresholds();
+        ConnectPlan {
+            protocol,
+            credits: self.credits.current(),
+            post_receives: self.credits.replenish(),
+        }
+    }
+
+    /// The connection is up; `peer` is the server's private data
+    /// ([`super::super::xdr::pvtdata::decode`] of the CM event's
+    /// `private_data`). Returns the inline limits now in force.
+    pub fn established(&mut self, peer: Peer) -> Thresholds {
+        if self.neg.phase() != Phase::Down {
+            self.peer = peer;
+            self.established = true;
+            self.refresh_thresholds();
+        }
+        self.thresholds
+    }
+
+    /// The connection is gone (any reason). Returns what happened to an
+    /// outstanding probe.
+    pub fn disconnected(&mut self) -> ProbeLoss {
+        let loss = self.neg.on_disconnect(&mut self.memory);
+        if loss != ProbeLoss::None {
+            self.stats.lost_probes = self.stats.lost_probes.wrapping_add(1);
+        }
+        self.established = false;
+        self.discard = None;
+        loss
+    }
+
+    fn refresh_thresholds(&mut self) {
+        let (protocol, probing) = match self.neg.phase() {
+            Phase::Probing { .. } => (Protocol::V2, true),
+            Phase::Settled(p) => (p, false),
+            Phase::Down => (self.credits.protocol(), false),
+        };
+        self.thresholds = Thresholds::new(&self.config, &self.peer, protocol, probing);
+        if let Some(p) = self.props {
+            self.thresholds.apply_props(&p);
+        }
+    }
+
+    /// Decides how to send Call `xid`: `call_len` is the RPC Call
+    /// (`rq_snd_buf.len`), `reply_buflen` the largest expected Reply
+    /// (`rq_rcv_buf.buflen`). On success the Call is counted as sent:
+    /// encode [`CallPlan::msg_spec`] and post it (a failed post closes the
+    /// connection, which resets the count).
+    pub fn prepare_call(
+        &mut self,
+        xid: u32,
+        call_len: u32,
+        reply_buflen: u32,
+    ) -> Result<CallPlan, CallError> {
+        let Some(mut protocol) = self.neg.protocol() else {
+            return Err(CallError::NotConnected);
+        };
+        if !self.established {
+            return Err(CallError::NotConnected);
+        }
+        if !self.credits.may_send() {
+            return Err(CallError::NoCredits);
+        }
+        if let Err(too_big) = self.thresholds.fit(call_len, reply_buflen) {
+            let v1 = Thresholds::new(&self.config, &self.peer, Protocol::V1, false);
+            if self.neg.phase() == (Phase::Probing { probe: None })
+                && v1.fit(call_len, reply_buflen).is_ok()
+                && self.neg.settle_v1_for_size()
+            {
+                self.stats.probe_too_big = self.stats.probe_too_big.wrapping_add(1);
+                self.credits.set_protocol(Protocol::V1);
+                self.refresh_thresholds();
+                protocol = Protocol::V1;
+            } else {
+                return Err(CallError::TooBig(too_big));
+            }
+        }
+        let probe = self.neg.on_send(xid);
+        if probe {
+            self.stats.probes = self.stats.probes.wrapping_add(1);
+        }
+        let hdr_len = match protocol {
+            Protocol::V1 => v1::MIN_MSG_HDR_LEN,
+            Protocol::V2 => v2::MIN_MSG_HDR_LEN,
+        };
+        Ok(CallPlan {
+            protocol,
+            credit: self.credits.on_send(),
+            hdr_len: u32::try_from(hdr_len).unwrap_or(u32::MAX),
+            probe,
+        })
+    }
+
+    /// Handles one successful Receive: `buf` is exactly the received
+    /// bytes (`wc->byte_len`).
+    pub fn receive<'a>(&mut self, buf: &'a [u8]) -> Outcome<'a> {
+        self.credits.on_receive();
+        let (reply, grant) = match header::decode(buf) {
+            Ok(h) => self.on_header(&h),
+            Err(e) => self.on_decode_error(buf, e),
+        };
+        let mut out = Outcome {
+            reply,
+            credits: None,
+            wake_senders: false,
+            post_receives: 0,
+        };
+        if let Some(g) = grant {
+            let effect = self.credits.on_grant(g);
+            out.credits = effect.update;
+            out.wake_senders = effect.wake;
+            if effect.bad_word {
+                self.stats.bad_credit = self.stats.bad_credit.wrapping_add(1);
+            }
+        }
+        self.count(&out.reply);
+        if self.neg.phase() != Phase::Down {
+            out.post_receives = self.credits.replenish();
+        }
+        out
+    }
+
+    /// A Receive completed with an error (the connection is going away):
+    /// it is no longer posted.
+    pub fn receive_flushed(&mut self) {
+        self.credits.on_receive();
+    }
+
+    /// `n` of the Receives asked for were not posted.
+    pub fn receives_unposted(&mut self, n: u32) {
+        self.credits.unposted(n);
+    }
+
+    fn count(&mut self, r: &Reply<'_>) {
+        let s = &mut self.stats;
+        let bump = |c: &mut u64| *c = c.wrapping_add(1);
+        match *r {
+            Reply::Deliver { .. } => {}
+            Reply::Resend { .. } => {
+                bump(&mut s.err_vers);
+                bump(&mut s.v1_fallbacks);
+            }
+            Reply::ReverseCall { .. } => bump(&mut s.reverse_calls),
+            Reply::Control(Control::CreditGrant) => bump(&mut s.credit_grants),
+            Reply::Control(Control::Properties(_) | Control::PropertiesPart) => {
+                bump(&mut s.connprop)
+            }
+            Reply::Fail { cause, .. } | Reply::Drop(cause) | Reply::Disconnect(cause) => {
+                if cause.is_bad_reply() {
+                    bump(&mut s.bad_reply);
+                }
+                match cause {
+                    Cause::RdmaError(_) => bump(&mut s.rdma_error),
+                    Cause::ErrVers { .. } | Cause::StrayErrVers => bump(&mut s.err_vers),
+                    Cause::Continuation | Cause::ContinuationDiscarded => bump(&mut s.unsupported),
+                    Cause::Chunks(_) => bump(&mut s.unsupported),
+                    _ => {}
+                }
+                if matches!(r, Reply::Disconnect(_)) {
+                    bump(&mut s.disconnects);
+                }
+            }
+        }
+    }
+
+    fn on_header<'a>(&mut self, h: &Header<'a>) -> (Reply<'a>, Option<Grant>) {
+        // The rest of a continued message whose first piece was refused.
+        if let (Some(x), Body::Msg(_)) = (self.discard, &h.body) {
+            if x == h.xid && h.protocol == Protocol::V2 && self.neg.protocol() == Some(Protocol::V2)
+            {
+                let last = !h.flags.has_more();
+                if last {
+                    self.discard = None;
+                }
+                let grant = Grant::V2 {
+                    credits: h.credits(),
+                    answers_call: last,
+                };
+                return (Reply::Drop(Cause::ContinuationDiscarded), Some(grant));
+            }
+        }
+        match self.neg.on_header(h, &mut self.memory) {
+            Verdict::NotConnected => (Reply::Drop(Cause::NotConnected), None),
+            Verdict::VersionMismatch { got } => {
+                (Reply::Disconnect(Cause::VersionMismatch { got }), None)
+            }
+            Verdict::StrayErrVers => (Reply::Drop(Cause::StrayErrVers), None),
+            Verdict::Resend { xid } => {
+                self.credits.set_protocol(Protocol::V1);
+                self.refresh_thresholds();
+                (Reply::Resend { xid }, Some(Grant::Ignored))
+            }
+            Verdict::ErrVers {
+                xid,
+                low,
+                high,
+                rejected,
+                settled,
+            } => {
+                let cause = Cause::ErrVers {
+                    low,
+                    high,
+                    rejected,
+                    settled,
+                };
+                let reply = Reply::Fail {
+                    xid,
+                    errno: cause.errno(),
+                    cause,
+                };
+                (reply, Some(Grant::Ignored))
+            }
+            Verdict::Accept => {
+                // The phase may have just settled on v2.
+                self.refresh_thresholds();
+                let reply = classify(h);
+                match reply {
+                    Reply::Fail {
+                        cause: Cause::Continuation,
+                        xid,
+                        ..
+                    } => self.discard = Some(xid),
+                    Reply::Control(Control::Properties(p)) => {
+                        self.props = Some(p);
+                        self.refresh_thresholds();
+                    }
+                    _ => {}
+                }
+                let grant = match (h.protocol, &h.body) {
+                    // v1 errors too, as the C client does.
+                    (Protocol::V1, _) => Grant::V1(h.credit),
+                    (Protocol::V2, Body::Error(_)) => Grant::Ignored,
+                    (Protocol::V2, _) => Grant::V2 {
+                        credits: h.credits(),
+                        answers_call: reply.answers_call(),
+                    },
+                };
+                (reply, Some(grant))
+            }
+        }
+    }
+
+    fn on_decode_error<'a>(
+        &mut self,
+        buf: &'a [u8],
+        e: super::super::xdr::Error,
+    ) -> (Reply<'a>, Option<Grant>) {
+        let Ok(c) = header::peek(buf) else {
+            return (Reply::Drop(Cause::Malformed(e)), None);
+        };
+        match self.neg.on_malformed(c.xid, c.vers) {
+            Verdict::Accept => {
+                let grant = if c.xid != 0 {
+                    Some(Grant::Ignored)
+                } else {
+                    None
+                };
+                let cause = Cause::Malformed(e);
+                let reply = Reply::Fail {
+                    xid: c.xid,
+                    errno: cause.errno(),
+                    cause,
+                };
+                (reply, grant)
+            }
+            Verdict::VersionMismatch { got } => {
+                (Reply::Disconnect(Cause::VersionMismatch { got }), None)
+            }
+            _ => (Reply::Drop(Cause::NotConnected), None),
+        }
+    }
+}

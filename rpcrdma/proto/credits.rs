@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Credit accounting and Receive replenishment for one connection.
+//!
+//! # Version 1 (RFC 8166 §3.3.1, the C client)
+//!
+//! Every Call carries our credit request, `max_requests` (C:
+//! `rb_max_requests`, rpc_rdma.c:897). Every reply carries the
+//! responder's grant: the number of RPCs we may have outstanding. The
+//! grant is clamped to `1..=max_requests` (rpc_rdma.c:1546-1552: zero
+//! would deadlock, more than we asked for is not trusted) and becomes the
+//! SUNRPC congestion window, `cwnd = credits << RPC_CWNDSHIFT`; the
+//! transport hears about it only when it changes (C:
+//! `rpcrdma_update_cwnd`). A new connection starts at one credit
+//! (`rpcrdma_reset_cwnd`, RFC 8166 §3.3.3). The generic cwnd machinery
+//! (`xprt_reserve_xprt_cong`) enforces the window, so with one credit
+//! exactly one Call is in flight.
+//!
+//! # Version 2 (draft -00 §4.3.1): our interpretation
+//!
+//! -00 §4.3.1 says:
+//!
+//! > An RPC-over-RDMA version 2 credit is the capability to receive one
+//! > RPC-over-RDMA version 2 message. [...] Each Requester has a set of
+//! > Receive credits, and each Responder has a set of Receive credits.
+//! > These credit values are managed independently of one another. [...]
+//! > After the field is XDR decoded, the receiver takes the low-order two
+//! > bytes as the number of credits that are newly granted by the sender,
+//! > and the high-order two bytes as the maximum number of credits that
+//! > can be outstanding at the sender. [...] A sender MUST NOT send RDMA
+//! > messages in excess of the receiver's granted credit limit. [...] The
+//! > granted value MUST NOT be zero, since such a value would result in
+//! > deadlock.
+//!
+//! and §6.4.3: "The receiver of this header type \[`RDMA2_ERROR`\] MUST
+//! ignore the value of the rdma_start.rdma_credit field."
+//!
+//! The text leaves open whether the low half is a running total (as in
+//! v1) or an increment, and how the two halves combine. We read it as the
+//! credit-update protocol of the cited \[CBFC\] paper (Kung, Blackwell, Chapman, SIGCOMM 1994):
+//!
+//! 1. **High half = the credit limit.** `max` is the largest number of
+//!    our messages that may be outstanding at the responder (received
+//!    into its Receive buffers and not yet given back). The latest valid
+//!    value wins. It plays the role of the v1 grant: our RPC window is
+//!    `clamp(max, 1, max_requests)` and drives the cwnd exactly as in v1.
+//! 2. **Low half = credits returned.** `granted` is the number of our
+//!    messages whose Receive buffers the responder has made available
+//!    again since its previous message ("newly granted"). We keep
+//!    `outstanding = sent - returned` (messages sent on this connection
+//!    minus the sum of `granted`, never below zero) and send only while
+//!    `outstanding < max`.
+//! 3. **A reply returns at least the Call it answers.** A message that
+//!    answers one of our Calls (`RDMA2_MSG` / `RDMA2_NOMSG` with a
+//!    non-zero XID and no `F_MORE`, and every `RDMA2_ERROR`, whose credit
+//!    word must be ignored) returns `max(granted, 1)`. Without this rule
+//!    an `RDMA2_ERROR` would leak a credit, and a responder that reads
+//!    the low half differently (for example as the increase of its
+//!    limit, or zero when nothing changed) would stall us for good.
+//! 4. **Both halves must be non-zero.** A word with a zero half violates
+//!    §4.3.1; we ignore it (keep the previous limit, return only what
+//!    rule 3 returns) and count it. This is also how a probe answer that
+//!    does not grant credits keeps the connection at one message in
+//!    flight.
+//!
+//! The resulting send rule is the stricter of two limits: the RPC window
+//! (SUNRPC's cwnd, which is safe even against a responder that, v1-style,
+//! repeats `granted = max` in every reply and so "returns" everything)
+//! and the message budget of rule 2 (which honours a responder that
+//! returns fewer credits than it answered). For the inline data path, one
+//! Send per Call and one reply per Call, rule 3 makes the budget never
+//! tighter than the window; it matters once Message Continuation sends
+//! several messages per RPC.
+//!
+//! **Our own advertisement** (the credit word of each Call: "requester
+//! credits, sent in messages from the requester to the responder") uses
+//! the same reading: `max` is the number of responder messages we are
+//! prepared to have outstanding, `window + 2 * bc_requests` (every reply
+//! to an outstanding Call, every backchannel Call we serve and its
+//! companion, as the C client counts them), and `granted` is the number of
+//! Receives consumed since our previous Send, at least 1 (§4.3.1 forbids
+//! 0). Our safety never depends on the responder's reading of it: we keep
+//! at least `window + 2 * bc_requests + 1` Receives posted (the extra one
+//! is the §4.3.1 reserve: "receivers MUST always be in a position to
+//! receive one such credit grant update message, in addition to
+//! payload-bearing messages"), and in the inline data path the responder
+//! sends at most one reply per outstanding Call.
+//!
+//! Asynchronous credit grants (`RDMA2_NOMSG`, three empty chunk lists,
+//! XID 0; §6.4.2) go through the same rules: they set the limit and
+//! return `granted` credits (rule 3 does not apply: they answer nothing).
+//!
+//! # Receive replenishment (C: `rpcrdma_post_recvs`, verbs.c:1478-1547)
+//!
+//! `needed` is `window + 2 * bc_requests` for v1 (rpc_rdma.c:1590), plus
+//! one for v2 (the reserve above). If more than `needed` Receives are
+//! posted nothing happens; otherwise `needed - posted + RECV_BATCH` are
+//! posted in one chained `ib_post_recv`, so replenishing happens about
+//! once every seven messages.
+
+use super::super::xdr::header::{Credits, Protocol};
+use super::config::{clamp_u32, Config, RECV_BATCH};
+
+/// `RPC_CWNDSHIFT` (include/linux/sunrpc/xprt.h): one credit is
+/// `1 << RPC_CWNDSHIFT` units of `xprt->cwnd`.
+pub const RPC_CWNDSHIFT: u32 = 8;
+
+/// A changed credit window: the transport stores `credits` (C:
+/// `rb_credits`) and sets `xprt->cwnd = cwnd` under `transport_lock`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CreditUpdate {
+    /// RPCs that may be outstanding.
+    pub credits: u32,
+    /// `credits << RPC_CWNDSHIFT`.
+    pub cwnd: u32,
+}
+
+impl CreditUpdate {
+    /// The update for `credits`.
+    #[inline]
+    pub const fn new(credits: u32) -> Self {
+        Self {
+            credits,
+            // credits <= MAX_REQUESTS (16384): no saturation in practice.
+            cwnd: credits.saturating_mul(1 << RPC_CWNDSHIFT),
+        }
+    }
+}
+
+/// What a received message contributes to the credit state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Grant {
+    /// A v1 credit word (the responder's current grant).
+    V1(u32),
+    /// A v2 credit word from a message that is not `RDMA2_ERROR`.
+    V2 {
+        /// The two halves.
+        credits: Credits,
+        /// The message answers one of our Calls (rule 3).
+        answers_call: bool,
+    },
+    /// A message whose credit word must be ignored (v2 `RDMA2_ERROR`,
+    /// any `ERR_VERS`), but which answers one of our Calls.
+    Ignored,
+}
+
+/// The effect of a received message on the credits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct GrantEffect {
+    /// The window changed: apply it.
+    pub update: Option<CreditUpdate>,
+    /// The v2 message budget was exhausted and is open again: wake
+    /// senders that waited for it (`xprt_write_space`).
+    pub wake: bool,
+    /// The credit word was invalid (a zero half) and was ignored.
+    pub bad_word: bool,
+}
+
+/// Credit and Receive accounting of one connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct CreditState {
+    protocol: Protocol,
+    max_requests: u32,
+    bc_requests: u32,
+    /// RPCs we may have outstanding: 1..=max_requests.
+    window: u32,
+    /// v2: the responder's limit (high half), at least 1.
+    limit: u32,
+    /// v2: messages sent on this connection (wrapping).
+    sent: u32,
+    /// v2: credits returned (wrapping; never ahead of `sent`).
+    returned: u32,
+    /// v2: Receives consumed since our previous Send.
+    consumed: u32,
+    /// Receives posted and not yet completed.
+    posted: u32,
+}
+
+impl CreditState {
+    /// The state of a new connection that starts with `protocol`: one
+    /// credit, nothing sent, no Receives posted.
+    pub const fn new(config: &Config, protocol: Protocol) -> Self {
+        let c = config.validated();
+        Self {
+            protocol,
+            max_requests: c.max_requests,
+            bc_requests: c.bc_requests,
+            window: 1,
+            limit: 1,
+            sent: 0,
+            returned: 0,
+            consumed: 0,
+            posted: 0,
+        }
+    }
+
+    /// Switches the accounting to another protocol (the connection fell
+    /// back to v1 during negotiation). The window stays where it is: the
+    /// first valid reply in the new protocol grants credits.
+    pub fn set_protocol(&mut self, protocol: Protocol) {
+        self.protocol = protocol;
+    }
+
+    /// The protocol whose rules apply.
+    #[inline]
+    pub const fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// RPCs that may be outstanding (C: `rb_credits`).
+    #[inline]
+    pub const fn window(&self) -> u32 {
+        self.window
+    }
+
+    /// The window as a [`CreditUpdate`] (for a new connection: one credit,
+    /// `cwnd = 256`; the transport also zeroes `xprt->cong`).
+    #[inline]
+    pub const fn current(&self) -> CreditUpdate {
+        CreditUpdate::new(self.window)
+    }
+
+    /// v2: the responder's current credit limit (1 before any grant).
+    #[inline]
+    pub const fn limit(&self) -> u32 {
+        self.limit
+    }
+
+    /// v2: our messages not yet returned by the responder.
+    #[inline]
+    pub const fn outstanding(&self) -> u32 {
+        self.sent.wrapping_sub(self.returned)
+    }
+
+    /// Receives currently posted.
+    #[inline]
+    pub const fn posted(&self) -> u32 {
+        self.posted
+    }
+
+    /// True if one more message may be sent now. Always true for v1,
+    /// where only the RPC window (cwnd) limits sending.
+    #[inline]
+    pub const fn may_send(&self) -> bool {
+        match self.protocol {
+            Protocol::V1 => true,
+            Protocol::V2 => self.outstanding() < self.limit,
+        }
+    }
+
+    /// The number of responder messages we are prepared to have
+    /// outstanding: `window + 2 * bc_requests`, as a v2 credit half.
+    pub const fn recv_credits(&self) -> u16 {
+        let n = self
+            .window
+            .saturating_add(self.bc_requests.saturating_mul(2));
+        let n = clamp_u32(n, 1, 0xffff);
+        // In range by the clamp.
+        let [_, _, hi, lo] = n.to_be_bytes();
+        u16::from_be_bytes([hi, lo])
+    }
+
+    /// The credit word for the next message, without sending it: v1, our
+    /// request (`max_requests`); v2, our advertisement (see the module
+    /// documentation).
+    pub fn credit_word(&self) -> u32 {
+        match self.protocol {
+            Protocol::V1 => self.max_requests,
+            Protocol::V2 => {
+                let max = self.recv_credits();
+                let g = clamp_u32(self.consumed, 1, u32::from(max));
+                let [_, _, hi, lo] = g.to_be_bytes();
+                Credits {
+                    granted: u16::from_be_bytes([hi, lo]),
+                    max,
+                }
+                .to_word()
+            }
+        }
+    }
+
+    /// Records one message sent; returns the credit word it carries. Call
+    /// only when [`may_send`](Self::may_send) is true.
+    pub fn on_send(&mut self) -> u32 {
+        let word = self.credit_word();
+        self.sent = self.sent.wrapping_add(1);
+        self.consumed = 0;
+        word
+    }
+
+    /// Applies what a received message says about credits.
+    pub fn on_grant(&mut self, grant: Grant) -> GrantEffect {
+        let was_blocked = !self.may_send();
+        let mut effect = GrantEffect::default();
+        match grant {
+            Grant::V1(word) => {
+                // C: 0 -> 1 ("don't deadlock"), > max_requests -> max.
+                self.set_window(word, &mut effect);
+            }
+            Grant::V2 {
+                credits,
+                answers_call,
+            } => {
+                let floor = u32::from(answers_call);
+                if credits.is_valid() {
+                    self.give_back(u32::from(credits.granted).max(floor));
+                    self.limit = u32::from(credits.max);
+                    self.set_window(u32::from(credits.max), &mut effect);
+                } else {
+                    effect.bad_word = true;
+                    self.give_back(floor);
+                }
+            }
+            Grant::Ignored => self.give_back(1),
+        }
+        effect.wake = was_blocked && self.may_send();
+        effect
+    }
+
+    fn give_back(&mut self, n: u32) {
+        let n = n.min(self.outstanding());
+        self.returned = self.returned.wrapping_add(n);
+    }
+
+    fn set_window(&mut self, credits: u32, effect: &mut GrantEffect) {
+        let w = clamp_u32(credits, 1, self.max_requests);
+        if w != self.window {
+            self.window = w;
+            effect.update = Some(CreditUpdate::new(w));
+        }
+    }
+
+    /// Receives that must be posted so that the peer's credits are backed.
+    pub const fn receives_needed(&self) -> u32 {
+        let n = self
+            .window
+            .saturating_add(self.bc_requests.saturating_mul(2));
+        match self.protocol {
+            Protocol::V1 => n,
+            Protocol::V2 => n.saturating_add(1),
+        }
+    }
+
+    /// Records one completed Receive (successful or flushed).
+    pub fn on_receive(&mut self) {
+        self.posted = self.posted.saturating_sub(1);
+        self.consumed = self.consumed.saturating_add(1);
+    }
+
+    /// Decides how many Receives to post now and counts them as posted:
+    /// none while more than [`receives_needed`](Self::receives_needed)
+    /// are posted, else enough to exceed it by a batch.
+    pub fn replenish(&mut self) -> u32 {
+        let needed = self.receives_needed();
+        if self.posted > needed {
+            return 0;
+        }
+        let n = needed
+            .saturating_sub(self.posted)
+            .saturating_add(RECV_BATCH);
+        self.posted = self.posted.saturating_add(n);
+        n
+    }
+
+    /// Takes back `n` Receives that [`replenish`](Self::replenish) asked
+    /// for but the transport could not post (no buffer, post failed).
+    pub fn unposted(&mut self, n: u32) {
+        self.posted = self.posted.saturating_sub(n);
+    }
+}

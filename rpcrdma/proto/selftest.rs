@@ -1,0 +1,953 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Self tests of the protocol logic that need nothing but `core`.
+//!
+//! The host runs them from `cargo test` (tests/selftest.rs); the kernel
+//! module runs each entry of [`SELF_TESTS`] as a KUnit case
+//! (`rpcrdma2_proto` in rpcrdma/tests.rs). Messages are written out word
+//! by word from the specifications, independently of the codec's
+//! encoders.
+
+use core::ffi::CStr;
+
+use super::super::xdr::header::{Credits, Protocol};
+use super::super::xdr::pvtdata::{self, Peer, PrivateData};
+pub use super::super::xdr::selftest::{Failure, TestResult};
+use super::config::{Config, VersionPolicy};
+use super::conn::{CallError, Transport};
+use super::credits::{CreditState, CreditUpdate, Grant};
+use super::errno::Errno;
+use super::inline::{max_call_header, max_reply_header, Direction, Thresholds};
+use super::negotiate::{Phase, ProbeLoss, LOST_PROBE_LIMIT};
+use super::reply::{Cause, Control, Reply};
+
+/// A named self test.
+#[derive(Clone, Copy, Debug)]
+pub struct SelfTest {
+    /// Test name (a valid KUnit case name).
+    pub name: &'static str,
+    /// The same name, NUL-terminated, for `struct kunit_case.name`.
+    pub c_name: &'static CStr,
+    /// The test.
+    pub run: fn() -> TestResult,
+}
+
+macro_rules! case {
+    ($f:ident) => {
+        SelfTest {
+            name: stringify!($f),
+            c_name: match CStr::from_bytes_with_nul(concat!(stringify!($f), "\0").as_bytes()) {
+                Ok(c) => c,
+                Err(_) => c"selftest",
+            },
+            run: $f,
+        }
+    };
+}
+
+macro_rules! check {
+    ($cond:expr) => {
+        if !($cond) {
+            return Err(Failure {
+                line: line!(),
+                what: stringify!($cond),
+            });
+        }
+    };
+}
+
+/// Every self test.
+pub const SELF_TESTS: &[SelfTest] = &[
+    case!(policy_and_memory),
+    case!(probe_then_v2),
+    case!(svcrdma_err_vers_falls_back),
+    case!(err_vers_framings),
+    case!(err_vers_without_v1),
+    case!(stray_err_vers_dropped),
+    case!(v1_rejected_too),
+    case!(settled_v2_then_err_vers),
+    case!(version_mismatch_disconnects),
+    case!(lost_probes_bound_the_loop),
+    case!(probe_too_big_opens_v1),
+    case!(v1_credit_window),
+    case!(v2_credit_accounting),
+    case!(v2_advertisement),
+    case!(receive_replenish),
+    case!(thresholds_from_private_data),
+    case!(header_sizes_and_fit),
+    case!(reply_classes),
+    case!(continuation_discarded),
+    case!(malformed_replies),
+    case!(config_and_errno),
+];
+
+/// Runs every self test; returns the number run, or the first failure with
+/// its test name.
+pub fn run_all() -> core::result::Result<usize, (&'static str, Failure)> {
+    for t in SELF_TESTS {
+        (t.run)().map_err(|f| (t.name, f))?;
+    }
+    Ok(SELF_TESTS.len())
+}
+
+/// A message built from XDR words.
+struct Wire {
+    b: [u8; 128],
+    len: usize,
+}
+
+impl Wire {
+    fn new(words: &[u32]) -> Self {
+        let mut w = Wire {
+            b: [0; 128],
+            len: 0,
+        };
+        for x in words {
+            w.push(*x);
+        }
+        w
+    }
+
+    fn push(&mut self, x: u32) {
+        let dst = self
+            .b
+            .get_mut(self.len..)
+            .and_then(|r| r.first_chunk_mut::<4>());
+        if let Some(dst) = dst {
+            *dst = x.to_be_bytes();
+            self.len = self.len.saturating_add(4);
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        self.b.get(..self.len).unwrap_or(&[])
+    }
+}
+
+const XID: u32 = 0x0bad_cafe;
+/// v2 credit word: 1 newly granted, at most 32 outstanding.
+const CRED_1_32: u32 = 0x0020_0001;
+
+/// RPC Reply words after the transport header: xid, REPLY, MSG_ACCEPTED,
+/// AUTH_NONE verifier, SUCCESS.
+fn rpc_reply(w: &mut Wire, xid: u32) {
+    for x in [xid, 1, 0, 0, 0, 0] {
+        w.push(x);
+    }
+}
+
+/// An inline v2 reply (`RDMA2_MSG`, `F_RESPONSE`, empty chunk lists).
+fn v2_reply(xid: u32, credit: u32) -> Wire {
+    let mut w = Wire::new(&[xid, 2, credit, 0, 1, 0, 0, 0, 0]);
+    rpc_reply(&mut w, xid);
+    w
+}
+
+/// An inline v1 reply (`RDMA_MSG`, empty chunk lists).
+fn v1_reply(xid: u32, credit: u32) -> Wire {
+    let mut w = Wire::new(&[xid, 1, credit, 0, 0, 0, 0]);
+    rpc_reply(&mut w, xid);
+    w
+}
+
+/// Linux svcrdma's answer to a v2 Call: v1 framing, the Call's vers (2).
+fn svcrdma_err_vers(xid: u32) -> Wire {
+    Wire::new(&[xid, 2, 64, 4, 1, 1, 1])
+}
+
+fn peer(send: u32, recv: u32, r: bool) -> Peer {
+    Peer::Valid(PrivateData {
+        remote_invalidate: r,
+        send_size: send,
+        recv_size: recv,
+    })
+}
+
+/// A transport with `config`, connected, established with `peer`.
+fn up(config: Config, peer: Peer) -> Transport {
+    let mut t = Transport::new(config);
+    t.connect();
+    t.established(peer);
+    t
+}
+
+fn is_deliver(r: &Reply<'_>, xid: u32) -> bool {
+    matches!(*r, Reply::Deliver { xid: x, payload } if x == xid && payload.len() == 24)
+}
+
+fn policy_and_memory() -> TestResult {
+    let mut t = Transport::new(Config::default());
+    check!(t.phase() == Phase::Down);
+    check!(t.prepare_call(1, 100, 100) == Err(CallError::NotConnected));
+    let plan = t.connect();
+    check!(plan.protocol == Protocol::V2);
+    check!(
+        plan.credits
+            == CreditUpdate {
+                credits: 1,
+                cwnd: 256
+            }
+    );
+    check!(t.phase() == Phase::Probing { probe: None });
+    // Not established yet.
+    check!(t.prepare_call(1, 100, 100) == Err(CallError::NotConnected));
+
+    let force = Config {
+        policy: VersionPolicy::ForceV1,
+        ..Config::default()
+    };
+    let mut t = up(force, Peer::Absent);
+    check!(t.phase() == Phase::Settled(Protocol::V1));
+    let plan = t.prepare_call(7, 100, 100);
+    check!(matches!(plan, Ok(p) if p.protocol == Protocol::V1 && !p.probe && p.credit == 128));
+    check!(VersionPolicy::from_force_v1(true) == VersionPolicy::ForceV1);
+    check!(VersionPolicy::from_force_v1(false) == VersionPolicy::TryV2);
+    Ok(())
+}
+
+fn probe_then_v2() -> TestResult {
+    let mut t = up(Config::default(), Peer::Absent);
+    // Probing: 1024-byte call threshold, v2 header.
+    check!(t.thresholds().send == 1024);
+    check!(t.thresholds().max_inline_call() == 1024 - 36);
+    let plan = t.prepare_call(XID, 200, 900);
+    check!(matches!(plan, Ok(p) if p.protocol == Protocol::V2 && p.probe && p.hdr_len == 36));
+    // We advertise one credit: 1 granted, 1 outstanding at most.
+    check!(matches!(plan, Ok(p) if p.credit == 0x0001_0001));
+    check!(t.phase() == Phase::Probing { probe: Some(XID) });
+    // One message at a time until the server grants credits.
+    check!(t.prepare_call(XID.wrapping_add(1), 200, 900) == Err(CallError::NoCredits));
+    check!(CallError::NoCredits.errno() == Errno::EAGAIN);
+
+    let w = v2_reply(XID, CRED_1_32);
+    let o = t.receive(w.bytes());
+    check!(is_deliver(&o.reply, XID));
+    check!(o.credits == Some(CreditUpdate::new(32)));
+    // The second Call above waited for the budget: wake it.
+    check!(o.wake_senders);
+    check!(t.phase() == Phase::Settled(Protocol::V2));
+    check!(!t.memory().v1_only());
+    // No private data: the v2 default threshold, 4096.
+    check!(t.thresholds().send == 4096 && t.thresholds().recv == 4096);
+    let plan = t.prepare_call(XID.wrapping_add(1), 3000, 4000);
+    check!(matches!(plan, Ok(p) if p.protocol == Protocol::V2 && !p.probe));
+    check!(t.stats().probes == 1);
+    Ok(())
+}
+
+fn svcrdma_err_vers_falls_back() -> TestResult {
+    let mut t = up(Config::default(), peer(4096, 4096, true));
+    check!(t.prepare_call(XID, 100, 2000).is_ok());
+    let w = svcrdma_err_vers(XID);
+    let o = t.receive(w.bytes());
+    check!(o.reply == Reply::Resend { xid: XID });
+    // An error grants no credits: still one in flight.
+    check!(o.credits.is_none());
+    check!(t.credits().window() == 1);
+    check!(t.phase() == Phase::Settled(Protocol::V1));
+    check!(t.memory().v1_only());
+    check!(t.stats().v1_fallbacks == 1);
+    // The resent Call is v1 and may use v1's (private-data) thresholds.
+    let plan = t.prepare_call(XID, 3000, 2000);
+    check!(
+        matches!(plan, Ok(p) if p.protocol == Protocol::V1 && p.credit == 128 && p.hdr_len == 28)
+    );
+    let w = v1_reply(XID, 64);
+    let o = t.receive(w.bytes());
+    check!(is_deliver(&o.reply, XID));
+    check!(o.credits == Some(CreditUpdate::new(64)));
+    // Reconnects start in v1: no second probe, no loop.
+    check!(t.disconnected() == ProbeLoss::None);
+    check!(t.connect().protocol == Protocol::V1);
+    check!(t.phase() == Phase::Settled(Protocol::V1));
+    Ok(())
+}
+
+fn err_vers_framings() -> TestResult {
+    // v1 ERR_VERS with vers 1, and v2 RDMA2_ERR_VERS offering 1..=1.
+    let v1_echo = Wire::new(&[XID, 1, 32, 4, 1, 1, 1]);
+    let v2_err = Wire::new(&[XID, 2, 32, 4, 1, 1, 1, 1]);
+    for w in [&v1_echo, &v2_err] {
+        let mut t = up(Config::default(), Peer::Absent);
+        check!(t.prepare_call(XID, 100, 100).is_ok());
+        let o = t.receive(w.bytes());
+        check!(o.reply == Reply::Resend { xid: XID });
+        check!(t.phase() == Phase::Settled(Protocol::V1));
+    }
+    // A range 1..=3 also offers v1.
+    let mut t = up(Config::default(), Peer::Absent);
+    check!(t.prepare_call(XID, 100, 100).is_ok());
+    let w = Wire::new(&[XID, 2, 32, 4, 1, 1, 1, 3]);
+    check!(t.receive(w.bytes()).reply == Reply::Resend { xid: XID });
+    Ok(())
+}
+
+fn err_vers_without_v1() -> TestResult {
+    let mut t = up(Config::default(), Peer::Absent);
+    check!(t.prepare_call(XID, 100, 100).is_ok());
+    let w = Wire::new(&[XID, 2, 32, 4, 1, 1, 3, 4]);
+    let o = t.receive(w.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Fail {
+            xid: XID,
+            errno: Errno::EPROTONOSUPPORT,
+            cause: Cause::ErrVers {
+                low: 3,
+                high: 4,
+                ..
+            }
+        }
+    ));
+    check!(!t.memory().v1_only());
+    // The probe is answered; the next Call probes again.
+    check!(t.phase() == Phase::Probing { probe: None });
+    let next = XID.wrapping_add(1);
+    check!(matches!(t.prepare_call(next, 100, 100), Ok(p) if p.probe));
+    Ok(())
+}
+
+fn stray_err_vers_dropped() -> TestResult {
+    let mut t = up(Config::default(), Peer::Absent);
+    // Before the probe is sent.
+    let w = svcrdma_err_vers(XID);
+    check!(t.receive(w.bytes()).reply == Reply::Drop(Cause::StrayErrVers));
+    check!(t.prepare_call(XID, 100, 100).is_ok());
+    // Another XID.
+    let w = svcrdma_err_vers(XID.wrapping_add(5));
+    let o = t.receive(w.bytes());
+    check!(o.reply == Reply::Drop(Cause::StrayErrVers));
+    check!(t.phase() == Phase::Probing { probe: Some(XID) });
+    check!(!t.memory().v1_only());
+    check!(Cause::StrayErrVers.is_bad_reply());
+    Ok(())
+}
+
+fn v1_rejected_too() -> TestResult {
+    let mut t = up(Config::default(), Peer::Absent);
+    check!(t.prepare_call(XID, 100, 100).is_ok());
+    check!(t.receive(svcrdma_err_vers(XID).bytes()).reply == Reply::Resend { xid: XID });
+    // The resent v1 Call is rejected as well: fail it, clearly.
+    check!(t.prepare_call(XID, 100, 100).is_ok());
+    let w = Wire::new(&[XID, 1, 32, 4, 1, 3, 3]);
+    let o = t.receive(w.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Fail {
+            xid: XID,
+            errno: Errno::EPROTONOSUPPORT,
+            ..
+        }
+    ));
+    check!(t.phase() == Phase::Settled(Protocol::V1));
+    // Same on a later connection that starts in v1.
+    t.disconnected();
+    t.connect();
+    t.established(Peer::Absent);
+    check!(t.prepare_call(9, 100, 100).is_ok());
+    let w = Wire::new(&[9, 1, 32, 4, 1, 1, 1]);
+    let o = t.receive(w.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Fail {
+            xid: 9,
+            errno: Errno::EPROTONOSUPPORT,
+            ..
+        }
+    ));
+    Ok(())
+}
+
+fn settled_v2_then_err_vers() -> TestResult {
+    let mut t = up(Config::default(), Peer::Absent);
+    check!(t.prepare_call(XID, 100, 100).is_ok());
+    check!(is_deliver(
+        &t.receive(v2_reply(XID, CRED_1_32).bytes()).reply,
+        XID
+    ));
+    let x = XID.wrapping_add(1);
+    check!(t.prepare_call(x, 100, 100).is_ok());
+    // No flip-flop: the RPC fails, the connection stays v2.
+    let msg = svcrdma_err_vers(x);
+    let o = t.receive(msg.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Fail { xid, errno: Errno::EIO, cause: Cause::ErrVers { settled: true, .. } } if xid == x
+    ));
+    check!(t.phase() == Phase::Settled(Protocol::V2));
+    check!(!t.memory().v1_only());
+    Ok(())
+}
+
+fn version_mismatch_disconnects() -> TestResult {
+    // v2 connection, v1 reply.
+    let mut t = up(Config::default(), Peer::Absent);
+    check!(t.prepare_call(XID, 100, 100).is_ok());
+    check!(is_deliver(
+        &t.receive(v2_reply(XID, CRED_1_32).bytes()).reply,
+        XID
+    ));
+    let msg = v1_reply(XID, 5);
+    let o = t.receive(msg.bytes());
+    check!(o.reply == Reply::Disconnect(Cause::VersionMismatch { got: 1 }));
+    check!(o.credits.is_none());
+    // A v1 reply to the v2 probe.
+    let mut t = up(Config::default(), Peer::Absent);
+    check!(t.prepare_call(XID, 100, 100).is_ok());
+    let msg = v1_reply(XID, 5);
+    let o = t.receive(msg.bytes());
+    check!(o.reply == Reply::Disconnect(Cause::VersionMismatch { got: 1 }));
+    check!(t.phase() == Phase::Probing { probe: Some(XID) });
+    // v1 connection, v2 reply; unknown version.
+    let mut t = up(
+        Config {
+            policy: VersionPolicy::ForceV1,
+            ..Config::default()
+        },
+        Peer::Absent,
+    );
+    let msg = v2_reply(XID, CRED_1_32);
+    let o = t.receive(msg.bytes());
+    check!(o.reply == Reply::Disconnect(Cause::VersionMismatch { got: 2 }));
+    let msg = Wire::new(&[XID, 7, 1, 0, 0, 0, 0]);
+    let o = t.receive(msg.bytes());
+    check!(o.reply == Reply::Disconnect(Cause::VersionMismatch { got: 7 }));
+    check!(t.stats().disconnects == 2);
+    Ok(())
+}
+
+fn lost_probes_bound_the_loop() -> TestResult {
+    let mut t = up(Config::default(), Peer::Absent);
+    let mut lost = 0u8;
+    loop {
+        check!(t.phase() == Phase::Probing { probe: None });
+        check!(t.prepare_call(XID, 100, 100).is_ok());
+        let loss = t.disconnected();
+        lost = lost.saturating_add(1);
+        if loss == ProbeLoss::NowV1Only {
+            break;
+        }
+        check!(loss == ProbeLoss::Lost);
+        check!(lost < LOST_PROBE_LIMIT);
+        t.connect();
+        t.established(Peer::Absent);
+    }
+    check!(lost == LOST_PROBE_LIMIT);
+    check!(t.memory().v1_only());
+    check!(t.connect().protocol == Protocol::V1);
+    // An answered probe resets the count.
+    let mut t = up(Config::default(), Peer::Absent);
+    check!(t.prepare_call(XID, 100, 100).is_ok());
+    check!(t.disconnected() == ProbeLoss::Lost);
+    t.connect();
+    t.established(Peer::Absent);
+    check!(t.prepare_call(XID, 100, 100).is_ok());
+    check!(is_deliver(
+        &t.receive(v2_reply(XID, CRED_1_32).bytes()).reply,
+        XID
+    ));
+    check!(t.memory().lost_probes() == 0);
+    // Losing a settled connection is not a lost probe.
+    check!(t.disconnected() == ProbeLoss::None);
+    Ok(())
+}
+
+fn probe_too_big_opens_v1() -> TestResult {
+    // The first Call (2000 bytes) does not fit the 1024-byte probe but fits
+    // v1 with the server's 4096-byte private data.
+    let mut t = up(Config::default(), peer(4096, 4096, false));
+    let plan = t.prepare_call(XID, 2000, 1000);
+    check!(matches!(plan, Ok(p) if p.protocol == Protocol::V1 && !p.probe));
+    check!(t.phase() == Phase::Settled(Protocol::V1));
+    check!(!t.memory().v1_only());
+    check!(t.stats().probe_too_big == 1);
+    // The next connection probes again.
+    t.disconnected();
+    check!(t.connect().protocol == Protocol::V2);
+    // Too big for v1 as well: EMSGSIZE, and the connection keeps probing.
+    let mut t = up(Config::default(), Peer::Absent);
+    let e = t.prepare_call(XID, 2000, 1000);
+    check!(
+        matches!(e, Err(CallError::TooBig(tb)) if tb.direction == Direction::Call && tb.limit == 1024 - 36)
+    );
+    check!(matches!(e, Err(err) if err.errno() == Errno::EMSGSIZE));
+    check!(t.phase() == Phase::Probing { probe: None });
+    Ok(())
+}
+
+fn v1_credit_window() -> TestResult {
+    let c = Config::default();
+    let mut s = CreditState::new(&c, Protocol::V1);
+    check!(
+        s.window() == 1
+            && s.current()
+                == CreditUpdate {
+                    credits: 1,
+                    cwnd: 256
+                }
+    );
+    check!(s.credit_word() == 128);
+    // Zero is clamped to 1 (no change: no update).
+    check!(s.on_grant(Grant::V1(0)).update.is_none());
+    check!(
+        s.on_grant(Grant::V1(20)).update
+            == Some(CreditUpdate {
+                credits: 20,
+                cwnd: 20 << 8
+            })
+    );
+    check!(s.on_grant(Grant::V1(20)).update.is_none());
+    // More than we asked for is clamped to max_requests.
+    check!(s.on_grant(Grant::V1(u32::MAX)).update == Some(CreditUpdate::new(128)));
+    check!(s.on_grant(Grant::V1(0)).update == Some(CreditUpdate::new(1)));
+    // v1 has no message budget.
+    for _ in 0..1000 {
+        s.on_send();
+    }
+    check!(s.may_send());
+    Ok(())
+}
+
+fn v2_credit_accounting() -> TestResult {
+    let c = Config::default();
+    let mut s = CreditState::new(&c, Protocol::V2);
+    check!(s.may_send() && s.limit() == 1);
+    s.on_send();
+    check!(!s.may_send() && s.outstanding() == 1);
+    // Invalid words (a zero half) are ignored, but a reply still returns
+    // the Call it answers.
+    let bad = Credits {
+        granted: 0,
+        max: 16,
+    };
+    let e = s.on_grant(Grant::V2 {
+        credits: bad,
+        answers_call: true,
+    });
+    check!(e.bad_word && e.update.is_none() && e.wake);
+    check!(s.limit() == 1 && s.outstanding() == 0);
+    s.on_send();
+    let zero_max = Credits { granted: 4, max: 0 };
+    let e = s.on_grant(Grant::V2 {
+        credits: zero_max,
+        answers_call: false,
+    });
+    check!(e.bad_word && !e.wake && s.outstanding() == 1);
+    // Asynchronous grant: 1 returned, limit 4.
+    let e = s.on_grant(Grant::V2 {
+        credits: Credits { granted: 1, max: 4 },
+        answers_call: false,
+    });
+    check!(e.update == Some(CreditUpdate::new(4)) && e.wake);
+    check!(s.outstanding() == 0 && s.limit() == 4);
+    for _ in 0..4 {
+        check!(s.may_send());
+        s.on_send();
+    }
+    check!(!s.may_send());
+    // RDMA2_ERROR: word ignored, one credit back.
+    let e = s.on_grant(Grant::Ignored);
+    check!(e.wake && e.update.is_none() && s.outstanding() == 3);
+    // A v1-style "echo" reply (granted == max) cannot return more than
+    // was sent.
+    let e = s.on_grant(Grant::V2 {
+        credits: Credits {
+            granted: 64,
+            max: 64,
+        },
+        answers_call: true,
+    });
+    check!(s.outstanding() == 0 && e.update == Some(CreditUpdate::new(64)));
+    // The window never exceeds max_requests.
+    let e = s.on_grant(Grant::V2 {
+        credits: Credits {
+            granted: 1,
+            max: 60000,
+        },
+        answers_call: true,
+    });
+    check!(e.update == Some(CreditUpdate::new(128)) && s.limit() == 60000);
+    // A shrinking limit closes the budget.
+    for _ in 0..10 {
+        s.on_send();
+    }
+    let e = s.on_grant(Grant::V2 {
+        credits: Credits { granted: 1, max: 2 },
+        answers_call: true,
+    });
+    check!(e.update == Some(CreditUpdate::new(2)) && !s.may_send() && s.outstanding() == 9);
+    Ok(())
+}
+
+fn v2_advertisement() -> TestResult {
+    let c = Config {
+        bc_requests: 2,
+        ..Config::default()
+    };
+    let mut s = CreditState::new(&c, Protocol::V2);
+    // window 1 + 2 * 2 backchannel = 5; nothing consumed yet: granted 1.
+    check!(s.recv_credits() == 5);
+    check!(s.on_send() == Credits { granted: 1, max: 5 }.to_word());
+    s.on_grant(Grant::V2 {
+        credits: Credits {
+            granted: 1,
+            max: 10,
+        },
+        answers_call: true,
+    });
+    for _ in 0..3 {
+        s.on_receive();
+    }
+    // 3 Receives consumed since our last Send.
+    check!(
+        s.on_send()
+            == Credits {
+                granted: 3,
+                max: 14
+            }
+            .to_word()
+    );
+    check!(
+        s.credit_word()
+            == Credits {
+                granted: 1,
+                max: 14
+            }
+            .to_word()
+    );
+    // v1 sends max_requests.
+    s.set_protocol(Protocol::V1);
+    check!(s.credit_word() == 128);
+    Ok(())
+}
+
+fn receive_replenish() -> TestResult {
+    // v1 before connect: needed 1 -> 1 + batch of 7, as the C client.
+    let mut t = Transport::new(Config {
+        policy: VersionPolicy::ForceV1,
+        ..Config::default()
+    });
+    check!(t.connect().post_receives == 8);
+    t.established(Peer::Absent);
+    // v2 (probe): needed 1 + 1 reserve -> 9.
+    let mut t = Transport::new(Config::default());
+    check!(t.connect().post_receives == 9);
+    t.established(Peer::Absent);
+    check!(t.credits().posted() == 9);
+    check!(t.prepare_call(XID, 100, 100).is_ok());
+    let msg = v2_reply(XID, 0x0010_0001);
+    let o = t.receive(msg.bytes());
+    // window 16, needed 17, posted 8: post 17 - 8 + 7 = 16.
+    check!(o.post_receives == 16 && t.credits().posted() == 24);
+    // Nothing to post while more than needed remain.
+    let mut n = 0u32;
+    let mut i = 0u32;
+    while i < 6 {
+        let x = XID.wrapping_add(1).wrapping_add(i);
+        check!(t.prepare_call(x, 100, 100).is_ok());
+        n = n.saturating_add(t.receive(v2_reply(x, 0x0010_0001).bytes()).post_receives);
+        i = i.saturating_add(1);
+    }
+    check!(n == 0 && t.credits().posted() == 18);
+    // The seventh brings it to needed: a batch again.
+    let x = XID.wrapping_add(100);
+    check!(t.prepare_call(x, 100, 100).is_ok());
+    check!(t.receive(v2_reply(x, 0x0010_0001).bytes()).post_receives == 7);
+    // A shortfall is taken back; flushed Receives are no longer posted.
+    t.receives_unposted(3);
+    t.receive_flushed();
+    check!(t.credits().posted() == 20);
+    check!(Config::default().recv_queue_depth() == 128 + 1 + 7);
+    Ok(())
+}
+
+fn thresholds_from_private_data() -> TestResult {
+    let c = Config::default();
+    // The peer's Receive size caps our Sends, its Send size our Receives.
+    let th = Thresholds::new(&c, &peer(2048, 8192, true), Protocol::V1, false);
+    check!(th.send == 4096 && th.recv == 2048 && th.remote_invalidation);
+    let th = Thresholds::new(&c, &peer(65536, 1024, false), Protocol::V2, false);
+    check!(th.send == 1024 && th.recv == 4096 && !th.remote_invalidation);
+    // We do not accept remote invalidation: off whatever the peer says.
+    let no_r = Config {
+        remote_invalidate: false,
+        ..c
+    };
+    check!(
+        !Thresholds::new(&no_r, &peer(4096, 4096, true), Protocol::V1, false).remote_invalidation
+    );
+    // Absent or invalid private data: v1 defaults, then v2's once settled.
+    let invalid = pvtdata::decode(&[0xf6, 0xab, 0x0e, 0x18, 9, 1, 3, 3]);
+    check!(matches!(invalid, Peer::Invalid(_)));
+    for p in [Peer::Absent, invalid] {
+        let th = Thresholds::new(&c, &p, Protocol::V1, false);
+        check!(th.send == 1024 && th.recv == 1024 && !th.remote_invalidation);
+        let th = Thresholds::new(&c, &p, Protocol::V2, true);
+        check!(th.send == 1024 && th.recv == 1024);
+        let th = Thresholds::new(&c, &p, Protocol::V2, false);
+        check!(th.send == 4096 && th.recv == 4096);
+    }
+    // The probe is capped at 1024 whatever the peer allows.
+    let th = Thresholds::new(&c, &peer(65536, 65536, true), Protocol::V2, true);
+    check!(th.send == 1024 && th.recv == 4096);
+    // A larger configuration is capped by the peer.
+    let big = Config {
+        inline_send: 65536,
+        inline_recv: 65536,
+        ..c
+    };
+    let th = Thresholds::new(&big, &peer(16384, 32768, true), Protocol::V1, false);
+    check!(th.send == 32768 && th.recv == 16384);
+    // CONNPROP lowers, never raises, never below 1024.
+    let mut th = Thresholds::new(&c, &peer(4096, 4096, true), Protocol::V2, false);
+    let mut props = super::super::xdr::props::TransportProperties::DEFAULTS;
+    props.recv_buf_size = 2048;
+    props.max_send_size = 100;
+    check!(th.apply_props(&props));
+    check!(th.send == 2048 && th.recv == 1024);
+    check!(!th.apply_props(&super::super::xdr::props::TransportProperties::DEFAULTS));
+    Ok(())
+}
+
+fn header_sizes_and_fit() -> TestResult {
+    // Inline-only: the exact empty-list headers.
+    check!(max_call_header(Protocol::V1, 0) == 28 && max_reply_header(Protocol::V1, 0) == 28);
+    check!(max_call_header(Protocol::V2, 0) == 36 && max_reply_header(Protocol::V2, 0) == 36);
+    // The C client's bounds (rpc_rdma.c:62-97) for 8 segments.
+    check!(max_call_header(Protocol::V1, 8) == 28 + 8 * 24 + 24);
+    check!(max_reply_header(Protocol::V1, 8) == 28 + 4 + 8 * 16 + 4);
+    check!(max_call_header(Protocol::V2, 8) == 28 + 8 * 24 + 24 + 8);
+    check!(max_call_header(Protocol::V1, u32::MAX) == u32::MAX);
+    let th = Thresholds::new(
+        &Config::default(),
+        &peer(4096, 4096, true),
+        Protocol::V1,
+        false,
+    );
+    check!(th.max_inline_call() == 4068 && th.max_inline_reply() == 4068);
+    check!(th.fit(4068, 4068).is_ok());
+    check!(
+        matches!(th.fit(4069, 0), Err(e) if e.direction == Direction::Call && e.len == 4069 && e.limit == 4068)
+    );
+    check!(matches!(th.fit(0, 4069), Err(e) if e.direction == Direction::Reply && e.limit == 4068));
+    check!(matches!(th.fit(u32::MAX, u32::MAX), Err(e) if e.errno() == Errno::EMSGSIZE));
+    // The whole probe Send is at most 1024 bytes.
+    let mut t = up(Config::default(), peer(4096, 4096, true));
+    check!(t.prepare_call(1, 0, 100).is_ok());
+    let mut t = up(Config::default(), peer(4096, 4096, true));
+    check!(matches!(t.prepare_call(1, 988, 100), Ok(p) if p.probe && p.hdr_len == 1024 - 988));
+    Ok(())
+}
+
+fn reply_classes() -> TestResult {
+    let settle = |t: &mut Transport| {
+        let _ = t.prepare_call(1, 100, 100);
+        let _ = t.receive(v2_reply(1, CRED_1_32).bytes());
+    };
+    let mut t = up(Config::default(), Peer::Absent);
+    settle(&mut t);
+    // RDMA2_ERROR: -EIO with the error for the log; credit word ignored.
+    let msg = Wire::new(&[XID, 2, 0, 4, 1, 10]);
+    let o = t.receive(msg.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Fail {
+            xid: XID,
+            errno: Errno::EIO,
+            cause: Cause::RdmaError(_)
+        }
+    ));
+    check!(o.credits.is_none());
+    // A Write chunk in a reply: not supported yet.
+    let mut w = Wire::new(&[XID, 2, CRED_1_32, 0, 1, 0, 0, 1, 1, 7, 512, 0, 4096, 0, 0]);
+    rpc_reply(&mut w, XID);
+    let o = t.receive(w.bytes());
+    check!(
+        matches!(o.reply, Reply::Fail { errno: Errno::EIO, cause: Cause::Chunks(u), .. } if u.write_list && !u.nomsg)
+    );
+    // A Long reply (RDMA2_NOMSG with a Reply chunk).
+    let w = Wire::new(&[XID, 2, CRED_1_32, 1, 1, 0, 0, 0, 1, 1, 7, 512, 0, 4096]);
+    let o = t.receive(w.bytes());
+    check!(
+        matches!(o.reply, Reply::Fail { cause: Cause::Chunks(u), .. } if u.reply_chunk && u.nomsg)
+    );
+    // Asynchronous credit grant.
+    let msg = Wire::new(&[0, 2, 0x0040_0002, 1, 0, 0, 0, 0, 0]);
+    let o = t.receive(msg.bytes());
+    check!(o.reply == Reply::Control(Control::CreditGrant));
+    check!(o.credits == Some(CreditUpdate::new(64)));
+    // ... which must have XID 0.
+    let msg = Wire::new(&[XID, 2, 0x0040_0002, 1, 0, 0, 0, 0, 0]);
+    let o = t.receive(msg.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Fail {
+            cause: Cause::EmptyNoMsg,
+            ..
+        }
+    ));
+    // CONNPROP: Receive Buffer Size 2048 lowers the call threshold.
+    let msg = Wire::new(&[0, 2, CRED_1_32, 5, 0, 1, 2, 4, 2048]);
+    let o = t.receive(msg.bytes());
+    check!(matches!(o.reply, Reply::Control(Control::Properties(p)) if p.recv_buf_size == 2048));
+    check!(t.thresholds().send == 2048);
+    // A reverse-direction Call (F_RESPONSE clear, msg_type CALL).
+    let w = Wire::new(&[77, 2, CRED_1_32, 0, 0, 0, 0, 0, 0, 77, 0, 2, 100003]);
+    check!(matches!(
+        t.receive(w.bytes()).reply,
+        Reply::ReverseCall { xid: 77, .. }
+    ));
+    // RPC header inconsistent with the transport header.
+    let mut w = Wire::new(&[XID, 2, CRED_1_32, 0, 1, 0, 0, 0, 0]);
+    rpc_reply(&mut w, XID.wrapping_add(1));
+    check!(matches!(
+        t.receive(w.bytes()).reply,
+        Reply::Fail {
+            cause: Cause::BadRpcHeader,
+            ..
+        }
+    ));
+    // A reply without F_RESPONSE.
+    let mut w = Wire::new(&[XID, 2, CRED_1_32, 0, 0, 0, 0, 0, 0]);
+    rpc_reply(&mut w, XID);
+    check!(matches!(
+        t.receive(w.bytes()).reply,
+        Reply::Fail {
+            cause: Cause::BadRpcHeader,
+            ..
+        }
+    ));
+    // v1: NOMSG without chunks; ERR_CHUNK (its grant applies, as in C).
+    let mut t = up(
+        Config {
+            policy: VersionPolicy::ForceV1,
+            ..Config::default()
+        },
+        Peer::Absent,
+    );
+    let msg = Wire::new(&[XID, 1, 8, 1, 0, 0, 0]);
+    let o = t.receive(msg.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Fail {
+            cause: Cause::EmptyNoMsg,
+            ..
+        }
+    ));
+    let msg = Wire::new(&[XID, 1, 9, 4, 2]);
+    let o = t.receive(msg.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Fail {
+            errno: Errno::EIO,
+            cause: Cause::RdmaError(_),
+            ..
+        }
+    ));
+    check!(o.credits == Some(CreditUpdate::new(9)));
+    check!(t.stats().rdma_error == 1 && t.stats().bad_reply == 1);
+    Ok(())
+}
+
+fn continuation_discarded() -> TestResult {
+    let mut t = up(Config::default(), Peer::Absent);
+    check!(t.prepare_call(1, 100, 100).is_ok());
+    check!(is_deliver(
+        &t.receive(v2_reply(1, CRED_1_32).bytes()).reply,
+        1
+    ));
+    check!(t.prepare_call(XID, 100, 100).is_ok());
+    // First piece (F_RESPONSE | F_MORE): fail the RPC.
+    let mut w = Wire::new(&[XID, 2, CRED_1_32, 0, 3, 0, 0, 0, 0]);
+    rpc_reply(&mut w, XID);
+    let o = t.receive(w.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Fail {
+            xid: XID,
+            errno: Errno::EIO,
+            cause: Cause::Continuation
+        }
+    ));
+    // Middle and last pieces are dropped, not delivered.
+    let w = Wire::new(&[XID, 2, CRED_1_32, 0, 3, 0, 0, 0, 0, 1, 2, 3]);
+    check!(t.receive(w.bytes()).reply == Reply::Drop(Cause::ContinuationDiscarded));
+    let w = Wire::new(&[XID, 2, CRED_1_32, 0, 1, 0, 0, 0, 0, 1, 2, 3]);
+    check!(t.receive(w.bytes()).reply == Reply::Drop(Cause::ContinuationDiscarded));
+    // Then replies with that XID are ordinary again.
+    check!(is_deliver(
+        &t.receive(v2_reply(XID, CRED_1_32).bytes()).reply,
+        XID
+    ));
+    check!(t.stats().unsupported == 3);
+    Ok(())
+}
+
+fn malformed_replies() -> TestResult {
+    let mut t = up(Config::default(), Peer::Absent);
+    check!(t.prepare_call(XID, 100, 100).is_ok());
+    // Too short for the common words: dropped.
+    let o = t.receive(&[0, 0, 0, 1, 0, 0]);
+    check!(matches!(o.reply, Reply::Drop(Cause::Malformed(_))));
+    // The probe's XID with a broken v2 header: the RPC fails with EIO and
+    // the next Call probes again; the connection does not settle.
+    let msg = Wire::new(&[XID, 2, CRED_1_32, 0, 0x80, 0]);
+    let o = t.receive(msg.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Fail {
+            xid: XID,
+            errno: Errno::EIO,
+            cause: Cause::Malformed(_)
+        }
+    ));
+    check!(o.credits.is_none());
+    check!(t.phase() == Phase::Probing { probe: None });
+    check!(t.stats().bad_reply == 2);
+    // Received while down: nothing is posted.
+    t.disconnected();
+    let msg = v2_reply(XID, CRED_1_32);
+    let o = t.receive(msg.bytes());
+    check!(o.reply == Reply::Drop(Cause::NotConnected) && o.post_receives == 0);
+    // Every truncation of valid messages is handled without panicking.
+    let mut t = up(Config::default(), Peer::Absent);
+    let msgs = [
+        v2_reply(XID, CRED_1_32),
+        v1_reply(XID, 3),
+        svcrdma_err_vers(XID),
+    ];
+    for m in &msgs {
+        let b = m.bytes();
+        for n in 0..=b.len() {
+            let _ = t.receive(b.get(..n).unwrap_or(&[]));
+        }
+    }
+    Ok(())
+}
+
+fn config_and_errno() -> TestResult {
+    let c = Config {
+        max_requests: 1,
+        bc_requests: 1000,
+        inline_send: 5000,
+        inline_recv: 1_000_000,
+        max_segs: 99,
+        ..Config::default()
+    }
+    .validated();
+    check!(c.max_requests == 4 && c.bc_requests == 64 && c.max_segs == 16);
+    check!(c.inline_send == 4096 && c.inline_recv == 65536);
+    check!(Config::default().private_data_bytes() == [0xf6, 0xab, 0x0e, 0x18, 1, 1, 3, 3]);
+    let p = Config {
+        remote_invalidate: false,
+        inline_recv: 65536,
+        ..Config::default()
+    };
+    check!(pvtdata::decode(&p.private_data_bytes()) == Peer::Valid(p.private_data()));
+    check!(p.private_data_bytes() == [0xf6, 0xab, 0x0e, 0x18, 1, 0, 3, 63]);
+    check!(Errno::EIO.to_kernel() == -5 && Errno::EIO.code() == 5);
+    check!(Errno::EMSGSIZE.to_kernel() == -90 && Errno::EPROTONOSUPPORT.to_kernel() == -93);
+    check!(Errno::ENOTCONN.to_kernel() == -107 && Errno::EAGAIN.to_kernel() == -11);
+    check!(Errno::EPROTONOSUPPORT.name() == "EPROTONOSUPPORT");
+    Ok(())
+}
