@@ -14,6 +14,7 @@
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/string.h>
+#include <linux/delay.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
 

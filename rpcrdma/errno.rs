@@ -41,6 +41,8 @@ errnos! {
     ebadslt => EBADSLT,
     /// `ENOBUFS`: no buffer space available.
     enobufs => ENOBUFS,
+    /// `ETIMEDOUT`: connection timed out.
+    etimedout => ETIMEDOUT,
     /// `EPROTO`: protocol error.
     eproto => EPROTO,
 }

@@ -15,6 +15,7 @@
 use kernel::prelude::*;
 
 pub mod bindings;
+pub mod conn;
 pub mod errno;
 #[macro_use]
 pub mod kunit;

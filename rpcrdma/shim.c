@@ -76,6 +76,11 @@ int rpcrdma2_shim_rpc_reply_expected(struct rpc_task *task)
 	return rpc_reply_expected(task);
 }
 
+unsigned long rpcrdma2_shim_jiffies(void)
+{
+	return jiffies;
+}
+
 void rpcrdma2_shim_spin_lock(spinlock_t *lock)
 {
 	spin_lock(lock);

@@ -36,6 +36,7 @@ void rpcrdma2_shim_xprt_clear_connecting(struct rpc_xprt *xprt);
 void rpcrdma2_shim_xprt_set_bound(struct rpc_xprt *xprt);
 int rpcrdma2_shim_rpc_reply_expected(struct rpc_task *task);
 
+unsigned long rpcrdma2_shim_jiffies(void);
 void rpcrdma2_shim_spin_lock(spinlock_t *lock);
 void rpcrdma2_shim_spin_unlock(spinlock_t *lock);
 

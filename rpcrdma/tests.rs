@@ -110,7 +110,7 @@ kunit_suite!(rpcrdma2_class {
     netid_rdma_is_ours,
     netid_rdma6_is_ours,
     unknown_netid_is_enoent,
-    setup_fails_until_data_path,
+    setup_creates_transport,
 });
 
 /// `proto=rdma` resolves to ident 256 while the module is loaded.
@@ -134,16 +134,15 @@ fn unknown_netid_is_enoent() -> TestResult {
     Ok(())
 }
 
-/// Until the data path exists, setup fails with exactly EPROTONOSUPPORT,
-/// passed back through the C ABI as an `ERR_PTR`.
-fn setup_fails_until_data_path() -> TestResult {
-    let args = crate::bindings::xprt_create {
-        ident: sunrpc::XPRT_TRANSPORT_RDMA,
-        ..Default::default()
-    };
-    kassert_eq!(
-        sunrpc::call_class_setup(&args).err(),
-        Some(crate::errno::eprotonosupport())
-    );
+/// The class's setup, called through the C ABI as SUNRPC calls it,
+/// returns a real, unconnected transport (not an `ERR_PTR`).
+fn setup_creates_transport() -> TestResult {
+    let args = sunrpc::TestCreateArgs::ipv4(0xc000_0201, 20049).map_err(|_| TestFailure)?;
+    let x = sunrpc::call_class_setup(args.get().raw());
+    kassert!(x.is_ok());
+    let Ok(x) = x else { return Err(TestFailure) };
+    // SAFETY: `x` was created by our setup and is not given to SUNRPC.
+    let x = unsafe { Unpublished::<RdmaXprt>::new(x) }.ok_or(TestFailure)?;
+    kassert!(!x.get().xprt().connected());
     Ok(())
 }

@@ -7,21 +7,33 @@
 //! the send path does not allocate.
 
 use crate::bindings;
+use crate::conn::{Conn, ConnStats};
 use crate::sunrpc::xprt::{self, SeqFile, SlotBox, Task, Transport, XprtBox};
 use crate::sunrpc::XprtCreate;
 use core::pin::Pin;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use kernel::alloc::{flags::GFP_KERNEL, KBox, KVec};
 use kernel::init::PinInit;
 use kernel::new_spinlock;
 use kernel::prelude::*;
-use kernel::sync::SpinLock;
+use kernel::sync::{Arc, SpinLock};
 
 /// Default number of concurrent requests (the C client's
 /// `rdma_slot_table_entries` default).
 pub const DEFAULT_MAX_REQUESTS: u16 = 128;
 /// Largest RPC payload: 256 data pages plus one, as the C client.
 pub const MAX_PAYLOAD: usize = 257 << kernel::page::PAGE_SHIFT;
+/// Backchannel slots offered to NFSv4.1 (the C client's
+/// RPCRDMA_BACKWARD_WRS >> 1).
+const BC_SLOTS: u32 = 16;
+
+/// Initial reconnect delay (the C client's RPCRDMA_INIT_REEST_TO), seconds.
+const REESTABLISH_TIMEOUT_S: usize = 5;
+
+fn hz() -> usize {
+    kernel::bindings::HZ as usize
+}
+
 /// Initial Call/Reply buffer size of a slot; grown on demand in buf_alloc.
 const SLOT_BUF_SIZE: usize = 2048;
 
@@ -71,19 +83,15 @@ impl FreeList {
     }
 }
 
-/// Transport statistics (the mountstats `xprt: rdma` line).
+/// Transport-level counters (the connection keeps the data-path ones).
 #[derive(Default)]
 pub struct Stats {
-    /// Bytes of RPC Calls sent inline.
-    pub req_bytes: AtomicU64,
-    /// Bytes of RPC Replies received inline.
-    pub reply_bytes: AtomicU64,
     /// Bytes by which buf_alloc had to grow buffers (C: hardway).
     pub hardway: AtomicU64,
     /// Marshaling failures.
     pub failed_marshal: AtomicU64,
-    /// Malformed or unexpected replies.
-    pub bad_reply: AtomicU64,
+    /// Sends that found no free Send buffer (C: empty_sendctx_q).
+    pub empty_sendq: AtomicU64,
 }
 
 /// The rpcrdma2 transport instance.
@@ -93,7 +101,15 @@ pub struct RdmaXprt {
     slots: KVec<Pin<KBox<SlotBox<Slot>>>>,
     #[pin]
     free: SpinLock<FreeList>,
+    /// The current connection, if any. Replaced only by the connect
+    /// worker and close/destroy, which SUNRPC serialises (XPRT_LOCKED).
+    #[pin]
+    conn: SpinLock<Option<Arc<Conn>>>,
+    /// The last connect attempt failed: back off before the next.
+    connect_failed: AtomicBool,
+    max_reqs: u16,
     stats: Stats,
+    conn_stats: Arc<ConnStats>,
 }
 
 impl RdmaXprt {
@@ -101,7 +117,11 @@ impl RdmaXprt {
         try_pin_init!(RdmaXprt {
             slots: Self::new_slots(max_reqs)?,
             free <- new_spinlock!(FreeList::full(max_reqs)?, "rpcrdma2_free_slots"),
+            conn <- new_spinlock!(None, "rpcrdma2_conn"),
+            connect_failed: AtomicBool::new(false),
+            max_reqs,
             stats: Stats::default(),
+            conn_stats: Arc::new(ConnStats::default(), GFP_KERNEL)?,
         }? Error)
     }
 
@@ -131,6 +151,19 @@ impl RdmaXprt {
     fn take_slot(&self) -> Option<&SlotBox<Slot>> {
         let i = self.free.lock().pop()?;
         self.slots.as_slice().get(usize::from(i)).map(|s| &**s)
+    }
+
+    fn current_conn(&self) -> Option<Arc<Conn>> {
+        self.conn.lock().clone()
+    }
+
+    /// Tears the connection down (drains the QP, destroys the id).
+    fn disconnect(&self) {
+        let conn = self.conn.lock().take();
+        if let Some(conn) = conn {
+            conn.disconnect();
+            drop(conn);
+        }
     }
 
     fn put_slot(&self, slot: &SlotBox<Slot>) {
@@ -167,8 +200,16 @@ impl Transport for RdmaXprt {
         this.update_port(port);
     }
 
-    fn connect(this: &XprtBox<Self>, _task: &Task) {
-        this.xprt().wake_pending_tasks(crate::errno::eprotonosupport().to_errno());
+    fn connect(this: &XprtBox<Self>, task: &Task) {
+        if !xprt::lock_connect(this.xprt(), task, this.connect_lock_cookie()) {
+            pr_warn!("connect: the transport is not locked by the connecting task\n");
+        }
+        let delay = if this.data.connect_failed.load(Relaxed) {
+            xprt::reconnect_delay_and_backoff(this.xprt(), REESTABLISH_TIMEOUT_S * hz())
+        } else {
+            0
+        };
+        this.queue_connect(delay);
     }
 
     fn buf_alloc(this: &XprtBox<Self>, slot: &SlotBox<Slot>) -> Result {
@@ -193,8 +234,52 @@ impl Transport for RdmaXprt {
 
     fn buf_free(_this: &XprtBox<Self>, _slot: &SlotBox<Slot>) {}
 
-    fn send_request(_this: &XprtBox<Self>, _slot: &SlotBox<Slot>) -> Result {
-        Err(crate::errno::enotconn())
+    fn send_request(this: &XprtBox<Self>, slot: &SlotBox<Slot>) -> Result {
+        let xprt = this.xprt();
+        let rqst = slot.rqst();
+        if !xprt.connected() {
+            return Err(crate::errno::enotconn());
+        }
+        if !xprt::request_get_cong(xprt, rqst) {
+            return Err(crate::errno::ebadslt());
+        }
+        let Some(conn) = this.data.current_conn() else {
+            return Err(crate::errno::enotconn());
+        };
+        // A retransmit on the same connection would break credit
+        // accounting (RFC 8166 §3.3.3): reconnect instead.
+        if rqst.connect_cookie() == xprt.connect_cookie() {
+            Self::close(this);
+            return Err(crate::errno::enotconn());
+        }
+        match conn.send(rqst, &this.data.conn_stats) {
+            Ok(()) => {}
+            Err(e) if e == crate::errno::enobufs() => {
+                this.data.stats.empty_sendq.fetch_add(1, Relaxed);
+                xprt.wait_for_buffer_space();
+                return Err(EAGAIN);
+            }
+            Err(e) if e == crate::errno::emsgsize() => {
+                this.data.stats.failed_marshal.fetch_add(1, Relaxed);
+                return Err(e);
+            }
+            Err(e) => {
+                this.data.stats.failed_marshal.fetch_add(1, Relaxed);
+                if crate::sunrpc::ratelimit() {
+                    pr_err!("send_request: posting failed ({:?}), reconnecting\n", e);
+                }
+                Self::close(this);
+                return Err(crate::errno::enotconn());
+            }
+        }
+        rqst.mark_sent(rqst.call_len());
+        // An RPC with no reply would throw off credit accounting: drop
+        // the connection to reset the grant, as the C client does.
+        if !rqst.reply_expected() {
+            Self::close(this);
+            return Err(crate::errno::enotconn());
+        }
+        Ok(())
     }
 
     fn timer(this: &XprtBox<Self>) {
@@ -204,6 +289,8 @@ impl Transport for RdmaXprt {
     }
 
     fn close(this: &XprtBox<Self>) {
+        this.data.disconnect();
+        this.xprt().record_close();
         this.xprt().disconnect_done();
     }
 
@@ -212,24 +299,90 @@ impl Transport for RdmaXprt {
     fn print_stats(this: &XprtBox<Self>, seq: &mut SeqFile<'_>) {
         use core::fmt::Write;
         let s = &this.data.stats;
-        // The C client's layout (transport.c xprt_rdma_print_stats).
-        let _ = write!(
+        let c = &this.data.conn_stats;
+        // The C client's layout (transport.c xprt_rdma_print_stats):
+        // generic fields; read/write/reply chunks, request/reply bytes,
+        // pullup, fixup, hardway, failed marshal, bad reply, nomsg calls;
+        // MRs recycled/orphaned/allocated, local_inv_needed,
+        // empty_sendctx_q, and a constant 0.
+        let _ = this.xprt().write_generic_stats(seq);
+        let _ = writeln!(
             seq,
-            "\txprt:\trdma 0 0 0 0 0 0 0 0 0 0 0 0 0 {} {} 0 0 0 {} {} 0 0 0 0 0 0 0\n",
-            s.req_bytes.load(Relaxed),
-            s.reply_bytes.load(Relaxed),
+            "0 0 0 {} {} {} 0 {} {} {} 0 0 0 0 0 {} 0",
+            c.req_bytes.load(Relaxed),
+            c.reply_bytes.load(Relaxed),
+            c.pullup.load(Relaxed),
+            s.hardway.load(Relaxed),
             s.failed_marshal.load(Relaxed),
-            s.bad_reply.load(Relaxed),
+            c.bad_reply.load(Relaxed),
+            s.empty_sendq.load(Relaxed),
         );
     }
 
     fn inject_disconnect(this: &XprtBox<Self>) {
-        this.xprt().force_disconnect();
+        // As the C client: a real rdma_disconnect, so the whole path runs
+        // (DISCONNECTED event, autoclose, close, reconnect, retransmit).
+        match this.data.current_conn() {
+            Some(conn) => {
+                pr_info!("inject_disconnect: disconnecting\n");
+                conn.disconnect();
+            }
+            None => this.xprt().force_disconnect(),
+        }
     }
 
-    fn connect_worker(_this: &XprtBox<Self>) {}
+    fn connect_worker(this: &XprtBox<Self>) {
+        let xprt = this.xprt();
+        // A connection left from before (e.g. after a failed attempt) is
+        // torn down first; close normally did it already.
+        this.data.disconnect();
+        let r = xprt.dst_addr().and_then(|dst| {
+            Conn::establish(
+                xprt.net(),
+                &dst,
+                &|| this.xprt_ref(),
+                u32::from(this.data.max_reqs),
+                &this.data.conn_stats,
+            )
+        });
+        xprt::clear_connecting(xprt);
+        let status = match r.and_then(|c| Ok(Arc::new(c, GFP_KERNEL)?)) {
+            Ok(conn) => {
+                *this.data.conn.lock() = Some(conn);
+                this.data.connect_failed.store(false, Relaxed);
+                xprt.record_connect();
+                // RFC 8166 §3.3.3: one credit until the server grants more.
+                xprt.set_cwnd(1, true);
+                xprt.set_connected();
+                EAGAIN.to_errno()
+            }
+            Err(e) => {
+                this.data.connect_failed.store(true, Relaxed);
+                e.to_errno()
+            }
+        };
+        xprt::unlock_connect(xprt, this.connect_lock_cookie());
+        xprt.wake_pending_tasks(status);
+    }
+
+    fn bc_max_payload(this: &XprtBox<Self>) -> usize {
+        // As the C client: the smaller inline threshold, at most a page,
+        // less the minimal transport header.
+        let limit = this
+            .data
+            .current_conn()
+            .map_or(crate::conn::INLINE_DEFAULT, |c| c.limits.send.min(c.limits.recv));
+        limit.min(kernel::page::PAGE_SIZE).saturating_sub(28)
+    }
+
+    fn bc_num_slots(_this: &XprtBox<Self>) -> u32 {
+        BC_SLOTS
+    }
 
     fn destroy(this: &XprtBox<Self>) {
+        // The connection's handlers hold back-references: tear it down
+        // before the transport goes away.
+        this.data.disconnect();
         let free = this.data.free.lock().top;
         let all = this.data.slots.len();
         if free != all {
@@ -257,14 +410,9 @@ pub fn create(args: &XprtCreate<'_>) -> Result<*mut bindings::rpc_xprt> {
     XprtBox::<RdmaXprt>::create(&params(args), RdmaXprt::new(DEFAULT_MAX_REQUESTS))
 }
 
-/// Creates a transport instance for `args`.
-///
-/// The data path does not exist yet: every setup fails with
-/// `EPROTONOSUPPORT` and says so in the kernel log.
+/// `xprt_class::setup`: creates a transport instance for `args`.
 pub fn setup(args: &XprtCreate<'_>) -> Result<*mut bindings::rpc_xprt> {
-    pr_err!(
-        "transport setup (ident {}): the RPC-over-RDMA data path is not implemented yet (-EPROTONOSUPPORT)\n",
-        args.ident()
-    );
-    Err(crate::errno::eprotonosupport())
+    create(args).inspect_err(|e| {
+        pr_err!("transport setup failed: {:?}\n", e);
+    })
 }

@@ -53,6 +53,12 @@ impl Drop for ClassRegistration {
     }
 }
 
+/// Whether a rate-limited message may be printed now (`printk_ratelimit`).
+pub fn ratelimit() -> bool {
+    // SAFETY: the name is a NUL-terminated static string.
+    unsafe { bindings::__printk_ratelimit(c"rpcrdma2".as_ptr().cast()) != 0 }
+}
+
 /// Looks a netid up in SUNRPC's transport list and returns its ident.
 ///
 /// This is what NFS does for `proto=`; it may `request_module()` a

@@ -19,6 +19,7 @@
 
 use crate::bindings;
 use core::marker::PhantomData;
+use core::sync::atomic::{AtomicUsize, Ordering};
 use core::ptr::{addr_of_mut, NonNull};
 use core::pin::Pin;
 use kernel::alloc::{flags::GFP_KERNEL, KBox};
@@ -89,6 +90,80 @@ impl Xprt {
     pub fn write_space(&self) {
         // SAFETY: the xprt is alive (type invariant).
         unsafe { bindings::xprt_write_space(self.as_raw()) };
+    }
+
+    /// The destination address (`xprt->addr`).
+    pub fn dst_addr(&self) -> Result<crate::ib::cm::SockAddr> {
+        // SAFETY: the xprt is alive; `addr` is set at creation and only
+        // its port changes later (set_port, serialised by SUNRPC).
+        crate::ib::cm::SockAddr::from_storage(unsafe { &(*self.as_raw()).addr })
+    }
+
+    /// The network namespace the transport was created in.
+    pub fn net(&self) -> &crate::ib::Net {
+        // SAFETY: the xprt holds a reference on its namespace for its
+        // whole life (xprt_alloc's get_net, put in xprt_free).
+        unsafe { crate::ib::Net::from_raw((*self.as_raw()).xprt_net) }
+    }
+
+    /// Puts the current task to sleep until [`Xprt::write_space`].
+    pub fn wait_for_buffer_space(&self) {
+        // SAFETY: the xprt is alive; called from send_request, under the
+        // send lock as xprt_wait_for_buffer_space() requires.
+        unsafe { bindings::xprt_wait_for_buffer_space(self.as_raw()) }
+    }
+
+    /// Records a successful connect: cookie, count and time (what the C
+    /// transports' connect workers do).
+    pub fn record_connect(&self) {
+        // SAFETY: the xprt is alive; the connect worker holds the connect
+        // lock (XPRT_LOCKED), which serialises these fields.
+        unsafe {
+            let x = self.as_raw();
+            (*x).connect_cookie = (*x).connect_cookie.wrapping_add(1);
+            (*x).stat.connect_count += 1;
+            let now = bindings::rpcrdma2_shim_jiffies();
+            (*x).stat.connect_time += now.wrapping_sub((*x).stat.connect_start);
+        }
+    }
+
+    /// Marks the end of a connection (close): the next reconnect starts
+    /// without delay and requests queued on the old one are retransmitted.
+    pub fn record_close(&self) {
+        // SAFETY: the xprt is alive; close runs under XPRT_LOCKED.
+        unsafe {
+            let x = self.as_raw();
+            (*x).reestablish_timeout = 0;
+            (*x).connect_cookie = (*x).connect_cookie.wrapping_add(1);
+        }
+    }
+
+    /// The generic part of the mountstats `xprt:` line, formatted as the
+    /// C transports do.
+    pub fn write_generic_stats(&self, out: &mut impl core::fmt::Write) -> core::fmt::Result {
+        // SAFETY: the xprt is alive; a racy snapshot of counters is what
+        // the C transports print too.
+        let (st, last_used) = unsafe { ((*self.as_raw()).stat, (*self.as_raw()).last_used) };
+        let hz = bindings::HZ as usize;
+        let idle = if self.connected() {
+            // SAFETY: FFI call without preconditions.
+            (unsafe { bindings::rpcrdma2_shim_jiffies() }.wrapping_sub(last_used) as isize) / hz as isize
+        } else {
+            0
+        };
+        write!(
+            out,
+            "\txprt:\trdma 0 {} {} {} {} {} {} {} {} {} ",
+            st.bind_count,
+            st.connect_count,
+            st.connect_time / hz,
+            idle,
+            st.sends,
+            st.recvs,
+            st.bad_xids,
+            st.req_u,
+            st.bklog_u
+        )
     }
 
     /// The connection cookie (bumped on every (re)connect and close).
@@ -268,6 +343,15 @@ impl Rqst {
             bindings::xprt_complete_rqst((*self.raw()).rq_task, len);
             bindings::rpcrdma2_shim_spin_unlock(lock);
         }
+    }
+
+    /// Completes the request with an error status (a bad or RDMA_ERROR
+    /// reply): the task sees `errno`, as the C client's `out_badheader`.
+    pub fn fail(&self, xprt: &Xprt, errno: i32) {
+        // SAFETY: the rqst is alive and pinned; its task is alive while
+        // the request is queued for a reply.
+        unsafe { (*(*self.raw()).rq_task).tk_status = errno };
+        self.complete(xprt, 0);
     }
 
     /// The connect cookie recorded when the request was last sent.
@@ -498,6 +582,10 @@ pub trait Transport: Sized + Send + Sync + 'static {
     fn connect_worker(this: &XprtBox<Self>);
     /// Tears down the transport's state before the memory is freed.
     fn destroy(this: &XprtBox<Self>);
+    /// Largest backchannel (NFSv4.1 callback) message.
+    fn bc_max_payload(this: &XprtBox<Self>) -> usize;
+    /// Backchannel slots to offer in CREATE_SESSION.
+    fn bc_num_slots(this: &XprtBox<Self>) -> u32;
 }
 
 /// A transport instance: `rpc_xprt`, then the connect worker, then `T`.
@@ -510,8 +598,45 @@ pub trait Transport: Sized + Send + Sync + 'static {
 pub struct XprtBox<T: Transport> {
     xprt: Xprt,
     connect_work: Opaque<bindings::delayed_work>,
+    /// Live [`XprtRef`]s; `destroy` waits for zero before freeing.
+    refs: AtomicUsize,
     /// The transport's state.
     pub data: T,
+}
+
+/// A back-reference from a connection's handlers (CM events, completions)
+/// to their transport, usable from any context.
+///
+/// It does not keep the transport alive through SUNRPC's refcount (that
+/// would be a cycle: the transport owns its connection). Instead the
+/// `destroy` op waits until every `XprtRef` is dropped before it frees the
+/// transport; the transport's own `destroy` must tear its connection down,
+/// which drops them.
+///
+/// # Invariants
+///
+/// Points to the `rpc_xprt` of a live `XprtBox` whose `refs` counts this
+/// reference.
+pub struct XprtRef(NonNull<bindings::rpc_xprt>, NonNull<AtomicUsize>);
+
+// SAFETY: `Xprt` is `Sync`, and the counter is atomic.
+unsafe impl Send for XprtRef {}
+// SAFETY: as above.
+unsafe impl Sync for XprtRef {}
+
+impl core::ops::Deref for XprtRef {
+    type Target = Xprt;
+    fn deref(&self) -> &Xprt {
+        // SAFETY: by the type invariant the transport is alive.
+        unsafe { &*self.0.as_ptr().cast::<Xprt>() }
+    }
+}
+
+impl Drop for XprtRef {
+    fn drop(&mut self) {
+        // SAFETY: the counter lives in the transport, alive per invariant.
+        unsafe { self.1.as_ref() }.fetch_sub(1, Ordering::Release);
+    }
 }
 
 /// Parameters for [`XprtBox::create`].
@@ -615,6 +740,7 @@ impl<T: Transport> XprtBox<T> {
             }
             format_addresses(x)?;
             bindings::rpcrdma2_shim_init_connect_work((*this).connect_work.get());
+            addr_of_mut!((*this).refs).write(AtomicUsize::new(0));
             // In place: the box never moves until xprt_free().
             init.__pinned_init(addr_of_mut!((*this).data))?;
             // A promoted constant: `'static`, like the C transports' tables.
@@ -622,6 +748,21 @@ impl<T: Transport> XprtBox<T> {
             (*x).ops = ops;
         }
         Ok(())
+    }
+
+    /// A back-reference for a connection's handlers (see [`XprtRef`]).
+    pub fn xprt_ref(&self) -> XprtRef {
+        self.refs.fetch_add(1, Ordering::Relaxed);
+        // INVARIANT: counted above; `destroy` waits for it to drop.
+        XprtRef(
+            NonNull::from(&self.xprt).cast(),
+            NonNull::from(&self.refs),
+        )
+    }
+
+    /// The cookie identifying this transport to `xprt_lock_connect`.
+    pub fn connect_lock_cookie(&self) -> *mut core::ffi::c_void {
+        core::ptr::from_ref(self).cast_mut().cast()
     }
 
     /// Queues the connect worker after `delay` jiffies.
@@ -907,6 +1048,11 @@ impl<T: Transport> OpsTable<T> {
         enable_swap: None,
         disable_swap: None,
         inject_disconnect: Some(inject_disconnect::<T>),
+        bc_setup: Some(bc_setup),
+        bc_maxpayload: Some(bc_maxpayload::<T>),
+        bc_num_slots: Some(bc_num_slots::<T>),
+        bc_free_rqst: Some(bc_free_rqst),
+        bc_destroy: Some(bc_destroy),
         // SAFETY: all-zero is "not implemented" (NULL) for the remaining
         // optional ops (set_buffer_size, get_srcaddr, backchannel, ...).
         ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
@@ -1003,6 +1149,28 @@ unsafe extern "C" fn inject_disconnect<T: Transport>(x: *mut bindings::rpc_xprt)
     unsafe { T::inject_disconnect(XprtBox::from_xprt(x)) }
 }
 
+// The backchannel: NFSv4.1 refuses a transport without `bc_setup`.
+// Nothing is preallocated (the transport owns no backchannel requests),
+// so setup, free and destroy have nothing to do.
+
+unsafe extern "C" fn bc_setup(_x: *mut bindings::rpc_xprt, _min_reqs: u32) -> i32 {
+    0
+}
+
+unsafe extern "C" fn bc_maxpayload<T: Transport>(x: *mut bindings::rpc_xprt) -> usize {
+    // SAFETY: see above.
+    unsafe { T::bc_max_payload(XprtBox::from_xprt(x)) }
+}
+
+unsafe extern "C" fn bc_num_slots<T: Transport>(x: *mut bindings::rpc_xprt) -> u32 {
+    // SAFETY: see above.
+    unsafe { T::bc_num_slots(XprtBox::from_xprt(x)) }
+}
+
+unsafe extern "C" fn bc_free_rqst(_rq: *mut bindings::rpc_rqst) {}
+
+unsafe extern "C" fn bc_destroy(_x: *mut bindings::rpc_xprt, _max_reqs: u32) {}
+
 unsafe extern "C" fn destroy<T: Transport>(x: *mut bindings::rpc_xprt) {
     // SAFETY: see above. SUNRPC guarantees no further calls with `x`:
     // stop the connect worker, let T tear down, drop T in place, free the
@@ -1012,6 +1180,22 @@ unsafe extern "C" fn destroy<T: Transport>(x: *mut bindings::rpc_xprt) {
         let this = XprtBox::<T>::from_xprt(x);
         bindings::rpcrdma2_shim_cancel_connect_work(this.connect_work.get());
         T::destroy(this);
+        // Handlers of a torn-down connection may still be finishing; wait
+        // (bounded) for their back-references. If one never goes away,
+        // leak the transport rather than free memory still referenced.
+        let mut waited = 0u32;
+        while this.refs.load(Ordering::Acquire) != 0 {
+            if waited >= 5000 {
+                pr_err!(
+                    "destroy: {} connection references still held after 5 s; leaking the transport\n",
+                    this.refs.load(Ordering::Relaxed)
+                );
+                bindings::rpcrdma2_shim_module_put();
+                return;
+            }
+            bindings::msleep(1);
+            waited += 1;
+        }
         core::ptr::drop_in_place(addr_of_mut!((*x.cast::<XprtBox<T>>()).data));
         free_addresses(x);
         bindings::xprt_free(x);
