@@ -413,6 +413,7 @@ impl Transport {
                 return (Reply::Drop(Cause::ContinuationDiscarded), Some(grant));
             }
         }
+        let phase = self.neg.phase();
         match self.neg.on_header(h, &mut self.memory) {
             Verdict::NotConnected => (Reply::Drop(Cause::NotConnected), None),
             Verdict::VersionMismatch { got } => {
@@ -445,8 +446,10 @@ impl Transport {
                 (reply, Some(Grant::Ignored))
             }
             Verdict::Accept => {
-                // The phase may have just settled on v2.
-                self.refresh_thresholds();
+                if phase != self.neg.phase() {
+                    // The probe was answered: settled on v2.
+                    self.refresh_thresholds();
+                }
                 let reply = classify(h);
                 match reply {
                     Reply::Fail {
