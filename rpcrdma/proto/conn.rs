@@ -141,8 +141,9 @@ pub struct Outcome<'a> {
     pub post_receives: u32,
 }
 
-/// The protocol state of one transport and its current connection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The protocol state of one transport and its current connection. Not
+/// `Copy`: there is one per `rpc_xprt`, updated in place.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Transport {
     config: Config,
     memory: ServerMemory,
