@@ -15,11 +15,11 @@ use crate::ib::qp::{
 };
 use crate::ib::verbs::PollContext;
 use crate::ib::Net;
+use crate::proto::{self, CallError, Reply};
 use crate::sunrpc::xprt::{Rqst, XprtRef};
-use crate::xdr::chunk::ChunkLists;
-use crate::xdr::header::{self, Body, ErrorBody, Flags, MsgKind, MsgSpec, Protocol};
-use crate::xdr::pvtdata::{self, PrivateData};
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use crate::xdr::header::{self, Protocol};
+use crate::xdr::pvtdata;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use kernel::alloc::{flags::GFP_KERNEL, KVec};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex, SpinLock};
@@ -29,10 +29,9 @@ use kernel::{new_condvar, new_mutex, new_spinlock};
 const RESOLVE_TIMEOUT_MS: u32 = 5000;
 /// How long the connect worker waits for each CM step.
 const CM_STEP_TIMEOUT_MS: u32 = 30_000;
-/// Our inline thresholds (the C client's defaults, `rdma_max_inline_*`).
-pub const INLINE_DEFAULT: usize = 4096;
-/// Receives posted beyond the credit limit (the C client's batch).
-const RECV_EXTRA: u32 = 8;
+/// The protocol state of a transport, shared by its connections'
+/// handlers (it survives reconnects: it remembers v1-only servers).
+pub type ProtoState = SpinLock<proto::Transport>;
 
 /// Connection statistics shared with the transport.
 #[derive(Default)]
@@ -41,14 +40,14 @@ pub struct ConnStats {
     pub req_bytes: AtomicU64,
     /// Bytes of RPC Replies received inline.
     pub reply_bytes: AtomicU64,
-    /// Malformed or unexpected replies.
-    pub bad_reply: AtomicU64,
     /// Calls or replies too large for the inline path.
     pub too_big: AtomicU64,
     /// Whole-message copies into the Send buffer (C: pullup).
     pub pullup: AtomicU64,
     /// Backchannel calls received and dropped (not supported yet).
     pub bc_dropped: AtomicU64,
+    /// Sends refused for lack of v2 credits (waited for buffer space).
+    pub no_credits: AtomicU64,
 }
 
 /// Where the connect worker's handshake stands.
@@ -232,27 +231,33 @@ impl<T> Stack<T> {
 /// The QP handler: Send buffer recycling and the reply handler.
 pub struct ConnQp(Arc<QpState>);
 
-/// The QP handler's state (pinned: it holds a lock).
+/// The QP handler's state (pinned: it holds locks).
 #[pin_data]
 pub struct QpState {
     xprt: XprtRef,
     #[pin]
     sends: SpinLock<Stack<SendBuf>>,
-    /// Our credit request / the maximum grant we accept.
-    max_reqs: u32,
-    /// The last credit grant applied to the congestion window.
-    credits: AtomicU32,
+    /// Receive buffers not posted right now.
+    #[pin]
+    recvs: SpinLock<Stack<RecvBuf>>,
+    proto: Arc<ProtoState>,
     stats: Arc<ConnStats>,
 }
 
 impl ConnQp {
-    fn new(xprt: XprtRef, nsend: usize, max_reqs: u32, stats: Arc<ConnStats>) -> Result<Self> {
+    fn new(
+        xprt: XprtRef,
+        nsend: usize,
+        nrecv: usize,
+        proto: Arc<ProtoState>,
+        stats: Arc<ConnStats>,
+    ) -> Result<Self> {
         let state = Arc::pin_init(
             try_pin_init!(QpState {
                 xprt,
                 sends <- new_spinlock!(Stack::with_capacity(nsend)?),
-                max_reqs,
-                credits: AtomicU32::new(1),
+                recvs <- new_spinlock!(Stack::with_capacity(nrecv)?),
+                proto,
                 stats,
             }? Error),
             GFP_KERNEL,
@@ -262,85 +267,102 @@ impl ConnQp {
 }
 
 impl QpState {
+    /// Posts up to `n` Receives from the idle buffers; reports a shortfall
+    /// to the protocol state so its accounting stays true.
+    fn post_receives(&self, qp: &Qp<ConnQp>, n: u32) {
+        let mut batch = RecvBatch::new();
+        let mut short = 0u32;
+        for _ in 0..n {
+            let Some(buf) = self.recvs.lock().pop() else {
+                short += 1;
+                continue;
+            };
+            if let Err(buf) = batch.push(buf) {
+                // The batch is full: post it and start another.
+                let full = core::mem::replace(&mut batch, RecvBatch::new());
+                let _ = qp.post_recv(full);
+                let _ = batch.push(buf);
+            }
+        }
+        if !batch.is_empty() {
+            // A failed post hands the buffers back as Aborted (counted
+            // there).
+            let _ = qp.post_recv(batch);
+        }
+        if short > 0 {
+            self.proto.lock().receives_unposted(short);
+        }
+    }
 
-    /// Handles one received message (the reply handler).
-    fn handle_reply(&self, data: &[u8]) {
-        let hdr = match header::decode(data) {
-            Ok(h) => h,
-            Err(e) => {
-                self.stats.bad_reply.fetch_add(1, Relaxed);
-                if crate::sunrpc::ratelimit() {
-                    pr_err!("reply: malformed transport header ({}), dropped\n", e);
-                }
-                return;
-            }
-        };
-        if hdr.protocol != Protocol::V1 {
-            self.stats.bad_reply.fetch_add(1, Relaxed);
-            pr_err!("reply: RPC-over-RDMA version {} on a version 1 connection, dropped\n", hdr.protocol.vers());
-            return;
+    /// Acts on one received message (the reply handler).
+    fn handle(&self, data: &[u8]) -> u32 {
+        let out = self.proto.lock().receive(data);
+        if let Some(u) = out.credits {
+            self.xprt.set_cwnd(u.credits, false);
         }
-        // RFC 8166 §3.3: the grant, clamped to [1, our request].
-        let grant = hdr.credit.clamp(1, self.max_reqs);
-        if self.credits.swap(grant, Relaxed) != grant {
-            self.xprt.set_cwnd(grant, false);
+        if out.wake_senders {
+            self.xprt.write_space();
         }
-        let xid = hdr.xid.to_be();
-        let done = self.xprt.with_rqst(xid, |rqst: &Rqst| match &hdr.body {
-            Body::Msg(m) if m.chunks.is_empty() => {
-                match rqst.copy_reply(m.payload) {
-                    Ok(()) => {
-                        self.stats.reply_bytes.fetch_add(m.payload.len() as u64, Relaxed);
-                        rqst.complete(&self.xprt, m.payload.len() as i32);
-                    }
-                    Err(e) => {
-                        self.stats.too_big.fetch_add(1, Relaxed);
-                        if crate::sunrpc::ratelimit() {
-                            pr_err!("reply: {} bytes do not fit the receive buffer ({:?})\n", m.payload.len(), e);
+        match out.reply {
+            Reply::Deliver { xid, payload } => {
+                let done = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
+                    match rqst.copy_reply(payload) {
+                        Ok(()) => {
+                            self.stats.reply_bytes.fetch_add(payload.len() as u64, Relaxed);
+                            rqst.complete(&self.xprt, payload.len() as i32);
                         }
-                        rqst.fail(&self.xprt, e.to_errno());
+                        Err(e) => {
+                            self.stats.too_big.fetch_add(1, Relaxed);
+                            if crate::sunrpc::ratelimit() {
+                                pr_err!("reply: {} bytes do not fit the receive buffer ({:?})\n", payload.len(), e);
+                            }
+                            rqst.fail(&self.xprt, e.to_errno());
+                        }
                     }
+                });
+                if done.is_none() {
+                    // A late reply for an RPC that was already
+                    // retransmitted or abandoned: nothing waits for it.
+                    pr_debug!("reply: no request waits for xid {:#010x}\n", xid);
                 }
             }
-            Body::Msg(_) | Body::NoMsg(_) => {
-                // We never offer chunks, so a reply using them is invalid.
-                self.stats.bad_reply.fetch_add(1, Relaxed);
+            Reply::Fail { xid, errno, cause } => {
                 if crate::sunrpc::ratelimit() {
-                    pr_err!("reply: chunk lists in a reply to an inline call (xid {:#010x}) (-EIO)\n", hdr.xid);
+                    pr_err!("reply: xid {:#010x} failed ({}): {:?}\n", xid, errno.to_kernel(), cause);
                 }
-                rqst.fail(&self.xprt, EIO.to_errno());
+                let _ = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
+                    rqst.fail(&self.xprt, errno.to_kernel())
+                });
             }
-            Body::Error(e) => {
-                self.stats.bad_reply.fetch_add(1, Relaxed);
-                if crate::sunrpc::ratelimit() {
-                    if *e == ErrorBody::BadXdr {
-                        // ERR_CHUNK: typically a Reply larger than the
-                        // server's inline threshold and no Reply chunk.
-                        pr_err!("reply: server answered ERR_CHUNK (xid {:#010x}): the reply does not fit inline and Write/Reply chunks are not supported yet (-EIO)\n", hdr.xid);
-                    } else {
-                        pr_err!("reply: server answered RDMA_ERROR {:?} (xid {:#010x}) (-EIO)\n", e, hdr.xid);
-                    }
-                }
-                rqst.fail(&self.xprt, EIO.to_errno());
+            Reply::Resend { xid } => {
+                pr_info!(
+                    "server answered the RPC-over-RDMA version 2 probe with ERR_VERS: continuing in version 1\n"
+                );
+                let _ = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
+                    // The probe was not executed: send it again, in v1, on
+                    // this same connection.
+                    rqst.allow_resend(&self.xprt);
+                    rqst.fail(&self.xprt, EAGAIN.to_errno());
+                });
             }
-            Body::ConnProp(_) | Body::ConnPropPart(_) => {
-                self.stats.bad_reply.fetch_add(1, Relaxed);
-                rqst.fail(&self.xprt, EIO.to_errno());
-            }
-        });
-        if done.is_none() {
-            if is_call(&hdr.body) {
-                // A backchannel (NFSv4.1 callback) Call: not served yet.
+            Reply::ReverseCall { xid, .. } => {
                 self.stats.bc_dropped.fetch_add(1, Relaxed);
                 if crate::sunrpc::ratelimit() {
-                    pr_warn!("backchannel: callback xid {:#010x} dropped (backchannel calls are not supported yet)\n", hdr.xid);
+                    pr_warn!("backchannel: callback xid {:#010x} dropped (backchannel calls are not supported yet)\n", xid);
                 }
-            } else {
-                // A late reply for an RPC that was already retransmitted
-                // or abandoned: nothing waits for it.
-                pr_debug!("reply: no request waits for xid {:#010x}\n", hdr.xid);
+            }
+            Reply::Control(_) => {}
+            Reply::Drop(cause) => {
+                if cause.is_bad_reply() && crate::sunrpc::ratelimit() {
+                    pr_err!("reply: dropped: {:?}\n", cause);
+                }
+            }
+            Reply::Disconnect(cause) => {
+                pr_err!("reply: protocol error, disconnecting: {:?}\n", cause);
+                self.xprt.force_disconnect();
             }
         }
+        out.post_receives
     }
 }
 
@@ -368,62 +390,51 @@ impl QpHandler for ConnQp {
             Completion::Done(wc) if wc.is_success() => {
                 let len = (wc.byte_len() as usize).min(ctx.0.len());
                 ctx.0.sync_for_cpu(len);
-                this.handle_reply(&ctx.0.as_slice()[..len]);
-                // Keep the peer's credits backed: the buffer goes straight
-                // back on the Receive queue.
-                let _ = qp.post_recv_one(ctx);
+                let more = this.handle(&ctx.0.as_slice()[..len]);
+                let _ = this.recvs.lock().push(ctx);
+                // Keep the peer's credits backed (in batches, as asked).
+                this.post_receives(qp, more);
             }
             Completion::Done(wc) => {
+                this.proto.lock().receive_flushed();
                 if !wc.is_flushed() {
                     pr_err!("receive: completion error {:?}\n", wc.status_msg());
                 }
                 this.xprt.force_disconnect();
             }
-            _ => {}
+            _ => {
+                // Never posted (or the QP went first).
+                this.proto.lock().receives_unposted(1);
+                let _ = this.recvs.lock().push(ctx);
+            }
         }
     }
-}
-
-/// Whether an RDMA_MSG carries an RPC Call (msg_type 0 after the XID),
-/// i.e. a backchannel request from the server.
-fn is_call(body: &Body<'_>) -> bool {
-    match body {
-        Body::Msg(m) => m.payload.get(4..8) == Some(&[0, 0, 0, 0][..]),
-        _ => false,
-    }
-}
-
-/// Inline thresholds for one connection (RFC 8797 exchange).
-#[derive(Clone, Copy, Debug)]
-pub struct Thresholds {
-    /// Largest Send we may post (header + message).
-    pub send: usize,
-    /// Largest message the peer may send us.
-    pub recv: usize,
-    /// The peer accepts Send With Invalidate.
-    pub remote_invalidate: bool,
 }
 
 /// An established connection.
 pub struct Conn {
     ep: Endpoint<ConnCm, ConnQp>,
-    /// Thresholds in force.
-    pub limits: Thresholds,
-    /// The RPC-over-RDMA version in use.
-    pub protocol: Protocol,
-    max_reqs: u32,
+    /// Thresholds in force when the connection was established.
+    pub limits: proto::Thresholds,
 }
 
 impl Conn {
     /// Connects to `dst` and returns the established connection
-    /// (process context; sleeps).
+    /// (process context; sleeps). `proto` gives the plan: the version of
+    /// the first message, the Receives to post, our private data.
     pub fn establish(
         net: &Net,
         dst: &SockAddr,
         xprt: &dyn Fn() -> XprtRef,
-        max_reqs: u32,
+        proto_state: &Arc<ProtoState>,
         stats: &Arc<ConnStats>,
     ) -> Result<Conn> {
+        let (config, plan) = {
+            let mut p = proto_state.lock();
+            (*p.config(), p.connect())
+        };
+        xprt().set_cwnd(plan.credits.credits, true);
+
         let cm = ConnCm::new(xprt())?;
         let id = CmId::new(net, cm.clone())?;
         id.resolve_addr(None, dst, RESOLVE_TIMEOUT_MS)?;
@@ -431,114 +442,111 @@ impl Conn {
         id.resolve_route(RESOLVE_TIMEOUT_MS)?;
         cm.wait_for(Step::RouteResolved, "route resolution")?;
 
-        let nrecv = max_reqs + RECV_EXTRA;
-        let nsend = max_reqs as usize + 2;
+        let nrecv = config.recv_queue_depth();
+        let nsend = config.max_requests as usize + 2;
         let caps = QpCaps {
             max_send_wr: nsend as u32,
             max_recv_wr: nrecv,
             max_send_sge: 1,
             max_recv_sge: 1,
         };
-        let qp = ConnQp::new(xprt(), nsend, max_reqs, stats.clone())?;
+        let qp = ConnQp::new(xprt(), nsend, nrecv as usize, proto_state.clone(), stats.clone())?;
         let ep = Endpoint::new(id, &caps, PollContext::Workqueue, qp)?;
 
-        // Buffers: Receives are posted before connecting so the peer's
-        // first message has somewhere to land.
-        let mut batch = RecvBatch::new();
-        for i in 0..nrecv {
-            let buf = RecvBuf(DmaBuf::new(ep.pd(), INLINE_DEFAULT, DmaDir::FromDevice, GFP_KERNEL)?);
-            if let Err(b) = batch.push(buf) {
-                ep.qp().post_recv(core::mem::replace(&mut batch, RecvBatch::new()))?;
-                if batch.push(b).is_err() {
-                    return Err(ENOMEM);
-                }
-            }
-            let _ = i;
-        }
-        if !batch.is_empty() {
-            ep.qp().post_recv(batch)?;
-        }
-        {
-            let mut sends = ep.qp().handler().0.sends.lock();
-            for _ in 0..nsend {
-                let buf = DmaBuf::new(ep.pd(), INLINE_DEFAULT, DmaDir::ToDevice, GFP_KERNEL)?;
-                if sends.push(SendBuf { buf, len: 0 }).is_err() {
-                    break;
-                }
+        // Buffers: every Receive buffer and Send buffer of the connection
+        // is allocated and DMA-mapped now; the data path never allocates.
+        let state = &ep.qp().handler().0;
+        for _ in 0..nrecv {
+            let buf = DmaBuf::new(ep.pd(), config.recv_buffer_size() as usize, DmaDir::FromDevice, GFP_KERNEL)?;
+            if state.recvs.lock().push(RecvBuf(buf)).is_err() {
+                break;
             }
         }
+        for _ in 0..nsend {
+            let buf = DmaBuf::new(ep.pd(), config.inline_send as usize, DmaDir::ToDevice, GFP_KERNEL)?;
+            if state.sends.lock().push(SendBuf { buf, len: 0 }).is_err() {
+                break;
+            }
+        }
+        // The peer's first message needs somewhere to land.
+        state.post_receives(ep.qp(), plan.post_receives);
 
-        let ours = PrivateData {
-            remote_invalidate: false,
-            send_size: INLINE_DEFAULT as u32,
-            recv_size: INLINE_DEFAULT as u32,
-        };
-        let mut pd = [0u8; 8];
-        let n = ours.encode(&mut pd).map_err(|_| EINVAL)?;
-        ep.connect(&ConnParam::rpcrdma_client(ep.device(), &pd[..n]))?;
+        let pd = config.private_data_bytes();
+        ep.connect(&ConnParam::rpcrdma_client(ep.device(), &pd))?;
         cm.wait_for(Step::Established, "connection")?;
 
         // RFC 8797: the peer's sizes cap ours; absent or invalid private
-        // data means the version 1 defaults (1024 both ways).
+        // data means the defaults of the version in use.
         let peer = {
             let g = cm.state.lock();
-            pvtdata::decode(&g.peer[..g.peer_len]).or_v1_defaults()
+            pvtdata::decode(&g.peer[..g.peer_len])
         };
-        let limits = Thresholds {
-            send: INLINE_DEFAULT.min(peer.recv_size as usize),
-            recv: INLINE_DEFAULT.min(peer.send_size as usize),
-            remote_invalidate: peer.remote_invalidate,
-        };
-        pr_info!(
-            "connected to {}: RPC-over-RDMA version 1, inline send {} recv {}, {} credits max\n",
-            dst, limits.send, limits.recv, max_reqs
-        );
-        Ok(Conn { ep, limits, protocol: Protocol::V1, max_reqs })
+        let limits = proto_state.lock().established(peer);
+        match plan.protocol {
+            Protocol::V2 => pr_info!(
+                "connected to {}: probing RPC-over-RDMA version 2 (inline send {} recv {}, {} credits max)\n",
+                dst, limits.send, limits.recv, config.max_requests
+            ),
+            Protocol::V1 => pr_info!(
+                "connected to {}: RPC-over-RDMA version 1 (inline send {} recv {}, {} credits max)\n",
+                dst, limits.send, limits.recv, config.max_requests
+            ),
+        }
+        Ok(Conn { ep, limits })
     }
 
-    /// Marshals `rqst` as an inline RDMA_MSG and posts it.
+    /// Marshals `rqst` as an inline RDMA_MSG (v1) or RDMA2_MSG (v2) and
+    /// posts it.
     pub fn send(&self, rqst: &Rqst, stats: &ConnStats) -> Result {
-        let call_len = rqst.call_len();
-        let spec = MsgSpec {
-            xid: u32::from_be(rqst.xid()),
-            credit: self.max_reqs,
-            kind: MsgKind::Msg,
-            flags: Flags::NONE,
-            inv_handle: 0,
-            chunks: ChunkLists::EMPTY,
-        };
-        let hdr_len = spec.encoded_len(self.protocol).ok_or(EINVAL)?;
-        let total = hdr_len.checked_add(call_len).ok_or(EINVAL)?;
-        if total > self.limits.send {
-            // Read chunks come with FRWR; until then a Call that does not
-            // fit inline fails cleanly. (A Reply that may not fit is still
-            // sent: most replies are far smaller than their buffer, and a
-            // server that cannot send one inline answers ERR_CHUNK.)
-            stats.too_big.fetch_add(1, Relaxed);
-            if crate::sunrpc::ratelimit() {
-                pr_err!(
-                    "send: a {}-byte call exceeds the {}-byte inline threshold and Read chunks are not supported yet (-EMSGSIZE)\n",
-                    total,
-                    self.limits.send
-                );
-            }
-            return Err(crate::errno::emsgsize());
-        }
         let q = &self.ep.qp().handler().0;
+        let call_len = rqst.call_len();
+        let xid = u32::from_be(rqst.xid());
+        let plan = q.proto.lock().prepare_call(
+            xid,
+            u32::try_from(call_len).unwrap_or(u32::MAX),
+            u32::try_from(rqst.reply_buflen()).unwrap_or(u32::MAX),
+        );
+        let plan = match plan {
+            Ok(p) => p,
+            Err(CallError::NoCredits) => {
+                stats.no_credits.fetch_add(1, Relaxed);
+                return Err(crate::errno::enobufs());
+            }
+            Err(CallError::NotConnected) => return Err(crate::errno::enotconn()),
+            Err(CallError::TooBig(t)) => {
+                // Read chunks come with FRWR; until then a Call that does
+                // not fit inline fails cleanly.
+                stats.too_big.fetch_add(1, Relaxed);
+                if crate::sunrpc::ratelimit() {
+                    pr_err!(
+                        "send: {:?} of {} bytes exceeds the inline limit of {} and chunks are not supported yet (-EMSGSIZE)\n",
+                        t.direction, t.len, t.limit
+                    );
+                }
+                return Err(crate::errno::emsgsize());
+            }
+        };
+        if plan.probe {
+            pr_info!("sending the RPC-over-RDMA version 2 probe (xid {:#010x})\n", xid);
+        }
         let Some(mut sb) = q.sends.lock().pop() else {
             return Err(crate::errno::enobufs());
         };
         let r = (|| {
             let buf = sb.buf.as_mut_slice();
-            let n = header::encode_msg(buf, self.protocol, &spec).map_err(|_| EINVAL)?;
+            let n = header::encode_msg(buf, plan.protocol, &plan.msg_spec(xid)).map_err(|_| EINVAL)?;
+            let total = n.checked_add(call_len).ok_or(EINVAL)?;
             let body = buf.get_mut(n..total).ok_or(EINVAL)?;
             rqst.copy_call(body)?;
-            Ok(())
+            Ok(total)
         })();
-        if let Err(e) = r {
-            let _ = q.sends.lock().push(sb);
-            return Err(e);
-        }
+        let total = match r {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = q.sends.lock().push(sb);
+                return Err(e);
+            }
+        };
         sb.len = total;
         sb.buf.sync_for_device(total);
         stats.pullup.fetch_add(1, Relaxed);

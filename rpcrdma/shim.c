@@ -31,6 +31,16 @@ void rpcrdma2_shim_unregister_class(void)
 	xprt_unregister_transport(&rpcrdma2_class);
 }
 
+static bool force_v1;
+module_param(force_v1, bool, 0644);
+MODULE_PARM_DESC(force_v1,
+		 "Speak RPC-over-RDMA version 1 only; by default each new connection probes for version 2 first (read at connect)");
+
+bool rpcrdma2_shim_param_force_v1(void)
+{
+	return READ_ONCE(force_v1);
+}
+
 const struct xprt_class *rpcrdma2_shim_class(void)
 {
 	return &rpcrdma2_class;

@@ -26,6 +26,9 @@ struct xprt_class;
 #include <linux/spinlock_types.h>
 
 const struct xprt_class *rpcrdma2_shim_class(void);
+
+/* Module parameters (6.12's Rust module! has none). */
+bool rpcrdma2_shim_param_force_v1(void);
 int rpcrdma2_shim_module_get(void);
 void rpcrdma2_shim_module_put(void);
 

@@ -7,7 +7,8 @@
 //! the send path does not allocate.
 
 use crate::bindings;
-use crate::conn::{Conn, ConnStats};
+use crate::conn::{Conn, ConnStats, ProtoState};
+use crate::proto;
 use crate::sunrpc::xprt::{self, SeqFile, SlotBox, Task, Transport, XprtBox};
 use crate::sunrpc::XprtCreate;
 use core::pin::Pin;
@@ -107,9 +108,11 @@ pub struct RdmaXprt {
     conn: SpinLock<Option<Arc<Conn>>>,
     /// The last connect attempt failed: back off before the next.
     connect_failed: AtomicBool,
-    max_reqs: u16,
     stats: Stats,
     conn_stats: Arc<ConnStats>,
+    /// Protocol state: negotiation, credits, thresholds (survives
+    /// reconnects; shared with the connection's handlers).
+    proto: Arc<ProtoState>,
 }
 
 impl RdmaXprt {
@@ -119,10 +122,24 @@ impl RdmaXprt {
             free <- new_spinlock!(FreeList::full(max_reqs)?, "rpcrdma2_free_slots"),
             conn <- new_spinlock!(None, "rpcrdma2_conn"),
             connect_failed: AtomicBool::new(false),
-            max_reqs,
             stats: Stats::default(),
             conn_stats: Arc::new(ConnStats::default(), GFP_KERNEL)?,
+            proto: Arc::pin_init(new_spinlock!(proto::Transport::new(Self::config(max_reqs))), GFP_KERNEL)?,
         }? Error)
+    }
+
+    /// The protocol configuration, from the module parameters.
+    fn config(max_reqs: u16) -> proto::Config {
+        proto::Config {
+            policy: if crate::sunrpc::param_force_v1() {
+                proto::VersionPolicy::ForceV1
+            } else {
+                proto::VersionPolicy::TryV2
+            },
+            max_requests: max_reqs.into(),
+            ..proto::Config::DEFAULT
+        }
+        .validated()
     }
 
     fn new_slots(n: u16) -> Result<KVec<Pin<KBox<SlotBox<Slot>>>>> {
@@ -163,6 +180,13 @@ impl RdmaXprt {
         if let Some(conn) = conn {
             conn.disconnect();
             drop(conn);
+            // The next connection starts with an empty congestion window.
+            for slot in self.slots.iter() {
+                slot.rqst().reset_cong();
+            }
+            if self.proto.lock().disconnected() == proto::ProbeLoss::NowV1Only {
+                pr_info!("the server lost two version 2 probes in a row: using version 1 from now on\n");
+            }
         }
     }
 
@@ -314,7 +338,7 @@ impl Transport for RdmaXprt {
             c.pullup.load(Relaxed),
             s.hardway.load(Relaxed),
             s.failed_marshal.load(Relaxed),
-            c.bad_reply.load(Relaxed),
+            this.data.proto.lock().stats().bad_reply,
             s.empty_sendq.load(Relaxed),
         );
     }
@@ -341,7 +365,7 @@ impl Transport for RdmaXprt {
                 xprt.net(),
                 &dst,
                 &|| this.xprt_ref(),
-                u32::from(this.data.max_reqs),
+                &this.data.proto,
                 &this.data.conn_stats,
             )
         });
@@ -350,9 +374,8 @@ impl Transport for RdmaXprt {
             Ok(conn) => {
                 *this.data.conn.lock() = Some(conn);
                 this.data.connect_failed.store(false, Relaxed);
+                // (The window was reset to one credit before connecting.)
                 xprt.record_connect();
-                // RFC 8166 §3.3.3: one credit until the server grants more.
-                xprt.set_cwnd(1, true);
                 xprt.set_connected();
                 EAGAIN.to_errno()
             }
@@ -371,8 +394,8 @@ impl Transport for RdmaXprt {
         let limit = this
             .data
             .current_conn()
-            .map_or(crate::conn::INLINE_DEFAULT, |c| c.limits.send.min(c.limits.recv));
-        limit.min(kernel::page::PAGE_SIZE).saturating_sub(28)
+            .map_or(proto::Config::DEFAULT.inline_send, |c| c.limits.send.min(c.limits.recv));
+        (limit as usize).min(kernel::page::PAGE_SIZE).saturating_sub(28)
     }
 
     fn bc_num_slots(_this: &XprtBox<Self>) -> u32 {

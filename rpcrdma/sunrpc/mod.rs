@@ -53,6 +53,12 @@ impl Drop for ClassRegistration {
     }
 }
 
+/// The `force_v1` module parameter (defined in `shim.c`).
+pub fn param_force_v1() -> bool {
+    // SAFETY: FFI call without preconditions.
+    unsafe { bindings::rpcrdma2_shim_param_force_v1() }
+}
+
 /// Whether a rate-limited message may be printed now (`printk_ratelimit`).
 pub fn ratelimit() -> bool {
     // SAFETY: the name is a NUL-terminated static string.

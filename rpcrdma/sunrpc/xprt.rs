@@ -354,6 +354,26 @@ impl Rqst {
         self.complete(xprt, 0);
     }
 
+    /// Lets the next transmission of this request through the
+    /// same-connection retransmit check: used when the server rejected
+    /// the previous one without executing it (the v2 probe answered by
+    /// ERR_VERS), so credit accounting is not at stake.
+    pub fn allow_resend(&self, xprt: &Xprt) {
+        // SAFETY: the rqst is alive and pinned; its task waits for the
+        // reply, so no transmission races with this store.
+        unsafe { (*self.raw()).rq_connect_cookie = xprt.connect_cookie().wrapping_sub(1) };
+    }
+
+    /// Forgets the request's congestion-window slot: credits are valid for
+    /// one connection only, and the next connection starts with `cong = 0`
+    /// (RFC 8166 §3.3.3). Without this, releasing the slot later would
+    /// underflow `xprt->cong` and block every send.
+    pub fn reset_cong(&self) {
+        // SAFETY: the rqst is alive (slots live as long as the transport);
+        // called from close, under XPRT_LOCKED, as the C client does.
+        unsafe { (*self.raw()).rq_cong = 0 };
+    }
+
     /// The connect cookie recorded when the request was last sent.
     pub fn connect_cookie(&self) -> u32 {
         // SAFETY: the rqst is alive (type invariant).

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# integration-test: rpcrdma2 reconnect: disconnects injected during I/O (fail_sunrpc), I/O completes
+#
+# Client script for tools/testing/vm/run.sh. SUNRPC's fault injection
+# (debugfs fail_sunrpc, CONFIG_FAIL_SUNRPC) calls the transport's
+# inject_disconnect op, which rdma_disconnect()s the connection; the
+# transport must see the disconnect, close, reconnect and retransmit.
+#   1. NFSv3 and NFSv4.1: while a file is copied in, three disconnects are
+#      injected; the copy completes and reads back identical;
+#   2. rpcrdma2 logged the injected disconnects and connected again, and
+#      the reconnects started in version 1 (the server is remembered as
+#      version-1-only: no second probe on the same transport);
+#   3. mountstats counts more than one connect.
+
+set -euo pipefail
+# shellcheck source=../vm/guest/lib.sh
+. "$TESTBED_LIB"
+
+KO=$SRC/rpcrdma2.ko
+MNT=/mnt/nfs
+F=/sys/kernel/debug/fail_sunrpc
+[ -f "$KO" ] || tb_die "$KO is not built (make modules)"
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+[ -d "$F" ] || tb_die "no $F: the kernel lacks CONFIG_FAIL_SUNRPC"
+
+head -c 3000000 /dev/urandom >/tmp/ref
+tb_step "insmod rpcrdma2.ko" insmod "$KO"
+
+inject() { # N: inject N disconnects, one every 200 transmissions (quietly:
+	# verbose fault injection prints a stack trace per fault)
+	echo 0 >"$F/verbose"
+	echo 0 >"$F/probability"
+	echo 200 >"$F/interval"
+	echo "$1" >"$F/times"
+	echo 100 >"$F/probability"
+}
+
+for vers in 3 4.1; do
+	tb_log "=== vers=$vers"
+	dmesg -C
+	tb_mount "$vers" rdma "$MNT" rsize=1024,wsize=1024
+	ls "$MNT" >/dev/null
+	inject 3
+	tb_step "copy 3 MB while disconnects are injected" timeout 300 cp /tmp/ref "$MNT/ref"
+	sync
+	echo 0 >"$F/probability"
+	tb_umount "$MNT"
+	tb_drop_caches
+	tb_mount "$vers" rdma "$MNT" rsize=1024,wsize=1024
+	cmp /tmp/ref "$MNT/ref" || tb_die "vers=$vers: data differs after reconnects"
+	n=$(dmesg | grep -c "rpcrdma2: inject_disconnect: disconnecting" || true)
+	((n >= 1)) || tb_die "vers=$vers: no disconnect was injected"
+	c=$(dmesg | grep -c "rpcrdma2: connected to" || true)
+	((c >= 3)) || tb_die "vers=$vers: expected reconnects, saw $c connects for $n injected disconnects"
+	probes=$(dmesg | grep -c "version 2 probe (xid" || true)
+	tb_log "vers=$vers: $n disconnects injected, $c connects (both mounts), $probes probes"
+	connects=$(awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $5; exit}' /proc/self/mountstats)
+	rm "$MNT/ref"
+	tb_umount "$MNT"
+	((probes <= 2)) || tb_die "vers=$vers: a reconnect probed for version 2 again ($probes probes for 2 mounts)"
+	tb_log "vers=$vers: I/O completed across the injected disconnects (second mount: $connects connect(s))"
+done
+tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
+tb_log "rpcrdma2 reconnect: all checks passed"
