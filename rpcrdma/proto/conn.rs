@@ -301,7 +301,11 @@ impl Transport {
         // smaller than their buffer (READLINK, READDIR, GETACL), and one
         // that really does not fit comes back as ERR_CHUNK, which fails
         // just that RPC. With chunks, this check picks the Reply chunk.
-        let reply_buflen = if self.config.max_segs == 0 { 0 } else { reply_buflen };
+        let reply_buflen = if self.config.max_segs == 0 {
+            0
+        } else {
+            reply_buflen
+        };
         if let Err(too_big) = self.thresholds.fit(call_len, reply_buflen) {
             let v1 = Thresholds::new(&self.config, &self.peer, Protocol::V1, false);
             if self.neg.phase() == (Phase::Probing { probe: None })
