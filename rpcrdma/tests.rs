@@ -70,6 +70,7 @@ const _: () = {
 kunit_suite!(rpcrdma2_xprt {
     create_formats_ipv4_addresses,
     slots_cycle_through_ops_table,
+    connect_timeout_shortens_rpc_timeout,
 });
 
 fn test_xprt() -> Result<(core::pin::Pin<kernel::alloc::KBox<sunrpc::TestCreateArgs>>, Unpublished<RdmaXprt>), TestFailure> {
@@ -103,6 +104,22 @@ fn slots_cycle_through_ops_table() -> TestResult {
         kassert!(x.cycle_slot());
     }
     kassert_eq!(x.get().data.free_slots(), usize::from(crate::transport::DEFAULT_MAX_REQUESTS));
+    Ok(())
+}
+
+/// set_connect_timeout: a shorter connect timeout shortens the RPC timeout
+/// (not below 10 s) and caps the reconnect back-off; a longer one changes
+/// nothing.
+fn connect_timeout_shortens_rpc_timeout() -> TestResult {
+    let hz = kernel::bindings::HZ as usize;
+    let (_args, x) = test_xprt()?;
+    kassert_eq!(x.timeouts(), (60 * hz, 60 * hz, 60 * hz));
+    x.set_connect_timeout(120 * hz, 120 * hz);
+    kassert_eq!(x.timeouts(), (60 * hz, 60 * hz, 60 * hz));
+    x.set_connect_timeout(3 * hz, 30 * hz);
+    kassert_eq!(x.timeouts(), (10 * hz, 3 * hz, 30 * hz));
+    x.set_connect_timeout(20 * hz, 20 * hz);
+    kassert_eq!(x.timeouts(), (10 * hz, 3 * hz, 20 * hz));
     Ok(())
 }
 

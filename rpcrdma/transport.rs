@@ -318,7 +318,11 @@ impl Transport for RdmaXprt {
         this.xprt().disconnect_done();
     }
 
-    fn set_connect_timeout(_this: &XprtBox<Self>, _connect: usize, _reconnect: usize) {}
+    fn set_connect_timeout(this: &XprtBox<Self>, connect: usize, reconnect: usize) {
+        // As the C client: the RPC timeout never drops below twice the
+        // initial reconnect delay.
+        this.apply_connect_timeout(connect, reconnect, 2 * REESTABLISH_TIMEOUT_S * hz());
+    }
 
     fn print_stats(this: &XprtBox<Self>, seq: &mut SeqFile<'_>) {
         use core::fmt::Write;

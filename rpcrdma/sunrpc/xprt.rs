@@ -620,6 +620,9 @@ pub struct XprtBox<T: Transport> {
     connect_work: Opaque<bindings::delayed_work>,
     /// Live [`XprtRef`]s; `destroy` waits for zero before freeing.
     refs: AtomicUsize,
+    /// A per-transport copy of the RPC timeout once `set_connect_timeout`
+    /// shortened it (`xprt->timeout` then points here).
+    timeout: Opaque<bindings::rpc_timeout>,
     /// The transport's state.
     pub data: T,
 }
@@ -761,6 +764,8 @@ impl<T: Transport> XprtBox<T> {
             format_addresses(x)?;
             bindings::rpcrdma2_shim_init_connect_work((*this).connect_work.get());
             addr_of_mut!((*this).refs).write(AtomicUsize::new(0));
+            // (`timeout` is plain data, zeroed by xprt_alloc, unused until
+            // set_connect_timeout.)
             // In place: the box never moves until xprt_free().
             init.__pinned_init(addr_of_mut!((*this).data))?;
             // A promoted constant: `'static`, like the C transports' tables.
@@ -778,6 +783,34 @@ impl<T: Transport> XprtBox<T> {
             NonNull::from(&self.xprt).cast(),
             NonNull::from(&self.refs),
         )
+    }
+
+    /// `set_connect_timeout` as the C transports implement it: a shorter
+    /// connect timeout also shortens the RPC timeout (to no less than
+    /// `min_initval`, using a per-transport copy), and the reconnect
+    /// back-off is capped at `reconnect`. Jiffies; under transport_lock.
+    pub fn apply_connect_timeout(&self, connect: usize, reconnect: usize, min_initval: usize) {
+        let x = self.xprt.as_raw();
+        // SAFETY: the xprt is alive; these fields are protected by
+        // transport_lock, held across the update; `self.timeout` lives as
+        // long as the xprt, so `xprt->timeout` may point at it.
+        unsafe {
+            let lock = addr_of_mut!((*x).transport_lock);
+            bindings::rpcrdma2_shim_spin_lock(lock);
+            if connect < (*x).connect_timeout {
+                let mut to = *(*x).timeout;
+                let initval = connect.max(min_initval);
+                to.to_initval = initval;
+                to.to_maxval = initval;
+                self.timeout.get().write(to);
+                (*x).timeout = self.timeout.get();
+                (*x).connect_timeout = connect;
+            }
+            if reconnect < (*x).max_reconnect_timeout {
+                (*x).max_reconnect_timeout = reconnect;
+            }
+            bindings::rpcrdma2_shim_spin_unlock(lock);
+        }
     }
 
     /// The cookie identifying this transport to `xprt_lock_connect`.
@@ -845,6 +878,26 @@ impl<T: Transport> Unpublished<T> {
                 return None;
             }
             core::ffi::CStr::from_ptr(p.cast()).to_str().ok()
+        }
+    }
+
+    /// Calls the ops table's `set_connect_timeout`.
+    pub fn set_connect_timeout(&self, connect: usize, reconnect: usize) {
+        // SAFETY: the ops table was installed by `create`; the xprt is ours.
+        unsafe {
+            if let Some(f) = (*(*self.0.as_ptr()).ops).set_connect_timeout {
+                f(self.0.as_ptr(), connect, reconnect);
+            }
+        }
+    }
+
+    /// `(timeout->to_initval, connect_timeout, max_reconnect_timeout)`.
+    pub fn timeouts(&self) -> (usize, usize, usize) {
+        // SAFETY: the xprt is ours and alive; `timeout` points to a static
+        // or to the transport's own copy.
+        unsafe {
+            let x = self.0.as_ptr();
+            ((*(*x).timeout).to_initval, (*x).connect_timeout, (*x).max_reconnect_timeout)
         }
     }
 
