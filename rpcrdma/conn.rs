@@ -328,7 +328,13 @@ impl QpState {
             }
             Reply::Fail { xid, errno, cause } => {
                 if crate::sunrpc::ratelimit() {
-                    pr_err!("reply: xid {:#010x} failed ({}): {:?}\n", xid, errno.to_kernel(), cause);
+                    if cause == proto::Cause::RdmaError(crate::xdr::header::ErrorBody::BadXdr) {
+                        // v1 ERR_CHUNK: typically a Reply larger than the
+                        // server's inline threshold, and no Reply chunk.
+                        pr_err!("reply: server answered ERR_CHUNK (xid {:#010x}): the reply does not fit inline and Write/Reply chunks are not supported yet ({})\n", xid, errno.to_kernel());
+                    } else {
+                        pr_err!("reply: xid {:#010x} failed ({}): {:?}\n", xid, errno.to_kernel(), cause);
+                    }
                 }
                 let _ = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
                     rqst.fail(&self.xprt, errno.to_kernel())
