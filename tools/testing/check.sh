@@ -4,7 +4,7 @@
 # make check: every test of the project, in dependency order, with timings.
 #
 #   check.sh                 all phases
-#   check.sh PHASE...        only these (host kernel module kunit integration)
+#   check.sh PHASE...        only these (kernel host module kunit integration)
 #
 # A phase whose prerequisite phase failed is reported as failed too (never
 # silently skipped).  Ends with a "N passed, N failed" line; exits non-zero
@@ -14,7 +14,10 @@ set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$RPCRDMA2_TOP"
 
-ALL=(host kernel module kunit integration)
+# The kernel phase comes first: it installs the toolchain and unpacks the
+# kernel source, whose tools/testing/kunit/kunit.py the host phase's KTAP
+# checker self-test needs on a cold machine.
+ALL=(kernel host module kunit integration)
 declare -A needs=([module]=kernel [kunit]=module [integration]=module)
 declare -A status=() took=()
 
