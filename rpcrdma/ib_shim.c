@@ -7,6 +7,7 @@
  * Nothing here has policy; the safe wrappers are in rpcrdma/ib/.
  */
 #include <linux/inetdevice.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/netdevice.h>
 #include <net/net_namespace.h>
@@ -143,4 +144,72 @@ int rpcrdma2_shim_port_ipv4(struct ib_device *dev, u32 port, __be32 *addr)
 
 	dev_put(ndev);
 	return ret;
+}
+
+int rpcrdma2_shim_dereg_mr(struct ib_mr *mr)
+{
+	return ib_dereg_mr(mr);
+}
+
+void rpcrdma2_shim_update_fast_reg_key(struct ib_mr *mr, u8 newkey)
+{
+	ib_update_fast_reg_key(mr, newkey);
+}
+
+void rpcrdma2_shim_sg_init_table(struct scatterlist *sg, unsigned int nents)
+{
+	sg_init_table(sg, nents);
+}
+
+void rpcrdma2_shim_sg_set_page(struct scatterlist *sg, struct page *page,
+			       unsigned int len, unsigned int offset)
+{
+	sg_set_page(sg, page, len, offset);
+}
+
+int rpcrdma2_shim_sg_set_buf(struct scatterlist *sg, const void *buf,
+			     unsigned int len)
+{
+	if (!virt_addr_valid(buf))
+		return -EINVAL;
+	sg_set_buf(sg, buf, len);
+	return 0;
+}
+
+int rpcrdma2_shim_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
+			     int nents, enum dma_data_direction dir)
+{
+	return ib_dma_map_sg(dev, sg, nents, dir);
+}
+
+void rpcrdma2_shim_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
+				int nents, enum dma_data_direction dir)
+{
+	ib_dma_unmap_sg(dev, sg, nents, dir);
+}
+
+int rpcrdma2_shim_map_mr_sg(struct ib_mr *mr, struct scatterlist *sg,
+			    int sg_nents)
+{
+	return ib_map_mr_sg(mr, sg, sg_nents, NULL, PAGE_SIZE);
+}
+
+struct page *rpcrdma2_shim_alloc_page(void)
+{
+	return alloc_page(GFP_KERNEL | __GFP_ZERO);
+}
+
+void rpcrdma2_shim_free_page(struct page *page)
+{
+	__free_page(page);
+}
+
+void *rpcrdma2_shim_page_address(struct page *page)
+{
+	return page_address(page);
+}
+
+unsigned long rpcrdma2_shim_page_size(void)
+{
+	return PAGE_SIZE;
 }

@@ -12,6 +12,7 @@
 #define RPCRDMA2_IB_SHIM_H
 
 #include <linux/dma-direction.h>
+#include <linux/scatterlist.h>
 #include <linux/types.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/rdma_cm.h>
@@ -74,5 +75,27 @@ void rpcrdma2_rs_ib_remove_one(struct ib_device *dev, void *client_data);
  * no netdev, -EADDRNOTAVAIL when the netdev has no IPv4 address.
  */
 int rpcrdma2_shim_port_ipv4(struct ib_device *dev, u32 port, __be32 *addr);
+
+/* FRWR (rpcrdma/ib/mr.rs): static inlines around memory registration. */
+int rpcrdma2_shim_dereg_mr(struct ib_mr *mr);
+void rpcrdma2_shim_update_fast_reg_key(struct ib_mr *mr, u8 newkey);
+void rpcrdma2_shim_sg_init_table(struct scatterlist *sg, unsigned int nents);
+void rpcrdma2_shim_sg_set_page(struct scatterlist *sg, struct page *page,
+			       unsigned int len, unsigned int offset);
+/* sg_set_buf(): @buf must be in the linear map (kmalloc, not vmalloc). */
+int rpcrdma2_shim_sg_set_buf(struct scatterlist *sg, const void *buf,
+			     unsigned int len);
+int rpcrdma2_shim_dma_map_sg(struct ib_device *dev, struct scatterlist *sg,
+			     int nents, enum dma_data_direction dir);
+void rpcrdma2_shim_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
+				int nents, enum dma_data_direction dir);
+/* ib_map_mr_sg() with a NULL offset and PAGE_SIZE pages. */
+int rpcrdma2_shim_map_mr_sg(struct ib_mr *mr, struct scatterlist *sg,
+			    int sg_nents);
+/* One zeroed page and its kernel address (the KUnit page-list test). */
+struct page *rpcrdma2_shim_alloc_page(void);
+void rpcrdma2_shim_free_page(struct page *page);
+void *rpcrdma2_shim_page_address(struct page *page);
+unsigned long rpcrdma2_shim_page_size(void);
 
 #endif /* RPCRDMA2_IB_SHIM_H */

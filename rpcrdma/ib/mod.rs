@@ -12,6 +12,8 @@
 //!   passive side, socket addresses, connection parameters.
 //! - [`verbs`]: protection domain ([`verbs::Pd`]) and completion queues.
 //! - [`dma`]: kmalloc'ed buffers DMA-mapped for one device ([`dma::DmaBuf`]).
+//! - [`mr`]: FRWR memory regions ([`mr::Mr`], [`mr::MrPool`]), their
+//!   state machine, synchronous and asynchronous invalidation.
 //! - [`qp`]: an RC queue pair with its CQs and PD on a connected id
 //!   ([`qp::Endpoint`]), posting Receives and Send chains, completions
 //!   delivered to a Rust [`qp::QpHandler`] with the posted context.
@@ -24,9 +26,12 @@ use kernel::types::Opaque;
 pub mod client;
 pub mod cm;
 pub mod dma;
+pub mod mr;
 pub mod qp;
 pub mod verbs;
 
+#[cfg(CONFIG_KUNIT)]
+mod mr_tests;
 #[cfg(CONFIG_KUNIT)]
 mod tests;
 

@@ -38,6 +38,7 @@
 
 use super::cm::{CmHandler, CmId, ConnParam};
 use super::dma::DmaBuf;
+use super::mr::{Mr, MrOp};
 use super::verbs::{Cq, Pd, PollContext};
 use super::{errno, Device};
 use crate::bindings;
@@ -255,6 +256,15 @@ pub trait SendCtx: Send + 'static {
     fn sges<'a>(&'a self, _sges: &mut SgeList<'_, 'a>) -> Result {
         Ok(())
     }
+
+    /// The memory region a [`SendOp::RegMr`] registers or a
+    /// [`SendOp::LocalInv`] invalidates (none by default). The MR lives in
+    /// the context, so it stays allocated until the WR came back; the
+    /// completion path moves it through its state machine (see
+    /// [`super::mr`]) before [`QpHandler::send_done`] sees the context.
+    fn mr(&self) -> Option<&Mr> {
+        None
+    }
 }
 
 /// Receives the contexts of completed work requests.
@@ -295,14 +305,34 @@ pub enum SendOp {
         /// The rkey to invalidate at the peer.
         rkey: u32,
     },
+    /// `IB_WR_REG_MR` (FRWR) of the context's [`SendCtx::mr`], which must
+    /// be mapped ([`super::mr::MrState::Mapped`]).
+    RegMr,
+    /// `IB_WR_LOCAL_INV` of the context's [`SendCtx::mr`], which must be
+    /// registered ([`super::mr::MrState::Registered`]).
+    LocalInv,
+    /// `IB_WR_RDMA_WRITE` of the context's SGEs to the peer's memory.
+    RdmaWrite {
+        /// The peer's address (an MR's iova-based offset).
+        remote_addr: u64,
+        /// The peer's rkey.
+        rkey: u32,
+    },
+    /// `IB_WR_RDMA_READ` of the peer's memory into the context's SGEs
+    /// (needs `initiator_depth` > 0 in the [`super::cm::ConnParam`] and
+    /// buffers mapped [`super::dma::DmaDir::FromDevice`]).
+    RdmaRead {
+        /// The peer's address.
+        remote_addr: u64,
+        /// The peer's rkey.
+        rkey: u32,
+    },
 }
 
 /// One Send-queue WR: an operation, its flags and its context.
 ///
-/// Later operations (FRWR `IB_WR_REG_MR`, `IB_WR_LOCAL_INV`) become new
-/// [`SendOp`] variants; the scratch space a post builds WRs in already
-/// has room for an `ib_reg_wr`, and a [`SendChain`] posts REG_MRs and the
-/// Send behind them in one `ib_post_send()`.
+/// A [`SendChain`] posts FRWR REG_MRs and the Send behind them in one
+/// `ib_post_send()`, or a chain of LOCAL_INVs.
 pub struct SendWr<C> {
     ctx: C,
     op: SendOp,
@@ -324,6 +354,46 @@ impl<C: SendCtx> SendWr<C> {
         SendWr {
             ctx,
             op: SendOp::SendWithInv { rkey },
+            flags: 0,
+        }
+    }
+
+    /// An unsignalled FRWR `IB_WR_REG_MR` of `ctx.mr()` (see
+    /// [`super::mr`]); chain it in front of the Send that carries the
+    /// rkey.
+    pub fn reg_mr(ctx: C) -> Self {
+        SendWr {
+            ctx,
+            op: SendOp::RegMr,
+            flags: 0,
+        }
+    }
+
+    /// An unsignalled `IB_WR_LOCAL_INV` of `ctx.mr()`.
+    pub fn local_inv(ctx: C) -> Self {
+        SendWr {
+            ctx,
+            op: SendOp::LocalInv,
+            flags: 0,
+        }
+    }
+
+    /// An unsignalled RDMA Write of the context's SGEs to `remote_addr`
+    /// under the peer's `rkey`.
+    pub fn rdma_write(ctx: C, remote_addr: u64, rkey: u32) -> Self {
+        SendWr {
+            ctx,
+            op: SendOp::RdmaWrite { remote_addr, rkey },
+            flags: 0,
+        }
+    }
+
+    /// An unsignalled RDMA Read from the peer's `remote_addr`/`rkey` into
+    /// the context's SGEs.
+    pub fn rdma_read(ctx: C, remote_addr: u64, rkey: u32) -> Self {
+        SendWr {
+            ctx,
+            op: SendOp::RdmaRead { remote_addr, rkey },
             flags: 0,
         }
     }
@@ -450,6 +520,25 @@ impl<C: RecvCtx> Default for RecvBatch<C> {
 union SendWrBuf {
     send: bindings::ib_send_wr,
     reg: bindings::ib_reg_wr,
+    rdma: bindings::ib_rdma_wr,
+}
+
+/// A Send-ring slot: the context and the MR operation its WR started
+/// (set only when the post moved the MR's state, so only that WR's
+/// completion moves it on).
+struct SendSlot<C> {
+    ctx: C,
+    mr_op: Option<MrOp>,
+}
+
+impl<C: SendCtx> SendSlot<C> {
+    /// Finishes the MR operation, if any, and gives the context back.
+    fn finish(self, c: &Completion<'_>) -> C {
+        if let (Some(op), Some(mr)) = (self.mr_op, self.ctx.mr()) {
+            mr.end_op(op, c);
+        }
+        self.ctx
+    }
 }
 
 /// The lock-protected part of a ring.
@@ -572,7 +661,7 @@ pub struct Qp<Q: QpHandler> {
     send_cqes: KVec<Opaque<bindings::ib_cqe>>,
     recv_cqes: KVec<Opaque<bindings::ib_cqe>>,
     #[pin]
-    send: SpinLock<RingState<Q::SendCtx, SendWrBuf>>,
+    send: SpinLock<RingState<SendSlot<Q::SendCtx>, SendWrBuf>>,
     #[pin]
     recv: SpinLock<RingState<Q::RecvCtx, bindings::ib_recv_wr>>,
 }
@@ -825,16 +914,46 @@ impl<Q: QpHandler> Qp<Q> {
                 else {
                     return Err(EINVAL);
                 };
-                *dst = Some(wr.ctx);
+                *dst = Some(SendSlot {
+                    ctx: wr.ctx,
+                    mr_op: None,
+                });
                 filled = i + 1;
-                let Some(ctx) = dst.as_ref() else {
+                let Some(SendSlot { ctx, mr_op }) = dst.as_mut() else {
                     return Err(EINVAL);
                 };
                 let max = st.max_sge;
                 let sges = st.sges.get_mut(sge_at..sge_at + max).ok_or(EINVAL)?;
                 let sg_list = sges.as_mut_ptr();
                 let mut list = SgeList::new(sges, &self.pd);
-                ctx.sges(&mut list)?;
+                // REG_MR and LOCAL_INV carry no SGEs; they move the
+                // context's MR to RegPosted/InvPosted (and record that in
+                // the slot, so that only this WR's completion moves it on).
+                let mut reg = None;
+                let mut inv_rkey = 0;
+                match op {
+                    SendOp::RegMr => {
+                        let mr = ctx.mr().ok_or_else(|| {
+                            pr_err!("post_send: REG_MR without an MR in its context (-EINVAL)\n");
+                            EINVAL
+                        })?;
+                        if !core::ptr::eq(&**mr.pd(), &*self.pd) {
+                            pr_err!("post_send: REG_MR of an MR of another PD (-EINVAL)\n");
+                            return Err(EINVAL);
+                        }
+                        reg = Some(mr.begin_reg()?);
+                        *mr_op = Some(MrOp::Reg);
+                    }
+                    SendOp::LocalInv => {
+                        let mr = ctx.mr().ok_or_else(|| {
+                            pr_err!("post_send: LOCAL_INV without an MR in its context (-EINVAL)\n");
+                            EINVAL
+                        })?;
+                        inv_rkey = mr.begin_inv()?;
+                        *mr_op = Some(MrOp::Inv);
+                    }
+                    _ => ctx.sges(&mut list)?,
+                }
                 let num_sge = list.len as i32;
                 sge_at += max;
                 let next = if i + 1 < n {
@@ -844,31 +963,58 @@ impl<Q: QpHandler> Qp<Q> {
                 } else {
                     core::ptr::null_mut()
                 };
+                let no_ex = bindings::ib_send_wr__bindgen_ty_2::default();
                 let (opcode, ex) = match op {
-                    SendOp::Send => (
-                        bindings::ib_wr_opcode_IB_WR_SEND,
-                        bindings::ib_send_wr__bindgen_ty_2::default(),
-                    ),
+                    SendOp::Send => (bindings::ib_wr_opcode_IB_WR_SEND, no_ex),
                     SendOp::SendWithInv { rkey } => (
                         bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV,
                         bindings::ib_send_wr__bindgen_ty_2 {
                             invalidate_rkey: rkey,
                         },
                     ),
+                    SendOp::RegMr => (bindings::ib_wr_opcode_IB_WR_REG_MR, no_ex),
+                    SendOp::LocalInv => (
+                        bindings::ib_wr_opcode_IB_WR_LOCAL_INV,
+                        bindings::ib_send_wr__bindgen_ty_2 {
+                            invalidate_rkey: inv_rkey,
+                        },
+                    ),
+                    SendOp::RdmaWrite { .. } => (bindings::ib_wr_opcode_IB_WR_RDMA_WRITE, no_ex),
+                    SendOp::RdmaRead { .. } => (bindings::ib_wr_opcode_IB_WR_RDMA_READ, no_ex),
+                };
+                let wr = bindings::ib_send_wr {
+                    next,
+                    __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
+                        wr_cqe: cqe.get(),
+                    },
+                    sg_list,
+                    num_sge,
+                    opcode,
+                    send_flags: flags,
+                    ex,
                 };
                 let buf = st.wrs.get_mut(i).ok_or(EINVAL)?;
-                *buf = SendWrBuf {
-                    send: bindings::ib_send_wr {
-                        next,
-                        __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
-                            wr_cqe: cqe.get(),
+                *buf = match (op, reg) {
+                    (SendOp::RegMr, Some(r)) => SendWrBuf {
+                        reg: bindings::ib_reg_wr {
+                            wr,
+                            mr: r.mr,
+                            key: r.key,
+                            access: r.access,
                         },
-                        sg_list,
-                        num_sge,
-                        opcode,
-                        send_flags: flags,
-                        ex,
                     },
+                    (
+                        SendOp::RdmaWrite { remote_addr, rkey }
+                        | SendOp::RdmaRead { remote_addr, rkey },
+                        _,
+                    ) => SendWrBuf {
+                        rdma: bindings::ib_rdma_wr {
+                            wr,
+                            remote_addr,
+                            rkey,
+                        },
+                    },
+                    _ => SendWrBuf { send: wr },
                 };
             }
             let first = st.wrs.as_ptr().cast::<bindings::ib_send_wr>();
@@ -891,7 +1037,8 @@ impl<Q: QpHandler> Qp<Q> {
         })();
         // Contexts not posted: those still in the chain, and those moved to
         // slots beyond the head.
-        let mut back: [Option<Q::SendCtx>; MAX_SEND_CHAIN] = core::array::from_fn(|_| None);
+        let mut back: [Option<SendSlot<Q::SendCtx>>; MAX_SEND_CHAIN] =
+            core::array::from_fn(|_| None);
         if res.is_err() {
             let cap = st.cap();
             for i in posted..filled {
@@ -902,9 +1049,12 @@ impl<Q: QpHandler> Qp<Q> {
             }
         }
         drop(guard);
-        let left = chain.wrs.iter_mut().filter_map(|w| w.take()).map(|w| w.ctx);
-        for c in Iterator::chain(back.iter_mut().filter_map(|c| c.take()), left) {
-            self.handler.send_done(self, c, Completion::Aborted);
+        for slot in back.iter_mut().filter_map(|c| c.take()) {
+            let ctx = slot.finish(&Completion::Aborted);
+            self.handler.send_done(self, ctx, Completion::Aborted);
+        }
+        for wr in chain.wrs.iter_mut().filter_map(|w| w.take()) {
+            self.handler.send_done(self, wr.ctx, Completion::Aborted);
         }
         res
     }
@@ -930,11 +1080,14 @@ impl<Q: QpHandler> Qp<Q> {
         }
         loop {
             let popped = self.send.lock().pop();
-            let Some((slot, ctx)) = popped else { return };
+            let Some((slot, s)) = popped else { return };
             if slot == idx {
-                self.handler.send_done(self, ctx, Completion::Done(wc));
+                let c = Completion::Done(wc);
+                let ctx = s.finish(&c);
+                self.handler.send_done(self, ctx, c);
                 return;
             }
+            let ctx = s.finish(&Completion::Retired);
             self.handler.send_done(self, ctx, Completion::Retired);
         }
     }
@@ -979,12 +1132,13 @@ impl<Q: QpHandler> Qp<Q> {
     fn sweep(&self, sends_retired: bool) {
         loop {
             let popped = self.send.lock().pop();
-            let Some((_, ctx)) = popped else { break };
+            let Some((_, s)) = popped else { break };
             let c = if sends_retired {
                 Completion::Retired
             } else {
                 Completion::Aborted
             };
+            let ctx = s.finish(&c);
             self.handler.send_done(self, ctx, c);
         }
         loop {

@@ -37,7 +37,7 @@ kunit_suite!(rpcrdma2_ib {
 });
 
 /// How long any one step may take (TCG guests are slow).
-const STEP_MS: u32 = 10_000;
+pub(super) const STEP_MS: u32 = 10_000;
 
 /// Reports a failed step with its error and fails the case.
 macro_rules! step {
@@ -56,9 +56,10 @@ macro_rules! step {
         }
     };
 }
+pub(super) use step;
 
 /// The first RDMA device and the IPv4 address of its port 1 netdev.
-fn device_and_ip() -> core::result::Result<(DeviceRef, [u8; 4]), Failure> {
+pub(super) fn device_and_ip() -> core::result::Result<(DeviceRef, [u8; 4]), Failure> {
     let devs = step!(client::devices(), "listing RDMA devices");
     let Some(dev) = devs.into_iter().next() else {
         kernel::kunit::err(format_args!(
@@ -82,7 +83,7 @@ fn device_and_ip() -> core::result::Result<(DeviceRef, [u8; 4]), Failure> {
 
 /// An rdma_cm event, copied out of the handler.
 #[derive(Debug, PartialEq)]
-enum Seen {
+pub(super) enum Seen {
     AddrResolved,
     RouteResolved,
     Established(KVec<u8>),
@@ -94,7 +95,7 @@ enum Seen {
 
 /// Records CM events and lets the test wait for them.
 #[pin_data]
-struct CmLog {
+pub(super) struct CmLog {
     #[pin]
     events: Mutex<KVec<Seen>>,
     #[pin]
@@ -102,7 +103,7 @@ struct CmLog {
 }
 
 impl CmLog {
-    fn new() -> Result<Arc<CmLog>> {
+    pub(super) fn new() -> Result<Arc<CmLog>> {
         Arc::pin_init(
             pin_init!(CmLog {
                 events <- kernel::new_mutex!(KVec::new(), "rpcrdma2_test_cm"),
@@ -114,7 +115,7 @@ impl CmLog {
 
     /// Waits for an event `pick` accepts (consuming earlier ones); returns
     /// it, or the first error event, or `None` on timeout.
-    fn wait(&self, pick: impl Fn(&Seen) -> bool) -> Option<Seen> {
+    pub(super) fn wait(&self, pick: impl Fn(&Seen) -> bool) -> Option<Seen> {
         let mut left = kernel::time::msecs_to_jiffies(STEP_MS);
         let mut ev = self.events.lock();
         loop {

@@ -1,0 +1,623 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! KUnit: FRWR memory registration against a real device, over loopback.
+//!
+//! `frwr_loopback` connects a client and a server endpoint on the test
+//! device (rxe0 in the guest), registers a kmalloc buffer and a page list
+//! with REG_MR chained in front of a Send that advertises them, lets the
+//! server RDMA Write into one and RDMA Read from the other, invalidates
+//! with Send With Invalidate (remote), LOCAL_INV waited for (sync) and
+//! LOCAL_INV with a completion (async), checks that an invalidated MR is
+//! refused for reuse and that the server's access through an invalidated
+//! rkey fails, and that a registration flushed by a dead QP makes the MR
+//! `Broken`, which the pool deregisters and replaces.
+
+use super::cm::{CmId, ConnParam, Incoming, Listener, SockAddr};
+use super::dma::{DmaBuf, DmaDir};
+use super::mr::{
+    find_by_rkey, invalidate_sync, page_size, post_local_inv, FrwrCaps, Mr, MrAccess, MrPool,
+    MrState, MrWr, PageSeg, Segment,
+};
+use super::qp::{
+    Completion, Endpoint, Qp, QpCaps, QpHandler, RecvBatch, RecvCtx, SendChain, SendCtx, SendWr,
+    SgeList, WcOpcode,
+};
+use super::tests::{device_and_ip, step, CmLog, Seen, STEP_MS};
+use super::verbs::{Pd, PollContext};
+use super::Net;
+use crate::bindings;
+use crate::kunit::{Failure, TestResult};
+use kernel::prelude::*;
+use kernel::sync::{Arc, CondVar, Mutex};
+
+kunit_suite!(rpcrdma2_frwr {
+    frwr_sizing,
+    frwr_loopback,
+});
+
+/// `frwr_query_device()`'s arithmetic, and the device's numbers.
+fn frwr_sizing() -> TestResult {
+    // A device that registers 1 MiB in one MR: 7 WRs, 3 MRs (data, head, tail).
+    let c = step!(FrwrCaps::from_limits(512, false), "sizing depth 512");
+    kassert_eq!((c.depth, c.max_segs, c.send_wrs_per_rpc), (257, 3, 7));
+    // Depth 16: 17 MRs for the data would exceed 16 segments; 16 * 16 = 256
+    // pages cannot carry 260.
+    kassert!(FrwrCaps::from_limits(16, false).is_err());
+    // Depth 32: ceil(257/32) + 2 = 11 MRs, 7 + 2 * 8 WRs.
+    let c = step!(FrwrCaps::from_limits(32, true), "sizing depth 32");
+    kassert_eq!((c.depth, c.max_segs, c.send_wrs_per_rpc, c.sg_gaps), (32, 11, 23, true));
+    kassert!(FrwrCaps::from_limits(0, false).is_err());
+
+    let (dev, _) = device_and_ip()?;
+    let caps = step!(FrwrCaps::query(&dev), "FRWR device query");
+    pr_info!("frwr: {} {:?}\n", dev.name(), caps);
+    kassert!(caps.depth >= 1 && caps.depth <= 257);
+    kassert!(caps.max_segs * caps.depth >= 260);
+    Ok(())
+}
+
+/// What the test handler got back.
+#[derive(Default)]
+struct Log {
+    /// Send-queue completions: (tag, kind, opcode of a Done) with kind
+    /// 0 = Done success, 1 = Retired, 2 = Done error, 3 = Aborted.
+    sends: KVec<(u32, u8, Option<WcOpcode>)>,
+    /// MRs handed back by async REG_MR/LOCAL_INV WRs.
+    mrs: KVec<Mr>,
+    /// Whether an [`MrWr::is_last`] came back.
+    inv_last: bool,
+    /// Successful Receives: payload and invalidated rkey.
+    received: KVec<(KVec<u8>, Option<u32>)>,
+    /// Receives that failed or were aborted.
+    recv_other: usize,
+    /// RDMA Read sinks that came back (tag, bytes).
+    reads: KVec<(u32, KVec<u8>)>,
+}
+
+#[pin_data]
+struct Shared {
+    #[pin]
+    log: Mutex<Log>,
+    #[pin]
+    cv: CondVar,
+}
+
+impl Shared {
+    fn new() -> Result<Arc<Shared>> {
+        Arc::pin_init(
+            pin_init!(Shared {
+                log <- kernel::new_mutex!(Log::default(), "rpcrdma2_frwr_log"),
+                cv <- kernel::new_condvar!("rpcrdma2_frwr_log"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn wait(&self, done: impl Fn(&Log) -> bool) -> bool {
+        let mut left = kernel::time::msecs_to_jiffies(STEP_MS);
+        let mut log = self.log.lock();
+        while !done(&log) {
+            if left == 0 {
+                return false;
+            }
+            match self.cv.wait_interruptible_timeout(&mut log, left) {
+                kernel::sync::CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
+                _ => left = 0,
+            }
+        }
+        true
+    }
+
+    /// Takes the MR with `rkey` out of the log.
+    fn take_mr(&self, rkey: u32) -> Option<Mr> {
+        let mut log = self.log.lock();
+        let all = core::mem::take(&mut log.mrs);
+        let mut found = None;
+        for mr in all {
+            if found.is_none() && mr.rkey() == rkey {
+                found = Some(mr);
+            } else {
+                let _ = log.mrs.push(mr, GFP_KERNEL);
+            }
+        }
+        found
+    }
+}
+
+/// A DMA buffer for a Send, an RDMA Write source or an RDMA Read sink.
+struct Buf {
+    buf: DmaBuf,
+    len: usize,
+    tag: u32,
+}
+
+/// The client's and server's Send-queue contexts.
+enum Ctx {
+    Send(KBox<Buf>),
+    Mr(MrWr),
+}
+
+impl SendCtx for Ctx {
+    fn sges<'a>(&'a self, sges: &mut SgeList<'_, 'a>) -> Result {
+        match self {
+            Ctx::Send(b) => sges.push(&b.buf, 0, b.len),
+            Ctx::Mr(_) => Ok(()),
+        }
+    }
+
+    fn mr(&self) -> Option<&Mr> {
+        match self {
+            Ctx::Mr(w) => Some(w.mr()),
+            Ctx::Send(_) => None,
+        }
+    }
+}
+
+struct RecvBuf {
+    buf: DmaBuf,
+}
+
+impl RecvCtx for KBox<RecvBuf> {
+    fn sges<'a>(&'a self, sges: &mut SgeList<'_, 'a>) -> Result {
+        sges.push_all(&self.buf)
+    }
+}
+
+struct FrwrQp(Arc<Shared>);
+
+impl QpHandler for FrwrQp {
+    type SendCtx = Ctx;
+    type RecvCtx = KBox<RecvBuf>;
+
+    fn send_done(&self, _qp: &Qp<Self>, ctx: Ctx, c: Completion<'_>) {
+        let (kind, opcode) = match &c {
+            Completion::Done(wc) if wc.is_success() => (0, Some(wc.opcode())),
+            Completion::Retired => (1, None),
+            Completion::Done(wc) => {
+                pr_info!("frwr test: WR failed: {}\n", wc.status_msg());
+                (2, None)
+            }
+            Completion::Aborted => (3, None),
+        };
+        let mut log = self.0.log.lock();
+        match ctx {
+            Ctx::Send(b) => {
+                if opcode == Some(WcOpcode::RdmaRead) {
+                    b.buf.sync_for_cpu(b.len);
+                    let mut v = KVec::new();
+                    let _ = v.extend_from_slice(&b.buf.as_slice()[..b.len], GFP_KERNEL);
+                    let _ = log.reads.push((b.tag, v), GFP_KERNEL);
+                }
+                let _ = log.sends.push((b.tag, kind, opcode), GFP_KERNEL);
+            }
+            Ctx::Mr(w) => {
+                let tag = w.mr().rkey();
+                let last = w.is_last();
+                let _ = log.sends.push((tag, kind, opcode), GFP_KERNEL);
+                if let Some(mr) = w.done() {
+                    let _ = log.mrs.push(mr, GFP_KERNEL);
+                    log.inv_last |= last;
+                }
+            }
+        }
+        drop(log);
+        self.0.cv.notify_all();
+    }
+
+    fn recv_done(&self, _qp: &Qp<Self>, ctx: KBox<RecvBuf>, c: Completion<'_>) {
+        let mut log = self.0.log.lock();
+        match c {
+            Completion::Done(wc) if wc.is_success() => {
+                let len = (wc.byte_len() as usize).min(ctx.buf.len());
+                ctx.buf.sync_for_cpu(len);
+                let mut v = KVec::new();
+                let _ = v.extend_from_slice(&ctx.buf.as_slice()[..len], GFP_KERNEL);
+                let _ = log.received.push((v, wc.invalidated_rkey()), GFP_KERNEL);
+            }
+            _ => log.recv_other += 1,
+        }
+        drop(log);
+        self.0.cv.notify_all();
+    }
+}
+
+const CAPS: QpCaps = QpCaps {
+    max_send_wr: 16,
+    max_recv_wr: 8,
+    max_send_sge: 2,
+    max_recv_sge: 1,
+};
+const RECVS: usize = 4;
+const XID: u32 = 0x1234_5678;
+
+type Ep = Endpoint<CmLog, FrwrQp>;
+
+fn post_recvs(ep: &Ep) -> TestResult {
+    let mut batch = RecvBatch::new();
+    for _ in 0..RECVS {
+        let buf = step!(
+            DmaBuf::new(ep.pd(), 256, DmaDir::FromDevice, GFP_KERNEL),
+            "mapping a Receive buffer"
+        );
+        let ctx = step!(KBox::new(RecvBuf { buf }, GFP_KERNEL), "allocating");
+        kassert!(batch.push(ctx).is_ok());
+    }
+    step!(ep.qp().post_recv(batch), "ib_post_recv");
+    Ok(())
+}
+
+/// A buffer of `len` bytes (`fill(i)` each) for the device to read, or a
+/// zeroed one for it to write (`dir` FromDevice).
+fn buf(
+    pd: &Arc<Pd>,
+    len: usize,
+    dir: DmaDir,
+    tag: u32,
+    fill: impl Fn(usize) -> u8,
+) -> core::result::Result<Ctx, Failure> {
+    let mut b = step!(DmaBuf::new(pd, len, dir, GFP_KERNEL), "mapping a buffer");
+    if dir == DmaDir::ToDevice {
+        for (i, x) in b.as_mut_slice().iter_mut().enumerate() {
+            *x = fill(i);
+        }
+        b.sync_for_device(len);
+    }
+    let b = step!(KBox::new(Buf { buf: b, len, tag }, GFP_KERNEL), "allocating");
+    Ok(Ctx::Send(b))
+}
+
+/// Pages from the page allocator, freed on drop.
+struct Pages([*mut bindings::page; 3]);
+
+impl Pages {
+    fn new() -> core::result::Result<Pages, Failure> {
+        let mut p = Pages([core::ptr::null_mut(); 3]);
+        for slot in p.0.iter_mut() {
+            // SAFETY: no preconditions; may return NULL.
+            *slot = unsafe { bindings::rpcrdma2_shim_alloc_page() };
+            kassert!(!slot.is_null());
+        }
+        Ok(p)
+    }
+
+    /// The bytes of page `i`.
+    fn bytes(&mut self, i: usize) -> &mut [u8] {
+        // SAFETY: the page is ours and mapped in the linear map (lowmem on
+        // x86_64); `&mut self` makes the borrow unique.
+        unsafe {
+            let a = bindings::rpcrdma2_shim_page_address(self.0[i]).cast::<u8>();
+            core::slice::from_raw_parts_mut(a, page_size())
+        }
+    }
+}
+
+impl Drop for Pages {
+    fn drop(&mut self) {
+        for p in self.0 {
+            if !p.is_null() {
+                // SAFETY: allocated by `rpcrdma2_shim_alloc_page()`; no MR
+                // maps it any more (the test drops its MRs first: `Pages`
+                // is created before and so dropped after them).
+                unsafe { bindings::rpcrdma2_shim_free_page(p) };
+            }
+        }
+    }
+}
+
+/// The page-list pattern, as a function of the byte's position in the MR.
+fn b_pattern(i: usize) -> u8 {
+    (i as u8).wrapping_mul(7).wrapping_add((i >> 8) as u8)
+}
+
+fn seg_bytes(s: &Segment, out: &mut KVec<u8>) -> Result {
+    out.extend_from_slice(&s.handle.to_be_bytes(), GFP_KERNEL)?;
+    out.extend_from_slice(&s.length.to_be_bytes(), GFP_KERNEL)?;
+    out.extend_from_slice(&s.offset.to_be_bytes(), GFP_KERNEL)?;
+    Ok(())
+}
+
+fn seg_from(b: &[u8]) -> Option<Segment> {
+    Some(Segment {
+        handle: u32::from_be_bytes(b.get(0..4)?.try_into().ok()?),
+        length: u32::from_be_bytes(b.get(4..8)?.try_into().ok()?),
+        offset: u64::from_be_bytes(b.get(8..16)?.try_into().ok()?),
+    })
+}
+
+/// Waits for `n` Send-queue completions in `s`.
+fn sends(s: &Shared, n: usize) -> bool {
+    s.wait(|l| l.sends.len() >= n)
+}
+
+/// Registration, remote access, three ways of invalidation, reuse refusal,
+/// a failing access after invalidation, and recovery of a broken MR.
+fn frwr_loopback() -> TestResult {
+    // Declared first so that it is dropped last, after every MR.
+    let mut pages = Pages::new()?;
+    let (dev, ip) = device_and_ip()?;
+    let caps = step!(FrwrCaps::query(&dev), "FRWR device query");
+    let listener = step!(
+        Listener::new(Net::init(), &SockAddr::ipv4(ip, 0), 4),
+        "creating the listener"
+    );
+    let port = step!(listener.local_addr(), "reading the listener address").port();
+    let ccm = step!(CmLog::new(), "allocating");
+    let scm = step!(CmLog::new(), "allocating");
+    let cs = step!(Shared::new(), "allocating");
+    let ss = step!(Shared::new(), "allocating");
+
+    let id = step!(CmId::new(Net::init(), ccm.clone()), "rdma_create_id");
+    step!(id.resolve_addr(None, &SockAddr::ipv4(ip, port), STEP_MS), "rdma_resolve_addr");
+    kassert_eq!(ccm.wait(|e| *e == Seen::AddrResolved), Some(Seen::AddrResolved));
+    step!(id.resolve_route(STEP_MS), "rdma_resolve_route");
+    kassert_eq!(ccm.wait(|e| *e == Seen::RouteResolved), Some(Seen::RouteResolved));
+    let client = step!(
+        Endpoint::new(id, &CAPS, PollContext::Workqueue, FrwrQp(cs.clone())),
+        "creating the client endpoint"
+    );
+    post_recvs(&client)?;
+    // The client answers RDMA Reads (responder resources), as an NFS client.
+    let cparam = ConnParam::rpcrdma_client(client.device(), b"frwr");
+    kassert!(cparam.responder_resources > 0);
+    step!(client.connect(&cparam), "rdma_connect");
+
+    let req: Incoming = step!(listener.accept_next(STEP_MS), "waiting for the connect request");
+    let sid = step!(req.into_cm_id(scm.clone()), "taking the request");
+    let server = step!(
+        Endpoint::new(sid, &CAPS, PollContext::Workqueue, FrwrQp(ss.clone())),
+        "creating the server endpoint"
+    );
+    post_recvs(&server)?;
+    // The server issues RDMA Reads: it needs an initiator depth.
+    let sparam = ConnParam {
+        initiator_depth: dev.max_qp_rd_atom().clamp(1, 4) as u8,
+        ..ConnParam::rpcrdma_client(server.device(), &[])
+    };
+    step!(server.accept(&sparam), "rdma_accept");
+    kassert!(matches!(ccm.wait(|e| matches!(e, Seen::Established(_))), Some(Seen::Established(_))));
+    kassert!(matches!(scm.wait(|e| matches!(e, Seen::Established(_))), Some(Seen::Established(_))));
+
+    // The client's MRs: A (kmalloc buffer, the peer writes), B (three
+    // page pieces, the peer reads), C (small buffer, async LOCAL_INV).
+    let pool = step!(MrPool::new(client.pd(), caps, 4), "allocating the MR pool");
+    kassert_eq!(pool.available(), 4);
+    const A_LEN: usize = 6000;
+    let mut a = step!(pool.get().ok_or(ENOMEM), "taking an MR");
+    let mut a_buf = step!(KVec::from_elem(0xaau8, A_LEN, GFP_KERNEL), "allocating");
+    a_buf[0] = 0xab;
+    kassert!(a.map_buf(a_buf, MrAccess::RemoteWrite, XID).is_ok());
+    kassert_eq!(a.state(), MrState::Mapped);
+    // Mapping twice is refused, and the buffer comes back.
+    let again = step!(KVec::from_elem(0u8, 16, GFP_KERNEL), "allocating");
+    kassert!(matches!(a.map_buf(again, MrAccess::RemoteWrite, XID), Err((_, b)) if b.len() == 16));
+
+    let ps = page_size();
+    let mut pos = 0;
+    for (pg, range) in [(0usize, 100..ps), (1, 0..ps), (2, 0..500)] {
+        for x in pages.bytes(pg)[range].iter_mut() {
+            *x = b_pattern(pos);
+            pos += 1;
+        }
+    }
+    let b_len = pos;
+    let segs = [
+        PageSeg { page: pages.0[0], offset: 100, len: (ps - 100) as u32 },
+        PageSeg { page: pages.0[1], offset: 0, len: ps as u32 },
+        PageSeg { page: pages.0[2], offset: 0, len: 500 },
+    ];
+    let mut b = step!(pool.get().ok_or(ENOMEM), "taking an MR");
+    // SAFETY: `pages` outlives every MR of this test (declared first) and
+    // is not touched by the CPU while B is mapped.
+    let n = step!(unsafe { b.map_pages(&segs, MrAccess::RemoteRead, XID + 1) }, "mapping pages");
+    kassert_eq!(n, 3);
+
+    let mut c = step!(pool.get().ok_or(ENOMEM), "taking an MR");
+    let c_buf = step!(KVec::from_elem(0xccu8, 512, GFP_KERNEL), "allocating");
+    kassert!(c.map_buf(c_buf, MrAccess::RemoteWrite, XID + 2).is_ok());
+
+    let (sa, sb, sc) = match (a.segment(), b.segment(), c.segment()) {
+        (Some(x), Some(y), Some(z)) => (x, y, z),
+        _ => {
+            kassert!(false);
+            return Err(Failure);
+        }
+    };
+    pr_info!("frwr: A {:x?} B {:x?} C {:x?}\n", sa, sb, sc);
+    kassert_eq!(sa.length as usize, A_LEN);
+    kassert_eq!(sb.length as usize, b_len);
+    kassert_eq!(sc.length, 512);
+    kassert_eq!((sa.offset >> 32, sb.offset >> 32, sc.offset >> 32), (0x1234_5678, 0x1234_5679, 0x1234_567a));
+    kassert_eq!(sa.handle, a.rkey());
+    kassert!(sa.handle != sb.handle && sb.handle != sc.handle);
+
+    // REG_MR x3 chained in front of the Send that advertises them: one post.
+    let mut ad = KVec::new();
+    for s in [&sa, &sb, &sc] {
+        step!(seg_bytes(s, &mut ad), "encoding");
+    }
+    let mut chain = SendChain::new();
+    kassert!(chain.push(SendWr::reg_mr(Ctx::Mr(MrWr::new(a)))).is_ok());
+    kassert!(chain.push(SendWr::reg_mr(Ctx::Mr(MrWr::new(b)))).is_ok());
+    kassert!(chain.push(SendWr::reg_mr(Ctx::Mr(MrWr::new(c)))).is_ok());
+    let ad_len = ad.len();
+    let ad_ctx = buf(client.pd(), ad_len, DmaDir::ToDevice, 1, |i| ad[i])?;
+    kassert!(chain.push(SendWr::send(ad_ctx).signaled()).is_ok());
+    step!(client.qp().post_send(chain), "posting REG_MR x3 + Send");
+    kassert!(sends(&cs, 4));
+    {
+        let log = cs.log.lock();
+        // The three unsignalled REG_MRs were retired by the Send's completion.
+        kassert_eq!(
+            log.sends.as_slice(),
+            &[
+                (sa.handle, 1, None),
+                (sb.handle, 1, None),
+                (sc.handle, 1, None),
+                (1, 0, Some(WcOpcode::Send))
+            ][..]
+        );
+        kassert_eq!(log.mrs.len(), 3);
+        kassert!(log.mrs.iter().all(|m| m.state() == MrState::Registered));
+    }
+
+    // Server: read the advertisement, RDMA Write into A, RDMA Read B.
+    kassert!(ss.wait(|l| !l.received.is_empty()));
+    let (ra, rb) = {
+        let log = ss.log.lock();
+        let msg = &log.received[0].0;
+        kassert_eq!(msg.len(), 48);
+        (seg_from(&msg[0..16]), seg_from(&msg[16..32]))
+    };
+    kassert_eq!(ra, Some(sa));
+    kassert_eq!(rb, Some(sb));
+    let w = buf(server.pd(), A_LEN, DmaDir::ToDevice, 10, |i| (i as u8) ^ 0x5a)?;
+    let r = buf(server.pd(), b_len, DmaDir::FromDevice, 11, |_| 0)?;
+    let mut chain = SendChain::new();
+    kassert!(chain.push(SendWr::rdma_write(w, sa.offset, sa.handle)).is_ok());
+    kassert!(chain.push(SendWr::rdma_read(r, sb.offset, sb.handle).signaled()).is_ok());
+    step!(server.qp().post_send(chain), "posting RDMA Write + Read");
+    kassert!(sends(&ss, 2));
+    {
+        let log = ss.log.lock();
+        kassert_eq!(
+            log.sends.as_slice(),
+            &[(10, 1, None), (11, 0, Some(WcOpcode::RdmaRead))][..]
+        );
+        kassert_eq!(log.reads.len(), 1);
+        let data = &log.reads[0].1;
+        kassert_eq!(data.len(), b_len);
+        let bad = data.iter().enumerate().position(|(i, x)| *x != b_pattern(i));
+        kassert_eq!(bad, None);
+    }
+
+    // Remote invalidation: Send With Invalidate of B's rkey.
+    let inv = buf(server.pd(), 8, DmaDir::ToDevice, 12, |_| 0x11)?;
+    step!(
+        server.qp().post_send_one(SendWr::send_with_inv(inv, sb.handle).signaled()),
+        "posting Send With Invalidate"
+    );
+    kassert!(cs.wait(|l| !l.received.is_empty()));
+    let got_inv = cs.log.lock().received[0].1;
+    kassert_eq!(got_inv, Some(sb.handle));
+    let mut b = step!(cs.take_mr(sb.handle).ok_or(ENOENT), "finding B");
+    let a = step!(cs.take_mr(sa.handle).ok_or(ENOENT), "finding A");
+    {
+        let set = [&a, &b];
+        kassert_eq!(find_by_rkey(sb.handle, set), Some(1));
+        kassert_eq!(find_by_rkey(sb.handle ^ 0xff, [&a, &b]), None);
+    }
+    kassert!(b.remote_invalidated(sa.handle).is_err());
+    step!(b.remote_invalidated(sb.handle), "remote invalidation of B");
+    kassert_eq!(b.state(), MrState::Invalidated);
+    kassert!(b.remote_invalidated(sb.handle).is_err());
+
+    // Synchronous LOCAL_INV of A.
+    let mut list = KVec::new();
+    step!(list.push(a, GFP_KERNEL), "allocating");
+    let back = match invalidate_sync(client.qp(), list, Ctx::Mr) {
+        Ok(v) => v,
+        Err((e, _)) => {
+            kassert_eq!(e, ENOMEM);
+            return Err(Failure);
+        }
+    };
+    kassert_eq!(back.len(), 1);
+    let Some(a) = back.into_iter().next() else {
+        return Err(Failure);
+    };
+    kassert_eq!(a.state(), MrState::Invalidated);
+    // An invalidated MR is refused for registration (the WR comes back
+    // aborted, the MR unchanged) and for mapping.
+    let before = cs.log.lock().sends.len();
+    let res = client.qp().post_send_one(SendWr::reg_mr(Ctx::Mr(MrWr::new(a))));
+    kassert_eq!(res, Err(EBUSY));
+    kassert!(sends(&cs, before + 1));
+    kassert_eq!(cs.log.lock().sends[before], (sa.handle, 3, None));
+    let mut a = step!(cs.take_mr(sa.handle).ok_or(ENOENT), "finding A");
+    kassert_eq!(a.state(), MrState::Invalidated);
+
+    // Asynchronous LOCAL_INV of C: comes back through send_done, last.
+    let c = step!(cs.take_mr(sc.handle).ok_or(ENOENT), "finding C");
+    let mut list = KVec::new();
+    step!(list.push(c, GFP_KERNEL), "allocating");
+    step!(post_local_inv(client.qp(), list, Ctx::Mr), "posting LOCAL_INV");
+    kassert!(cs.wait(|l| l.inv_last));
+    let mut c = step!(cs.take_mr(sc.handle).ok_or(ENOENT), "finding C");
+    kassert_eq!(c.state(), MrState::Invalidated);
+
+    // The server's RDMA Write through A's invalidated rkey fails.
+    let w = buf(server.pd(), 64, DmaDir::ToDevice, 13, |_| 0x33)?;
+    step!(
+        server.qp().post_send_one(SendWr::rdma_write(w, sa.offset, sa.handle).signaled()),
+        "posting RDMA Write after invalidation"
+    );
+    kassert!(sends(&ss, 4));
+    {
+        let log = ss.log.lock();
+        pr_info!("frwr: write after invalidation: {:?}\n", log.sends[3]);
+        kassert_eq!(log.sends[2], (12, 0, Some(WcOpcode::Send)));
+        kassert_eq!((log.sends[3].0, log.sends[3].1), (13, 2));
+    }
+
+    // Unmapped, the memory shows the first Write and not the refused one.
+    let a_bytes = step!(a.unmap(), "unmapping A");
+    let Some(a_bytes) = a_bytes else {
+        kassert!(false);
+        return Err(Failure);
+    };
+    let bad = a_bytes.iter().enumerate().position(|(i, x)| *x != (i as u8) ^ 0x5a);
+    kassert_eq!(bad, None);
+    kassert_eq!(step!(b.unmap(), "unmapping B").map(|v| v.len()), None);
+    let c_bytes = step!(c.unmap(), "unmapping C");
+    kassert!(c_bytes.is_some_and(|v| v.iter().all(|x| *x == 0xcc)));
+    kassert!(a.unmap().is_err());
+    pool.put(a);
+    pool.put(b);
+    pool.put(c);
+    kassert_eq!((pool.available(), pool.lost()), (4, 0));
+
+    // A registration the QP flushes (the client's QP is in the error
+    // state after its disconnect) leaves the MR Broken: the pool
+    // deregisters it and a refill replaces it.
+    step!(client.disconnect(), "rdma_disconnect (client)");
+    let mut d = step!(pool.get().ok_or(ENOMEM), "taking an MR");
+    let d_buf = step!(KVec::from_elem(0u8, 64, GFP_KERNEL), "allocating");
+    kassert!(d.map_buf(d_buf, MrAccess::RemoteRead, XID + 3).is_ok());
+    let dk = d.rkey();
+    let before = cs.log.lock().sends.len();
+    let res = client.qp().post_send_one(SendWr::reg_mr(Ctx::Mr(MrWr::new(d))).signaled());
+    kassert!(sends(&cs, before + 1));
+    let d = step!(cs.take_mr(dk).ok_or(ENOENT), "finding D");
+    pr_info!("frwr: REG_MR after disconnect: post {:?}, MR {:?}\n", res, d.state());
+    let state = d.state();
+    pool.put(d);
+    if state == MrState::Broken {
+        kassert_eq!((pool.available(), pool.lost()), (3, 1));
+        kassert_eq!(step!(pool.refill(), "refilling the pool"), 1);
+    } else {
+        // Never posted: the MR was unmapped and reused.
+        kassert_eq!(state, MrState::Mapped);
+    }
+    kassert_eq!((pool.available(), pool.lost()), (4, 0));
+
+    let _ = server.disconnect();
+    drop(client);
+    drop(server);
+    drop(listener);
+    for (name, s, sent) in [("client", &cs, 0usize), ("server", &ss, 0usize)] {
+        let log = s.log.lock();
+        pr_info!(
+            "frwr {}: {} received, {} flushed/aborted, {} send completions\n",
+            name,
+            log.received.len(),
+            log.recv_other,
+            log.sends.len()
+        );
+        kassert_eq!(log.received.len() + log.recv_other, RECVS);
+        kassert_eq!(log.mrs.len(), sent);
+    }
+    drop(pool);
+    kassert!(Arc::into_unique_or_drop(cs).is_some());
+    kassert!(Arc::into_unique_or_drop(ss).is_some());
+    Ok(())
+}
