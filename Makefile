@@ -18,7 +18,7 @@ export LIBCLANG_PATH ?= /usr/lib/llvm-15/lib
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN)
 
-.PHONY: all modules kernel check demo host-test kunit integration clean
+.PHONY: all modules kernel check demo bench host-test kunit integration clean
 
 all: modules
 
@@ -43,6 +43,10 @@ integration:
 
 demo:
 	tools/testing/demo.sh
+
+# BENCH_ARGS: options of tools/testing/bench/run.sh, e.g. BENCH_ARGS='--repeats 5'
+bench:
+	tools/testing/bench/run.sh $(BENCH_ARGS)
 
 clean:
 	@if test -f $(KDIR)/Makefile; then $(KMAKE) clean; fi

@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck source-path=SCRIPTDIR
+#
+# Client side of `make bench` (runs in the client guest, started by
+# tools/testing/bench/run.sh through tools/testing/vm/run.sh).  In one boot:
+#
+#   for each repeat 1..N:
+#     raw     perftest ib_write_bw / ib_read_bw (1 MiB) and ib_send_lat (4 KiB)
+#     tcp     NFSv4.1 over TCP, default rsize/wsize
+#     c       stock C client rpcrdma.ko, default rsize/wsize
+#     c-1k    stock C client, rsize=1024,wsize=1024
+#     r2-1k   rpcrdma2, rsize=1024,wsize=1024 (all RPCs inline)
+#   then once more per job, stopping at the first failure:
+#     r2      rpcrdma2 with the default rsize/wsize (needs chunks; until
+#             they exist the jobs fail, and that failure is recorded)
+#
+# fio runs samples/fio/{randread-4k,seqread-1m,seqwrite-1m}.fio on each NFS
+# configuration.  The repeat loop is outermost so that a drift in host load
+# spreads over all configurations instead of biasing one.  Nothing is
+# parsed here: raw outputs and one line per run in bench/runs.tsv go to
+# $RESULTS/bench; run.sh (report.py) turns them into numbers on the host.
+#
+# usage: guest.sh [--repeats N] [--runtime S] [--ramp S] [--size SIZE]
+#                 [--lat-iters N] [--configs 'raw tcp c c-1k r2-1k r2']
+
+set -uo pipefail
+# shellcheck source=../vm/guest/lib.sh
+. "$TESTBED_LIB"
+
+REPEATS=3 RUNTIME=10 RAMP=2 SIZE=128m LAT_ITERS=2000
+CONFIGS='raw tcp c c-1k r2-1k r2'
+while (($#)); do
+	case $1 in
+	--repeats) REPEATS=$2; shift 2 ;;
+	--runtime) RUNTIME=$2; shift 2 ;;
+	--ramp) RAMP=$2; shift 2 ;;
+	--size) SIZE=$2; shift 2 ;;
+	--lat-iters) LAT_ITERS=$2; shift 2 ;;
+	--configs) CONFIGS=$2; shift 2 ;;
+	*) tb_die "guest.sh: unknown argument $1" ;;
+	esac
+done
+
+JOBS=(randread-4k seqread-1m seqwrite-1m)
+KO=$SRC/rpcrdma2.ko
+MNT=/mnt/bench
+OUT=$RESULTS/bench
+RUNS=$OUT/runs.tsv
+SMALL=rsize=1024,wsize=1024
+# fio may block in the kernel; this bounds every job (ramp + runtime + the
+# time to drain iodepth 1 MiB I/Os at rsize 1024 + slack)
+JOB_LIMIT=$((RAMP + RUNTIME + 120))
+STUCK=0
+mkdir -p "$OUT"
+printf 'kind\tconfig\tjob\trepeat\tstatus\tfile\tmount_options\n' >"$RUNS"
+
+has() { [[ " $CONFIGS " == *" $1 "* ]]; }
+record() { # KIND CONFIG JOB REPEAT STATUS FILE OPTS
+	local IFS=$'\t'
+	echo "$*" >>"$RUNS"
+}
+
+# --- transports ----------------------------------------------------------------
+
+declare -A PROTO=([tcp]=tcp [c]=rdma [c-1k]=rdma [r2-1k]=rdma [r2]=rdma)
+declare -A MODULE=([tcp]='' [c]=rpcrdma [c-1k]=rpcrdma [r2-1k]=rpcrdma2 [r2]=rpcrdma2)
+declare -A EXTRA=([tcp]='' [c]='' [c-1k]=$SMALL [r2-1k]=$SMALL [r2]='')
+
+loaded() { grep -q "^$1 " /proc/modules; }
+
+# use_module rpcrdma|rpcrdma2|'': make exactly that RDMA client loaded
+use_module() {
+	case $1 in
+	'') return 0 ;;
+	rpcrdma)
+		if loaded rpcrdma2; then (tb_rmmod rpcrdma2) || return 1; fi
+		tb_allow_rpcrdma_autoload
+		loaded rpcrdma || tb_modprobe rpcrdma || return 1
+		;;
+	rpcrdma2)
+		if loaded rpcrdma; then (tb_rmmod rpcrdma) || return 1; fi
+		# a proto=rdma mount must never fall back to the C client
+		mkdir -p /run/testbed && : >/run/testbed/block-rpcrdma
+		loaded rpcrdma2 || insmod "$KO" || return 1
+		;;
+	esac
+	tb_log "modules: $(grep -oE '^rpcrdma2? ' /proc/modules | tr '\n' ' ')"
+}
+
+# bench_mount CONFIG: mount and check that CONFIG's transport carries it.
+# Prints the mount options the kernel reports (/proc/mounts).
+bench_mount() {
+	local cfg=$1 proto=${PROTO[$1]} opts
+	opts="vers=4.1,proto=$proto,sec=sys"
+	[ "$proto" = rdma ] && opts+=",port=$NFS_RDMA_PORT"
+	[ -n "${EXTRA[$cfg]}" ] && opts+=",${EXTRA[$cfg]}"
+	mkdir -p "$MNT"
+	dmesg -C
+	tb_log "mount -t nfs -o $opts $NFS_SERVER:$NFS_EXPORT $MNT" >&2
+	timeout 90 mount -t nfs -o "$opts" "$NFS_SERVER:$NFS_EXPORT" "$MNT" >&2 || return 1
+	(tb_assert_proto "$MNT" "$proto") >&2 || return 1
+	case ${MODULE[$cfg]} in
+	rpcrdma2)
+		dmesg | grep -q "rpcrdma2: connected" || { tb_log "$cfg: no 'rpcrdma2: connected' in dmesg" >&2; return 1; }
+		! loaded rpcrdma || return 1 ;;
+	rpcrdma)
+		loaded rpcrdma && ! loaded rpcrdma2 || return 1 ;;
+	esac
+	awk -v m="$MNT" '$2 == m {print $4}' /proc/mounts | tail -n 1
+}
+
+bench_umount() {
+	mountpoint -q "$MNT" || return 0
+	timeout 90 umount "$MNT" || timeout 30 umount -f "$MNT" || return 1
+}
+
+# run_fio CONFIG JOB REPEAT OPTS: one fio run; returns fio's status
+run_fio() {
+	local cfg=$1 job=$2 rep=$3 opts=$4 base rc=0
+	base=fio.$cfg.$job.$rep
+	tb_log "fio $job on $cfg (repeat $rep)"
+	dmesg -C
+	BENCH_DIR=$MNT/bench BENCH_SIZE=$SIZE BENCH_RUNTIME=$RUNTIME BENCH_RAMP=$RAMP \
+		timeout -k 10 "$JOB_LIMIT" fio --output-format=json --output="$OUT/$base.json" \
+		"$SRC/samples/fio/$job.fio" >"$OUT/$base.err" 2>&1 || rc=$?
+	dmesg >"$OUT/$base.dmesg"
+	if ((rc == 0)); then
+		record fio "$cfg" "$job" "$rep" ok "$base.json" "$opts"
+	else
+		tb_log "fio $job on $cfg failed (exit $rc): $(grep -m1 -iE 'err|fail' "$OUT/$base.err")"
+		record fio "$cfg" "$job" "$rep" "failed:$rc" "$base.err" "$opts"
+	fi
+	return "$rc"
+}
+
+# run_config CONFIG REPEAT [STOP_AT_FIRST_FAILURE]
+run_config() {
+	local cfg=$1 rep=$2 opts job
+	if ! use_module "${MODULE[$cfg]}"; then
+		for job in "${JOBS[@]}"; do record fio "$cfg" "$job" "$rep" module-failed - -; done
+		return 1
+	fi
+	if ! opts=$(bench_mount "$cfg"); then
+		dmesg >"$OUT/mount.$cfg.$rep.dmesg"
+		for job in "${JOBS[@]}"; do record fio "$cfg" "$job" "$rep" mount-failed - -; done
+		bench_umount
+		return 1
+	fi
+	tb_log "$cfg mounted: $opts"
+	for job in "${JOBS[@]}"; do
+		run_fio "$cfg" "$job" "$rep" "$opts"
+	done
+	bench_umount || tb_log "umount of $cfg failed"
+}
+
+# --- raw RDMA ----------------------------------------------------------------
+
+# run_perf NAME PORT REPEAT ARGS...: one perftest client run (retries the
+# connection while the server's restart loop comes back up)
+run_perf() {
+	local name=$1 port=$2 rep=$3 out try rc=1
+	shift 3
+	out=perftest.$name.$rep.txt
+	for try in 1 2 3 4 5; do
+		rc=0
+		timeout -k 5 $((RUNTIME + 60)) "$name" -d rxe0 -R -F -p "$port" "$@" "$SERVER_IP" \
+			>"$OUT/$out" 2>&1 || rc=$?
+		((rc == 0)) && break
+		tb_log "$name attempt $try failed (exit $rc); retrying"
+		sleep 2
+	done
+	if ((rc == 0)); then
+		record perftest raw "$name" "$rep" ok "$out" "-R $*"
+	else
+		record perftest raw "$name" "$rep" "failed:$rc" "$out" "-R $*"
+	fi
+}
+
+run_raw() {
+	local rep=$1
+	modprobe -d "$MODS" rdma_ucm 2>/dev/null || true
+	tb_log "perftest (repeat $rep)"
+	run_perf ib_write_bw 18515 "$rep" -s 1048576 -D "$RUNTIME"
+	run_perf ib_read_bw 18516 "$rep" -s 1048576 -D "$RUNTIME"
+	run_perf ib_send_lat 18517 "$rep" -s 4096 -n "$LAT_ITERS"
+}
+
+# --- main --------------------------------------------------------------------
+
+[ -f "$SRC/rpcrdma2.ko" ] || tb_die "$SRC/rpcrdma2.ko is not built (make modules)"
+# Snapshot the module: the repository is shared and may be rebuilt meanwhile.
+cp "$SRC/rpcrdma2.ko" /tmp/rpcrdma2.ko || tb_die "cannot copy $SRC/rpcrdma2.ko"
+KO=/tmp/rpcrdma2.ko
+tb_log "bench: repeats $REPEATS, runtime ${RUNTIME}s + ramp ${RAMP}s, file size $SIZE, configs: $CONFIGS"
+{
+	echo "kernel $KREL"
+	echo "repeats $REPEATS runtime $RUNTIME ramp $RAMP size $SIZE lat_iters $LAT_ITERS"
+	echo "configs $CONFIGS"
+	ip -o link show eth0
+	rdma link show
+	fio --version
+	ib_write_bw --version 2>&1 | head -n 1
+	modinfo -F vermagic "$KO"
+	echo "rpcrdma2.ko sha256 $(sha256sum <"$KO" | cut -d' ' -f1)"
+} >"$OUT/environment.txt" 2>&1
+
+for ((rep = 1; rep <= REPEATS; rep++)); do
+	tb_log "===== repeat $rep of $REPEATS"
+	has raw && run_raw "$rep"
+	for cfg in tcp c c-1k r2-1k; do
+		has "$cfg" && run_config "$cfg" "$rep"
+	done
+done
+
+# rpcrdma2 at the default rsize/wsize: each job up to N times, stopping at
+# its first failure (expected until Read/Write/Reply chunks exist).
+if has r2; then
+	tb_log "===== rpcrdma2, default rsize/wsize"
+	if use_module rpcrdma2 && opts=$(bench_mount r2); then
+		tb_log "r2 mounted: $opts"
+		for job in "${JOBS[@]}"; do
+			for ((rep = 1; rep <= REPEATS; rep++)); do
+				run_fio r2 "$job" "$rep" "$opts" || break
+			done
+		done
+		bench_umount || { tb_log "umount of r2 failed"; STUCK=1; }
+	else
+		dmesg >"$OUT/mount.r2.dmesg"
+		for job in "${JOBS[@]}"; do record fio r2 "$job" 1 mount-failed - -; done
+		bench_umount
+	fi
+fi
+# (a mount that would not go away keeps rpcrdma2 busy; the guest powers off)
+((STUCK)) || ! loaded rpcrdma2 || (tb_rmmod rpcrdma2) || tb_log "rmmod rpcrdma2 failed"
+loaded rpcrdma && { (tb_rmmod rpcrdma) || tb_log "rmmod rpcrdma failed"; }
+tb_log "bench: done ($(($(wc -l <"$RUNS") - 1)) runs recorded)"

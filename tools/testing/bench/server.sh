@@ -1,0 +1,44 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
+#
+# Server side of `make bench` (sourced by the --server-script wrapper that
+# tools/testing/bench/run.sh generates, which sets BENCH_SIZE, BENCH_RUNTIME
+# and BENCH_LAT_ITERS).  Runs on the server guest once nfsd is up:
+#   1. creates the fio data files in the export (on the server, so that no
+#      fio job spends its measured time laying a file out over NFS);
+#   2. starts the perftest servers, each in a restart loop (a perftest
+#      server serves one client run and exits): ib_write_bw on port 18515,
+#      ib_read_bw on 18516, ib_send_lat on 18517, all over rdma_cm (-R).
+# It returns at once; the loops die with the guest.
+
+set -euo pipefail
+: "${BENCH_SIZE:?}" "${BENCH_RUNTIME:?}" "${BENCH_LAT_ITERS:?}"
+
+dir=${NFS_EXPORT:-/export}/bench
+mkdir -p "$dir"
+chmod 0777 "$dir"
+for f in randread seqread seqwrite; do
+	# tmpfs supports fallocate; reads of the file return zeros at memory speed
+	fallocate -l "$BENCH_SIZE" "$dir/$f.dat" 2>/dev/null ||
+		dd if=/dev/zero of="$dir/$f.dat" bs=1M count="$(numfmt --from=iec "${BENCH_SIZE^^}" | awk '{print int($1 / 1048576)}')" status=none
+	chmod 0666 "$dir/$f.dat"
+done
+ls -l "$dir"
+
+# userspace rdma_cm (perftest -R); built in or a module depending on config
+modprobe rdma_ucm 2>/dev/null || true
+modprobe ib_uverbs 2>/dev/null || true
+
+# perf_loop NAME PORT ARGS...: serve NAME forever, one client run at a time.
+perf_loop() {
+	local name=$1 port=$2
+	shift 2
+	while :; do
+		echo "=== $(date +%T) $name -p $port $*"
+		"$name" -d rxe0 -R -F -p "$port" "$@" || sleep 1
+	done >>"/results/server/perftest-$name.log" 2>&1 </dev/null &
+}
+perf_loop ib_write_bw 18515 -s 1048576 -D "$BENCH_RUNTIME"
+perf_loop ib_read_bw 18516 -s 1048576 -D "$BENCH_RUNTIME"
+perf_loop ib_send_lat 18517 -s 4096 -n "$BENCH_LAT_ITERS"
+echo "perftest servers started"
