@@ -15,6 +15,10 @@
 //! * [`inline`]: inline thresholds from our settings and the peer's RFC
 //!   8797 private data, header sizes, inline call sizing;
 //! * [`reply`]: validation and classification of received messages;
+//! * [`chunks`]: chunk planning (inline / Read / Position-Zero Read;
+//!   inline / Write / Reply chunk), chunk lists from registered
+//!   segments, validation of replies that use chunks, remote
+//!   invalidation;
 //! * [`conn`]: [`Transport`], which ties them together and is what the
 //!   glue calls;
 //! * [`config`], [`errno`]; [`selftest`] for KUnit.
@@ -26,6 +30,7 @@
 //! `pub mod xdr;` and the host crate (`host.rs`) with a `#[path]`.
 //! Documentation/design-proto.rst describes the design.
 
+pub mod chunks;
 pub mod config;
 pub mod conn;
 pub mod credits;
@@ -35,6 +40,10 @@ pub mod negotiate;
 pub mod reply;
 pub mod selftest;
 
+pub use self::chunks::{
+    CallChunks, CallForm, ChunkPlan, Geometry, Invalidated, Limits, Part, PlanError, Range,
+    ReplyData, ReplyError, ReplyForm, Rpc, SendLayout,
+};
 pub use self::config::{Config, VersionPolicy};
 pub use self::conn::{CallError, CallPlan, ConnectPlan, Outcome, Stats, Transport};
 pub use self::credits::{CreditState, CreditUpdate};

@@ -10,9 +10,14 @@
 
 use core::ffi::CStr;
 
-use super::super::xdr::header::{Credits, Protocol};
+use super::super::xdr::chunk::Segment;
+use super::super::xdr::header::{self, Credits, Flags, Header, MsgSpec, Protocol};
 use super::super::xdr::pvtdata::{self, Peer, PrivateData};
 pub use super::super::xdr::selftest::{Failure, TestResult};
+use super::chunks::{
+    self, CallForm, ChunkPlan, Geometry, Invalidated, Limits, Part, PlanError, Range, ReplyData,
+    ReplyError, ReplyForm, Rpc, WRITE_PAD_LEN,
+};
 use super::config::{Config, VersionPolicy};
 use super::conn::{CallError, Transport};
 use super::credits::{CreditState, CreditUpdate, Grant};
@@ -79,6 +84,13 @@ pub const SELF_TESTS: &[SelfTest] = &[
     case!(continuation_discarded),
     case!(malformed_replies),
     case!(config_and_errno),
+    case!(chunk_call_forms),
+    case!(chunk_reply_forms),
+    case!(chunk_lists_encode),
+    case!(chunk_write_reply),
+    case!(chunk_long_reply),
+    case!(chunk_reply_rejections),
+    case!(chunk_invalidation),
 ];
 
 /// Runs every self test; returns the number run, or the first failure with
@@ -949,5 +961,500 @@ fn config_and_errno() -> TestResult {
     check!(Errno::EMSGSIZE.to_kernel() == -90 && Errno::EPROTONOSUPPORT.to_kernel() == -93);
     check!(Errno::ENOTCONN.to_kernel() == -107 && Errno::EAGAIN.to_kernel() == -11);
     check!(Errno::EPROTONOSUPPORT.name() == "EPROTONOSUPPORT");
+    Ok(())
+}
+
+// ---- chunks ---------------------------------------------------------
+
+/// v1 thresholds without private data (1024 each way) and 16 segments:
+/// inline limits 1024 - 436 = 588 (call) and 1024 - 292 = 732 (reply).
+fn chunk_th(protocol: Protocol) -> Thresholds {
+    let config = Config {
+        max_segs: 16,
+        ..Config::default()
+    };
+    Thresholds {
+        protocol,
+        remote_invalidation: true,
+        ..Thresholds::new(&config, &Peer::Absent, Protocol::V1, false)
+    }
+}
+
+const CHUNK_LIMITS: Limits = Limits {
+    page_size: 4096,
+    max_mr_pages: 1,
+    max_segs: 16,
+};
+
+fn geometry(head: u32, page_len: u32, tail: u32) -> Geometry {
+    Geometry {
+        head,
+        page_base: 0,
+        page_len,
+        tail,
+    }
+}
+
+fn chunk_rpc(call: Geometry, call_ddp: bool, reply: Geometry, reply_ddp: bool) -> Rpc {
+    Rpc {
+        call,
+        call_ddp,
+        reply,
+        reply_buflen: reply.len().unwrap_or(0),
+        reply_ddp,
+        ddp_allowed: true,
+    }
+}
+
+fn chunk_plan(rpc: &Rpc) -> Option<ChunkPlan> {
+    chunks::plan(rpc, &chunk_th(Protocol::V1), &CHUNK_LIMITS).ok()
+}
+
+const SMALL: Geometry = Geometry {
+    head: 100,
+    page_base: 0,
+    page_len: 0,
+    tail: 0,
+};
+
+fn chunk_call_forms() -> TestResult {
+    let th = chunk_th(Protocol::V1);
+    check!(th.max_inline_call() == 588 && th.max_inline_reply() == 732);
+    // the inline boundary
+    let a = chunk_plan(&chunk_rpc(geometry(100, 488, 0), true, SMALL, false));
+    check!(a.is_some_and(|a| a.call() == CallForm::Inline && a.is_inline()));
+    let b = chunk_plan(&chunk_rpc(geometry(100, 489, 3), true, SMALL, false));
+    let Some(b) = b else {
+        check!(false);
+        return Ok(());
+    };
+    check!(b.call() == CallForm::Read { position: 100 });
+    check!(b.kind() == header::MsgKind::Msg);
+    // no roundup in the chunk; a tail that is only the pad is not sent
+    check!(
+        b.read_ranges()
+            == [Range {
+                part: Part::Pages,
+                offset: 0,
+                len: 489
+            }]
+    );
+    check!(b.send_layout().len() == 100 && b.send_layout().tail == 0);
+    // pad + content: the content is sent, aligned
+    let c = chunk_plan(&chunk_rpc(geometry(100, 4095, 9), true, SMALL, false));
+    check!(c.is_some_and(|c| c.send_layout().tail_offset == 1 && c.send_layout().tail == 8));
+    // without XDRBUF_WRITE, or with GSS integrity: Long Call
+    let d = chunk_plan(&chunk_rpc(geometry(100, 5000, 8), false, SMALL, false));
+    let Some(d) = d else {
+        check!(false);
+        return Ok(());
+    };
+    check!(d.call() == CallForm::Long && d.kind() == header::MsgKind::NoMsg);
+    check!(d.send_layout().is_empty());
+    check!(d.read_ranges().len() == 4); // head, 2 pages (depth 1), tail
+    let mut gss = chunk_rpc(geometry(100, 5000, 8), true, SMALL, false);
+    gss.ddp_allowed = false;
+    check!(chunk_plan(&gss).is_some_and(|p| p.call() == CallForm::Long));
+    // too many segments
+    let big = chunk_rpc(geometry(100, 17 * 4096, 0), true, SMALL, false);
+    check!(matches!(
+        chunks::plan(&big, &chunk_th(Protocol::V1), &CHUNK_LIMITS),
+        Err(e @ PlanError::TooManySegments { needed: 18, limit: 16, .. })
+            if e.errno() == Errno::EMSGSIZE
+    ));
+    // chunks off: the inline-only decision
+    let off = Limits {
+        max_segs: 0,
+        ..CHUNK_LIMITS
+    };
+    check!(matches!(
+        chunks::plan(&d_rpc(), &chunk_th(Protocol::V1), &off),
+        Err(PlanError::TooBig(_))
+    ));
+    Ok(())
+}
+
+fn d_rpc() -> Rpc {
+    chunk_rpc(geometry(100, 5000, 8), false, SMALL, false)
+}
+
+fn chunk_reply_forms() -> TestResult {
+    // inline boundary: buflen 732
+    let a = chunk_plan(&chunk_rpc(SMALL, false, geometry(100, 632, 0), true));
+    check!(a.is_some_and(|a| a.reply() == ReplyForm::Inline));
+    let b = chunk_plan(&chunk_rpc(SMALL, false, geometry(100, 633, 0), true));
+    let Some(b) = b else {
+        check!(false);
+        return Ok(());
+    };
+    check!(b.reply() == ReplyForm::Write);
+    // the write-pad rule: 633 is not a multiple of four
+    check!(
+        b.write_ranges()
+            == [
+                Range {
+                    part: Part::Pages,
+                    offset: 0,
+                    len: 633
+                },
+                Range {
+                    part: Part::WritePad,
+                    offset: 0,
+                    len: WRITE_PAD_LEN
+                }
+            ]
+    );
+    let c = chunk_plan(&chunk_rpc(SMALL, false, geometry(100, 636, 0), true));
+    check!(c.is_some_and(|c| c.write_ranges().len() == 1));
+    // head + tail must stay below the reply limit
+    let d = chunk_plan(&chunk_rpc(SMALL, false, geometry(732, 4096, 0), true));
+    check!(d.is_some_and(|d| d.reply() == ReplyForm::Long));
+    let e = chunk_plan(&chunk_rpc(SMALL, false, geometry(731, 4096, 0), true));
+    check!(e.is_some_and(|e| e.reply() == ReplyForm::Write));
+    // no XDRBUF_READ: Reply chunk over head, pages and tail
+    let f = chunk_plan(&chunk_rpc(SMALL, false, geometry(100, 4096, 4), false));
+    let Some(f) = f else {
+        check!(false);
+        return Ok(());
+    };
+    check!(f.reply() == ReplyForm::Long && f.reply_ranges().len() == 3);
+    check!(f.write_ranges().is_empty());
+    // Read + Reply, Read + Write; never Write + Reply
+    let g = chunk_plan(&chunk_rpc(
+        geometry(100, 8192, 0),
+        true,
+        geometry(100, 8192, 0),
+        false,
+    ));
+    check!(g.is_some_and(
+        |g| g.call() == CallForm::Read { position: 100 } && g.reply() == ReplyForm::Long
+    ));
+    let h = chunk_plan(&chunk_rpc(
+        geometry(100, 8192, 0),
+        true,
+        geometry(100, 8192, 0),
+        true,
+    ));
+    check!(h.is_some_and(|h| h.reply() == ReplyForm::Write && h.reply_ranges().is_empty()));
+    Ok(())
+}
+
+/// Registers a plan's ranges: handle 0x100 + i (the pad: 0xbeef).
+fn chunk_segments(plan: &ChunkPlan, out: &mut [Segment; 8]) -> usize {
+    let mut n: usize = 0;
+    for (r, s) in plan.ranges().iter().zip(out.iter_mut()) {
+        let i = u32::try_from(n).unwrap_or(0);
+        *s = Segment {
+            handle: if r.part == Part::WritePad {
+                0xbeef
+            } else {
+                0x100_u32.saturating_add(i)
+            },
+            length: r.len,
+            offset: u64::from(i.saturating_add(1)) << 28,
+        };
+        n = n.saturating_add(1);
+    }
+    n
+}
+
+fn chunk_lists_encode() -> TestResult {
+    for protocol in [Protocol::V1, Protocol::V2] {
+        let rpc = chunk_rpc(geometry(100, 8192, 0), true, geometry(100, 633, 0), true);
+        let Ok(plan) = chunks::plan(&rpc, &chunk_th(protocol), &CHUNK_LIMITS) else {
+            check!(false);
+            return Ok(());
+        };
+        let mut segs = [Segment::default(); 8];
+        let n = chunk_segments(&plan, &mut segs);
+        check!(n == 4); // two Read segments, one Write page segment, the pad
+        let segs = segs.get(..n).unwrap_or(&[]);
+        let Ok(cc) = plan.chunk_lists(segs, true) else {
+            check!(false);
+            return Ok(());
+        };
+        let lists = cc.lists();
+        check!(lists.reads.len() == 2 && lists.reads.iter().all(|r| r.position == 100));
+        check!(lists.writes.len() == 1 && lists.reply.is_none());
+        // v2: the Write chunk's first MR (not the pad); v1: none
+        let want = if protocol == Protocol::V2 { 0x102 } else { 0 };
+        check!(cc.inv_handle() == want);
+        let spec = MsgSpec {
+            xid: XID,
+            credit: 32,
+            kind: plan.kind(),
+            flags: Flags::NONE,
+            inv_handle: cc.inv_handle(),
+            chunks: lists,
+        };
+        let mut buf = [0u8; 256];
+        let len = header::encode_msg(&mut buf, protocol, &spec);
+        check!(len.ok().and_then(|l| u32::try_from(l).ok()) == Some(plan.header_len()));
+        // v1: 28 + 2 * 24 + 8 + 2 * 16
+        check!(protocol == Protocol::V2 || plan.header_len() == 116);
+        // wrong segments
+        check!(
+            plan.chunk_lists(segs.get(..3).unwrap_or(&[]), true)
+                == Err(PlanError::SegmentMismatch { index: 3 })
+        );
+    }
+    Ok(())
+}
+
+/// The Write-chunk fixture: reply head 16, 633 bytes of pages (one page
+/// segment + the pad); returns the plan and its segments.
+fn write_fixture() -> Option<(ChunkPlan, [Segment; 8])> {
+    let plan = chunk_plan(&chunk_rpc(SMALL, false, geometry(16, 4000, 0), true))?;
+    let mut segs = [Segment::default(); 8];
+    (chunk_segments(&plan, &mut segs) == 1).then_some((plan, segs))
+}
+
+/// A v1 `RDMA_MSG` reply with a one-chunk Write list of `segs`
+/// (handle, length, offset) and the RPC Reply.
+fn write_reply(segs: &[(u32, u32, u64)], chunks: u32) -> Wire {
+    let mut w = Wire::new(&[XID, 1, 32, 0, 0]);
+    for _ in 0..chunks {
+        w.push(1);
+        w.push(u32::try_from(segs.len()).unwrap_or(0));
+        for &(h, l, o) in segs {
+            w.push(h);
+            w.push(l);
+            let [hi, lo] = split64(o);
+            w.push(hi);
+            w.push(lo);
+        }
+    }
+    w.push(0); // end of Write list
+    w.push(0); // no Reply chunk
+    rpc_reply(&mut w, XID);
+    w
+}
+
+/// The two XDR words of a 64-bit value.
+fn split64(v: u64) -> [u32; 2] {
+    let b = v.to_be_bytes();
+    let (hi, lo) = b
+        .split_first_chunk::<4>()
+        .map_or(([0; 4], [0; 4]), |(h, l)| {
+            (*h, l.first_chunk::<4>().copied().unwrap_or([0; 4]))
+        });
+    [u32::from_be_bytes(hi), u32::from_be_bytes(lo)]
+}
+
+fn lo32(v: u64) -> u32 {
+    let [_, lo] = split64(v);
+    lo
+}
+
+fn decode_then<'w, T>(w: &'w Wire, f: impl FnOnce(&Header<'w>) -> T) -> Option<T> {
+    header::decode(w.bytes()).ok().map(|h| f(&h))
+}
+
+fn chunk_write_reply() -> TestResult {
+    let Some((plan, segs)) = write_fixture() else {
+        check!(false);
+        return Ok(());
+    };
+    let segs = segs.get(..1).unwrap_or(&[]);
+    check!(plan.reply() == ReplyForm::Write);
+    let Some(s0) = segs.first().copied() else {
+        check!(false);
+        return Ok(());
+    };
+    // 3999 bytes written: head 16 inline, then the payload, pad 1, tail 8
+    let w = write_reply(&[(s0.handle, 3999, s0.offset)], 1);
+    let r = decode_then(&w, |h| plan.check_reply(segs, h));
+    check!(matches!(
+        r,
+        Some(Ok(ReplyData::Written {
+            head,
+            written: 3999,
+            pad: 1,
+            tail,
+            rpc_len: 4024,
+        })) if head.len() == 16 && tail.len() == 8
+    ));
+    // unused Write chunk: an inline reply
+    let w = write_reply(&[(s0.handle, 0, s0.offset)], 1);
+    let r = decode_then(&w, |h| plan.check_reply(segs, h));
+    check!(matches!(r, Some(Ok(ReplyData::Inline { payload })) if payload.len() == 24));
+    Ok(())
+}
+
+fn chunk_long_reply() -> TestResult {
+    // Reply chunk over head 100 + one page (depth 1)
+    let Some(plan) = chunk_plan(&chunk_rpc(SMALL, false, geometry(100, 4096, 0), false)) else {
+        check!(false);
+        return Ok(());
+    };
+    let mut segs = [Segment::default(); 8];
+    check!(chunk_segments(&plan, &mut segs) == 2);
+    let segs = segs.get(..2).unwrap_or(&[]);
+    let (Some(a), Some(b)) = (segs.first().copied(), segs.get(1).copied()) else {
+        check!(false);
+        return Ok(());
+    };
+    // v1 RDMA_NOMSG, Reply chunk: 100 + 50 bytes
+    let w = Wire::new(&[
+        XID,
+        1,
+        32,
+        1,
+        0,
+        0,
+        1,
+        2,
+        a.handle,
+        100,
+        0,
+        lo32(a.offset),
+        b.handle,
+        50,
+        0,
+        lo32(b.offset),
+    ]);
+    let r = decode_then(&w, |h| plan.check_reply(segs, h));
+    check!(r == Some(Ok(ReplyData::Long { len: 150 })));
+    // one byte more than registered in the second segment
+    let w = Wire::new(&[
+        XID,
+        1,
+        32,
+        1,
+        0,
+        0,
+        1,
+        2,
+        a.handle,
+        100,
+        0,
+        lo32(a.offset),
+        b.handle,
+        4097,
+        0,
+        lo32(b.offset),
+    ]);
+    let r = decode_then(&w, |h| plan.check_reply(segs, h));
+    check!(
+        r == Some(Err(ReplyError::Overrun {
+            index: 1,
+            written: 4097,
+            registered: 4096
+        }))
+    );
+    // a gap: a short first segment, then data
+    let w = Wire::new(&[
+        XID,
+        1,
+        32,
+        1,
+        0,
+        0,
+        1,
+        2,
+        a.handle,
+        99,
+        0,
+        lo32(a.offset),
+        b.handle,
+        1,
+        0,
+        lo32(b.offset),
+    ]);
+    let r = decode_then(&w, |h| plan.check_reply(segs, h));
+    check!(r == Some(Err(ReplyError::Gap { index: 1 })));
+    // RDMA_NOMSG without a Reply chunk
+    let w = Wire::new(&[XID, 1, 32, 1, 0, 0, 0]);
+    let r = decode_then(&w, |h| plan.check_reply(segs, h));
+    check!(r == Some(Err(ReplyError::NoReplyChunk)));
+    // RDMA_MSG with data in the Reply chunk
+    let mut w = Wire::new(&[XID, 1, 32, 0, 0, 0, 1, 1, a.handle, 8, 0, lo32(a.offset)]);
+    rpc_reply(&mut w, XID);
+    let r = decode_then(&w, |h| plan.check_reply(segs, h));
+    check!(r == Some(Err(ReplyError::ReplyChunkInMsg)));
+    Ok(())
+}
+
+fn chunk_reply_rejections() -> TestResult {
+    let Some((plan, segs)) = write_fixture() else {
+        check!(false);
+        return Ok(());
+    };
+    let segs = segs.get(..1).unwrap_or(&[]);
+    let Some(s0) = segs.first().copied() else {
+        check!(false);
+        return Ok(());
+    };
+    let run = |w: &Wire| decode_then(w, |h| plan.check_reply(segs, h).map(|_| ()));
+    // an overlong write: one byte beyond the registration
+    check!(
+        run(&write_reply(&[(s0.handle, 4001, s0.offset)], 1))
+            == Some(Err(ReplyError::Overrun {
+                index: 0,
+                written: 4001,
+                registered: 4000
+            }))
+    );
+    // another handle, another offset, an extra segment
+    check!(
+        run(&write_reply(&[(s0.handle ^ 1, 10, s0.offset)], 1))
+            == Some(Err(ReplyError::ForeignSegment { index: 0 }))
+    );
+    check!(
+        run(&write_reply(
+            &[(s0.handle, 10, s0.offset.wrapping_add(4))],
+            1
+        )) == Some(Err(ReplyError::ForeignSegment { index: 0 }))
+    );
+    check!(
+        run(&write_reply(
+            &[(s0.handle, 4000, s0.offset), (s0.handle, 1, s0.offset)],
+            1
+        )) == Some(Err(ReplyError::ForeignSegment { index: 1 }))
+    );
+    // two Write chunks
+    check!(
+        run(&write_reply(&[(s0.handle, 10, s0.offset)], 2))
+            == Some(Err(ReplyError::UnexpectedWriteChunk))
+    );
+    // a Read list in a reply
+    let mut w = Wire::new(&[XID, 1, 32, 0, 1, 0, s0.handle, 4, 0, 0, 0, 0, 0]);
+    rpc_reply(&mut w, XID);
+    check!(run(&w) == Some(Err(ReplyError::ReadList)));
+    // a Reply chunk nobody offered
+    let mut w = Wire::new(&[XID, 1, 32, 0, 0, 0, 1, 1, s0.handle, 0, 0, 0]);
+    rpc_reply(&mut w, XID);
+    check!(run(&w) == Some(Err(ReplyError::UnexpectedReplyChunk)));
+    // the inline part is not this RPC's reply
+    let mut w = Wire::new(&[XID, 1, 32, 0, 0, 0, 0]);
+    rpc_reply(&mut w, XID ^ 1);
+    check!(run(&w) == Some(Err(ReplyError::BadRpcHeader)));
+    // RDMA_ERROR is not for check_reply
+    let w = Wire::new(&[XID, 1, 32, 4, 2]);
+    check!(run(&w) == Some(Err(ReplyError::NotAReply)));
+    // v2 without F_RESPONSE
+    let mut w = Wire::new(&[XID, 2, CRED_1_32, 0, 0, 0, 0, 0, 0]);
+    rpc_reply(&mut w, XID);
+    check!(run(&w) == Some(Err(ReplyError::BadFlags)));
+    check!(ReplyError::BadFlags.errno() == Errno::EIO);
+    Ok(())
+}
+
+fn chunk_invalidation() -> TestResult {
+    let rpc = chunk_rpc(geometry(100, 8192, 0), true, geometry(100, 633, 0), true);
+    let Ok(plan) = chunks::plan(&rpc, &chunk_th(Protocol::V2), &CHUNK_LIMITS) else {
+        check!(false);
+        return Ok(());
+    };
+    let mut segs = [Segment::default(); 8];
+    let n = chunk_segments(&plan, &mut segs);
+    let segs = segs.get(..n).unwrap_or(&[]);
+    check!(plan.invalidated(segs, 0x100) == Invalidated::Mr { index: 0 });
+    check!(plan.invalidated(segs, 0x102) == Invalidated::Mr { index: 2 });
+    check!(plan.invalidated(segs, 0xbeef) == Invalidated::WritePad);
+    check!(plan.invalidated(segs, 0x4242) == Invalidated::NotOurs);
+    // without the R bit: no handle offered
+    check!(plan.chunk_lists(segs, false).map(|c| c.inv_handle()) == Ok(0));
+    check!(plan.chunk_lists(segs, true).map(|c| c.inv_handle()) == Ok(0x102));
     Ok(())
 }

@@ -1,0 +1,942 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Chunk planning, chunk-list construction, validation of replies that
+//! use chunks, and remote invalidation, as pure functions.
+//!
+//! The transport describes an RPC by the geometry of its two `xdr_buf`s
+//! ([`Rpc`]); [`plan`] chooses how the Call and the Reply travel, the
+//! way the C client's `rpcrdma_marshal_req` does (rpc_rdma.c:870-960):
+//!
+//! * Reply: inline if `rq_rcv_buf.buflen` fits the reply threshold
+//!   (`rpcrdma_results_inline`); else a **Write chunk** over the reply
+//!   pages if DDP is allowed, the buffer is flagged `XDRBUF_READ` and head
+//!   plus tail are below the reply threshold (`rpcrdma_nonpayload_inline`);
+//!   else a **Reply chunk** over head, pages and tail (Long Reply). A
+//!   Write chunk over a page list whose length is not a multiple of four
+//!   gets one more segment: the transport's persistent 4-byte pad MR
+//!   ([`Part::WritePad`]; C: `re_write_pad_mr`, rpc_rdma.c:435).
+//! * Call: inline if `rq_snd_buf.len` fits the call threshold (and the
+//!   exact header plus the Call fit the Send); else a **Read chunk** at
+//!   position = head length over the pages if DDP is allowed and the
+//!   buffer is flagged `XDRBUF_WRITE` (the head and the tail, minus a tail
+//!   that is only the XDR pad of the pages, stay inline:
+//!   `rpcrdma_prepare_readch`); else a **Position-Zero Read chunk** over
+//!   head, pages and tail (Long Call, `RDMA_NOMSG` / `RDMA2_NOMSG`).
+//!
+//! As in the C client, every list carries at most one chunk, and the
+//! combinations are: Read, Write, Reply, Read + Write, Read + Reply;
+//! never Write + Reply (one reply form is chosen).
+//!
+//! The plan lists the byte ranges to register ([`Range`], one RDMA
+//! segment each, at most [`Limits::max_mr_pages`] pages per range); the
+//! transport maps each into an MR and hands the resulting [`Segment`]s
+//! (same order) to [`ChunkPlan::chunk_lists`], which builds the
+//! [`ChunkLists`] for `encode_msg` and the v2 `rdma_inv_handle`. When
+//! the reply arrives, [`ChunkPlan::check_reply`] checks it against what
+//! was registered and says where its data is; [`ChunkPlan::invalidated`]
+//! says whether a remotely invalidated rkey was one of the RPC's MRs.
+//!
+//! Everything here is `core` only, allocation-free (fixed arrays of at
+//! most [`MAX_CHUNK_SEGS`] segments per chunk) and panic-free.
+
+use super::super::xdr::chunk::{ChunkLists, ReadSegment, Segment, WriteChunk};
+use super::super::xdr::header::{Body, Header, MsgKind, Protocol};
+use super::config::MAX_HDR_SEGS;
+use super::errno::Errno;
+use super::inline::{Direction, Thresholds, TooBig};
+
+/// Most RDMA segments in one chunk (C: `RPCRDMA_MAX_HDR_SEGS`).
+pub const MAX_CHUNK_SEGS: usize = 16;
+const _: () = assert!(MAX_HDR_SEGS == 16);
+/// Most ranges (segments) of one RPC: one Read chunk and one Write or
+/// Reply chunk.
+pub const MAX_RANGES: usize = 2 * MAX_CHUNK_SEGS;
+/// Length of the Write-chunk pad segment (C: `XDR_UNIT`).
+pub const WRITE_PAD_LEN: u32 = 4;
+
+/// RPC `msg_type` REPLY.
+const RPC_REPLY: u32 = 1;
+
+/// The geometry of one `xdr_buf`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Geometry {
+    /// `head[0].iov_len`.
+    pub head: u32,
+    /// `page_base`: offset of the page data in the page array.
+    pub page_base: u32,
+    /// `page_len`.
+    pub page_len: u32,
+    /// `tail[0].iov_len`.
+    pub tail: u32,
+}
+
+impl Geometry {
+    /// `head + page_len + tail`, or `None` on overflow.
+    pub fn len(&self) -> Option<u32> {
+        self.head.checked_add(self.page_len)?.checked_add(self.tail)
+    }
+
+    /// True if all three parts are empty.
+    pub const fn is_empty(&self) -> bool {
+        self.head == 0 && self.page_len == 0 && self.tail == 0
+    }
+}
+
+/// One RPC as the transport sees it in `->send_request`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Rpc {
+    /// `rq_snd_buf`.
+    pub call: Geometry,
+    /// `rq_snd_buf.flags & XDRBUF_WRITE`: the pages are a DDP-eligible
+    /// argument (NFS WRITE data).
+    pub call_ddp: bool,
+    /// `rq_rcv_buf`.
+    pub reply: Geometry,
+    /// `rq_rcv_buf.buflen`: the largest Reply expected.
+    pub reply_buflen: u32,
+    /// `rq_rcv_buf.flags & XDRBUF_READ`: the pages receive a DDP-eligible
+    /// result (NFS READ data).
+    pub reply_ddp: bool,
+    /// Direct data placement is allowed: false under GSS integrity or
+    /// privacy (C: `RPCAUTH_AUTH_DATATOUCH`).
+    pub ddp_allowed: bool,
+}
+
+/// What the device and the configuration allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Limits {
+    /// `PAGE_SIZE`.
+    pub page_size: u32,
+    /// Pages one MR can map (C: `re_max_fr_depth`). 0 is taken as 1.
+    pub max_mr_pages: u32,
+    /// Segments per chunk: `Config::max_segs` after validation (clamped
+    /// to [`MAX_CHUNK_SEGS`]). 0 turns chunks off: an RPC that does not
+    /// fit inline is refused with [`PlanError::TooBig`], as before.
+    pub max_segs: u32,
+}
+
+impl Limits {
+    /// 4 KiB pages, 256-page MRs, chunks off.
+    pub const INLINE_ONLY: Limits = Limits {
+        page_size: 4096,
+        max_mr_pages: 256,
+        max_segs: 0,
+    };
+}
+
+/// Which part of an `xdr_buf` a range lies in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Part {
+    /// `head[0]`; the offset is from `iov_base`.
+    #[default]
+    Head,
+    /// The page list; the offset is from the first byte of page data
+    /// (`page_base`), so the range starts in page
+    /// `(page_base + offset) / PAGE_SIZE`.
+    Pages,
+    /// `tail[0]`; the offset is from `iov_base`.
+    Tail,
+    /// The transport's persistent 4-byte Write pad MR (not a per-RPC
+    /// registration; never invalidated with the RPC).
+    WritePad,
+}
+
+/// A byte range to register as one MR / RDMA segment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Range {
+    /// The part of the buffer.
+    pub part: Part,
+    /// Offset in the part.
+    pub offset: u32,
+    /// Length in bytes (the segment's length).
+    pub len: u32,
+}
+
+/// How the Call travels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallForm {
+    /// Inline (`RDMA_MSG`), no Read list.
+    Inline,
+    /// `RDMA_MSG` with one Read chunk over the pages at `position` (the
+    /// head length); head and tail inline.
+    Read {
+        /// XDR position of the chunk.
+        position: u32,
+    },
+    /// Long Call: `RDMA_NOMSG`, a Position-Zero Read chunk over the whole
+    /// Call; nothing inline.
+    Long,
+}
+
+/// How the Reply is to travel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReplyForm {
+    /// Inline; no Write list, no Reply chunk.
+    Inline,
+    /// One Write chunk over the reply pages.
+    Write,
+    /// Long Reply: a Reply chunk over head, pages and tail.
+    Long,
+}
+
+/// Which bytes of `rq_snd_buf` follow the transport header in the Send.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct SendLayout {
+    /// Bytes of the head, from its start.
+    pub head: u32,
+    /// Bytes of the page list, from `page_base` (0 or all of it).
+    pub pages: u32,
+    /// Offset of the inline tail bytes in the tail (skips the XDR pad of
+    /// reduced pages).
+    pub tail_offset: u32,
+    /// Bytes of the tail sent.
+    pub tail: u32,
+}
+
+impl SendLayout {
+    /// Total RPC bytes in the Send.
+    pub const fn len(&self) -> u32 {
+        self.head
+            .saturating_add(self.pages)
+            .saturating_add(self.tail)
+    }
+
+    /// True when nothing of the RPC is sent inline (Long Call).
+    pub const fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Why an RPC cannot be planned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PlanError {
+    /// Chunks are off ([`Limits::max_segs`] 0) and the RPC does not fit
+    /// inline.
+    TooBig(TooBig),
+    /// A chunk would need more segments than allowed.
+    TooManySegments {
+        /// Call (Read chunk) or Reply (Write / Reply chunk).
+        direction: Direction,
+        /// Segments needed.
+        needed: u32,
+        /// [`Limits::max_segs`].
+        limit: u32,
+    },
+    /// Even the transport header of a Long Call does not fit the Send.
+    HeaderTooBig {
+        /// Header length.
+        len: u32,
+        /// Call inline threshold.
+        limit: u32,
+    },
+    /// Lengths overflow 32 bits.
+    BadGeometry,
+    /// [`ChunkPlan::chunk_lists`]: the segments do not match the plan's
+    /// ranges (wrong count, or segment `index` has the wrong length).
+    SegmentMismatch {
+        /// First mismatching index (the count if the count is wrong).
+        index: u32,
+    },
+}
+
+impl PlanError {
+    /// `-EMSGSIZE` (the RPC cannot be sent: fail it, do not retry) for
+    /// size limits; `-EIO` for inconsistent input (a transport bug).
+    pub const fn errno(&self) -> Errno {
+        match self {
+            Self::TooBig(_) | Self::TooManySegments { .. } | Self::HeaderTooBig { .. } => {
+                Errno::EMSGSIZE
+            }
+            Self::BadGeometry | Self::SegmentMismatch { .. } => Errno::EIO,
+        }
+    }
+}
+
+/// The plan for one RPC: forms, ranges to register, Send layout, exact
+/// header length. `Copy`; the transport keeps it with the request until
+/// the reply is checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ChunkPlan {
+    call: CallForm,
+    reply: ReplyForm,
+    protocol: Protocol,
+    ranges: [Range; MAX_RANGES],
+    nread: u8,
+    nwrite: u8,
+    nreply: u8,
+    send: SendLayout,
+    hdr_len: u32,
+    reply_head: u32,
+}
+
+/// Exact header length with `nread` Read segments (one chunk), a Write
+/// chunk of `nwrite` segments (0: no Write list) and a Reply chunk of
+/// `nreply` segments (0: none).
+pub fn header_len(protocol: Protocol, nread: u32, nwrite: u32, nreply: u32) -> u32 {
+    // xid, vers, credit, proc; three list terminators / absent markers.
+    let mut len: u32 = 16 + 12;
+    len = len.saturating_add(nread.saturating_mul(24));
+    if nwrite > 0 {
+        len = len
+            .saturating_add(8)
+            .saturating_add(nwrite.saturating_mul(16));
+    }
+    if nreply > 0 {
+        len = len
+            .saturating_add(4)
+            .saturating_add(nreply.saturating_mul(16));
+    }
+    match protocol {
+        Protocol::V1 => len,
+        // rdma_flags, rdma_inv_handle
+        Protocol::V2 => len.saturating_add(8),
+    }
+}
+
+/// Fixed-capacity range list under construction.
+struct Ranges {
+    r: [Range; MAX_RANGES],
+    n: usize,
+}
+
+impl Ranges {
+    fn push(&mut self, range: Range) -> bool {
+        match self.r.get_mut(self.n) {
+            Some(slot) => {
+                *slot = range;
+                self.n = self.n.saturating_add(1);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Number of ranges covering `len` bytes of pages starting `base` bytes
+/// into the page array, at most `depth` pages each.
+fn page_ranges(base: u32, len: u32, limits: &Limits) -> u32 {
+    let ps = limits.page_size.max(1);
+    let depth = limits.max_mr_pages.max(1);
+    let first = base.checked_rem(ps).unwrap_or(0);
+    // pages spanned = ceil((first + len) / ps)
+    let span = u64::from(first).saturating_add(u64::from(len));
+    let pages = span.div_ceil(u64::from(ps));
+    let n = pages.div_ceil(u64::from(depth));
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Appends the ranges of the page list (at most `depth` pages each).
+fn push_pages(out: &mut Ranges, base: u32, len: u32, limits: &Limits) -> bool {
+    let ps = limits.page_size.max(1);
+    let depth = limits.max_mr_pages.max(1);
+    let mut in_page = base.checked_rem(ps).unwrap_or(0);
+    let mut offset: u32 = 0;
+    let mut left = len;
+    let mr_bytes = u64::from(ps).saturating_mul(u64::from(depth));
+    while left > 0 {
+        let room = mr_bytes.saturating_sub(u64::from(in_page));
+        let take = u32::try_from(room.min(u64::from(left))).unwrap_or(left);
+        if take == 0
+            || !out.push(Range {
+                part: Part::Pages,
+                offset,
+                len: take,
+            })
+        {
+            return false;
+        }
+        offset = offset.saturating_add(take);
+        left = left.saturating_sub(take);
+        in_page = 0;
+    }
+    true
+}
+
+/// Segments of a chunk over a whole buffer (head, pages, tail; empty
+/// parts skipped).
+fn whole_count(g: &Geometry, limits: &Limits) -> u32 {
+    let mut n = u32::from(g.head > 0).saturating_add(u32::from(g.tail > 0));
+    if g.page_len > 0 {
+        n = n.saturating_add(page_ranges(g.page_base, g.page_len, limits));
+    }
+    n
+}
+
+fn push_whole(out: &mut Ranges, g: &Geometry, limits: &Limits) -> bool {
+    let head = g.head == 0
+        || out.push(Range {
+            part: Part::Head,
+            offset: 0,
+            len: g.head,
+        });
+    head && push_pages(out, g.page_base, g.page_len, limits)
+        && (g.tail == 0
+            || out.push(Range {
+                part: Part::Tail,
+                offset: 0,
+                len: g.tail,
+            }))
+}
+
+fn u8_of(n: u32) -> u8 {
+    u8::try_from(n).unwrap_or(u8::MAX)
+}
+
+/// Chooses how an RPC's Call and Reply travel and what to register.
+/// Called in `->send_request` (after the credit check, before any MR is
+/// registered) with the connection's current [`Thresholds`].
+pub fn plan(rpc: &Rpc, th: &Thresholds, limits: &Limits) -> Result<ChunkPlan, PlanError> {
+    let call_len = rpc.call.len().ok_or(PlanError::BadGeometry)?;
+    rpc.reply.len().ok_or(PlanError::BadGeometry)?;
+    let max_segs = limits.max_segs.min(MAX_HDR_SEGS);
+    let p = th.protocol;
+    let inline_call = SendLayout {
+        head: rpc.call.head,
+        pages: rpc.call.page_len,
+        tail_offset: 0,
+        tail: rpc.call.tail,
+    };
+    let mut plan = ChunkPlan {
+        call: CallForm::Inline,
+        reply: ReplyForm::Inline,
+        protocol: p,
+        ranges: [Range::default(); MAX_RANGES],
+        nread: 0,
+        nwrite: 0,
+        nreply: 0,
+        send: inline_call,
+        hdr_len: header_len(p, 0, 0, 0),
+        reply_head: rpc.reply.head,
+    };
+    if max_segs == 0 {
+        // Inline-only data path: the same decision as Thresholds::fit.
+        th.fit(call_len, 0).map_err(PlanError::TooBig)?;
+        return Ok(plan);
+    }
+
+    // Reply form (rpcrdma_marshal_req's wtype).
+    let max_reply = th.max_inline_reply();
+    let nonpayload = rpc.reply.head.saturating_add(rpc.reply.tail);
+    let (reply, nwrite, nreply) = if rpc.reply_buflen <= max_reply {
+        (ReplyForm::Inline, 0, 0)
+    } else if rpc.ddp_allowed && rpc.reply_ddp && rpc.reply.page_len > 0 && nonpayload < max_reply {
+        let pad = u32::from(rpc.reply.page_len & 3 != 0);
+        let n = page_ranges(rpc.reply.page_base, rpc.reply.page_len, limits).saturating_add(pad);
+        (ReplyForm::Write, n, 0)
+    } else {
+        (ReplyForm::Long, 0, whole_count(&rpc.reply, limits))
+    };
+    let reply_segs = nwrite.max(nreply);
+    if reply_segs > max_segs {
+        return Err(PlanError::TooManySegments {
+            direction: Direction::Reply,
+            needed: reply_segs,
+            limit: max_segs,
+        });
+    }
+
+    // Call form (rtype).
+    let send = th.send;
+    let fits =
+        |nread: u32, bytes: u32| header_len(p, nread, nwrite, nreply).saturating_add(bytes) <= send;
+    let npages = if rpc.call.page_len > 0 {
+        page_ranges(rpc.call.page_base, rpc.call.page_len, limits)
+    } else {
+        0
+    };
+    let tail_inline = if rpc.call.tail > 3 {
+        let skip = rpc.call.tail & 3;
+        (skip, rpc.call.tail.saturating_sub(skip))
+    } else {
+        (0, 0)
+    };
+    let read_inline = SendLayout {
+        head: rpc.call.head,
+        pages: 0,
+        tail_offset: tail_inline.0,
+        tail: tail_inline.1,
+    };
+    let (call, nread, layout) = if call_len <= th.max_inline_call() && fits(0, call_len) {
+        (CallForm::Inline, 0, inline_call)
+    } else if rpc.ddp_allowed
+        && rpc.call_ddp
+        && rpc.call.page_len > 0
+        && rpc.call.head & 3 == 0
+        && npages <= max_segs
+        && fits(npages, read_inline.len())
+    {
+        (
+            CallForm::Read {
+                position: rpc.call.head,
+            },
+            npages,
+            read_inline,
+        )
+    } else {
+        let n = whole_count(&rpc.call, limits);
+        if n > max_segs {
+            return Err(PlanError::TooManySegments {
+                direction: Direction::Call,
+                needed: n,
+                limit: max_segs,
+            });
+        }
+        let hdr = header_len(p, n, nwrite, nreply);
+        if hdr > send {
+            return Err(PlanError::HeaderTooBig {
+                len: hdr,
+                limit: send,
+            });
+        }
+        (CallForm::Long, n, SendLayout::default())
+    };
+
+    let mut out = Ranges {
+        r: [Range::default(); MAX_RANGES],
+        n: 0,
+    };
+    let ok = match call {
+        CallForm::Inline => true,
+        CallForm::Read { .. } => {
+            push_pages(&mut out, rpc.call.page_base, rpc.call.page_len, limits)
+        }
+        CallForm::Long => push_whole(&mut out, &rpc.call, limits),
+    } && match reply {
+        ReplyForm::Inline => true,
+        ReplyForm::Write => {
+            push_pages(&mut out, rpc.reply.page_base, rpc.reply.page_len, limits)
+                && (rpc.reply.page_len & 3 == 0
+                    || out.push(Range {
+                        part: Part::WritePad,
+                        offset: 0,
+                        len: WRITE_PAD_LEN,
+                    }))
+        }
+        ReplyForm::Long => push_whole(&mut out, &rpc.reply, limits),
+    };
+    if !ok {
+        return Err(PlanError::BadGeometry);
+    }
+    plan.call = call;
+    plan.reply = reply;
+    plan.ranges = out.r;
+    plan.nread = u8_of(nread);
+    plan.nwrite = u8_of(nwrite);
+    plan.nreply = u8_of(nreply);
+    plan.send = layout;
+    plan.hdr_len = header_len(p, nread, nwrite, nreply);
+    Ok(plan)
+}
+
+/// The chunk lists of one Call, built from registered segments: pass
+/// [`CallChunks::lists`] as `MsgSpec::chunks` and
+/// [`CallChunks::inv_handle`] as `MsgSpec::inv_handle`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CallChunks<'s> {
+    reads: [ReadSegment; MAX_CHUNK_SEGS],
+    nreads: usize,
+    write: [&'s [Segment]; 1],
+    has_write: bool,
+    reply: Option<&'s [Segment]>,
+    inv_handle: u32,
+}
+
+impl CallChunks<'_> {
+    /// The lists for `encode_msg`.
+    pub fn lists(&self) -> ChunkLists<'_> {
+        ChunkLists {
+            reads: self.reads.get(..self.nreads).unwrap_or(&[]),
+            writes: if self.has_write { &self.write } else { &[] },
+            reply: self.reply,
+        }
+    }
+
+    /// v2 `rdma_inv_handle` (0: no remote invalidation).
+    pub const fn inv_handle(&self) -> u32 {
+        self.inv_handle
+    }
+}
+
+/// What a remotely invalidated rkey was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Invalidated {
+    /// This RPC's MR for range `index`: it needs no local invalidation.
+    Mr {
+        /// Index in [`ChunkPlan::ranges`].
+        index: usize,
+    },
+    /// The persistent Write pad MR: it is unusable until registered again.
+    WritePad,
+    /// Not one of this RPC's MRs: the responder misbehaved; invalidate
+    /// all of this RPC's MRs locally.
+    NotOurs,
+}
+
+/// Why a reply is inconsistent with what its Call registered. Every one
+/// fails the RPC with `-EIO` and counts as a bad reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReplyError {
+    /// Not an `RDMA_MSG` / `RDMA_NOMSG` (use `reply::classify`).
+    NotAReply,
+    /// v2: `F_MORE` (Message Continuation) set, or `F_RESPONSE` clear.
+    BadFlags,
+    /// The reply carries a Read list.
+    ReadList,
+    /// More Write chunks than offered (we offer at most one).
+    UnexpectedWriteChunk,
+    /// A Reply chunk although none was offered.
+    UnexpectedReplyChunk,
+    /// A returned chunk has more segments than offered, or segment
+    /// `index` names another handle or offset than the one registered.
+    ForeignSegment {
+        /// Segment index in the chunk.
+        index: u32,
+    },
+    /// Segment `index` claims more bytes than were registered.
+    Overrun {
+        /// Segment index in the chunk.
+        index: u32,
+        /// Length in the reply.
+        written: u32,
+        /// Length registered.
+        registered: u32,
+    },
+    /// Segment `index` has data after a short segment: the chunk was
+    /// not filled contiguously.
+    Gap {
+        /// Segment index in the chunk.
+        index: u32,
+    },
+    /// `RDMA_MSG` whose Reply chunk carries data.
+    ReplyChunkInMsg,
+    /// `RDMA_NOMSG` without a Reply chunk, or with an empty one.
+    NoReplyChunk,
+    /// `RDMA_NOMSG` with data in the Write list.
+    WriteInNoMsg,
+    /// The inline RPC message does not start with the XID and REPLY.
+    BadRpcHeader,
+}
+
+impl ReplyError {
+    /// `-EIO`, as the C client (`rpcrdma_complete_rqst`).
+    pub const fn errno(&self) -> Errno {
+        Errno::EIO
+    }
+
+    /// True for what counts in `bad_reply_count`: everything but
+    /// [`Self::NotAReply`] (a caller error: such messages go through
+    /// `reply::classify`).
+    pub const fn is_bad_reply(&self) -> bool {
+        !matches!(self, Self::NotAReply)
+    }
+}
+
+/// Where a checked reply's RPC message is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyData<'a> {
+    /// All of it is inline (no chunk data): deliver `payload` as an
+    /// inline reply.
+    Inline {
+        /// The RPC Reply.
+        payload: &'a [u8],
+    },
+    /// Write chunk data: the RPC Reply is `head` (inline), then `written`
+    /// bytes the responder placed in the reply pages from `page_base`,
+    /// then `pad` bytes of XDR roundup (in neither place), then `tail`
+    /// (inline). `head` is the inline part up to the planned head length
+    /// (shorter if the inline part is; C `rpcrdma_inline_fixup` trims the
+    /// head then). Any inline bytes beyond the head follow the payload
+    /// (the C client would copy them into the pages instead; READ is the
+    /// last operation of the Linux NFS client's COMPOUNDs, so the case
+    /// does not arise there).
+    Written {
+        /// Inline bytes before the payload.
+        head: &'a [u8],
+        /// Bytes the responder wrote (C: `writelist`): into the pages
+        /// from `page_base`, plus the pad MR's bytes if it wrote the
+        /// roundup there (then `written` exceeds the page length by at
+        /// most [`WRITE_PAD_LEN`]).
+        written: u32,
+        /// XDR roundup of `written`.
+        pad: u32,
+        /// Inline bytes after the payload.
+        tail: &'a [u8],
+        /// The RPC Reply length (`rq_rcv_buf.len`): inline bytes plus
+        /// `written` rounded up (C: `rpclen + xdr_align_size(writelist)`).
+        rpc_len: u32,
+    },
+    /// Long Reply: the first `len` bytes of the receive buffer (head,
+    /// then pages, then tail, as registered) hold the RPC Reply.
+    Long {
+        /// Bytes written through the Reply chunk.
+        len: u32,
+    },
+}
+
+impl ChunkPlan {
+    /// The Call's form.
+    pub const fn call(&self) -> CallForm {
+        self.call
+    }
+
+    /// The Reply's form.
+    pub const fn reply(&self) -> ReplyForm {
+        self.reply
+    }
+
+    /// The header type: `NoMsg` for a Long Call.
+    pub const fn kind(&self) -> MsgKind {
+        match self.call {
+            CallForm::Long => MsgKind::NoMsg,
+            CallForm::Inline | CallForm::Read { .. } => MsgKind::Msg,
+        }
+    }
+
+    /// True if nothing is registered.
+    pub const fn is_inline(&self) -> bool {
+        self.nread == 0 && self.nwrite == 0 && self.nreply == 0
+    }
+
+    /// The exact transport header length.
+    pub const fn header_len(&self) -> u32 {
+        self.hdr_len
+    }
+
+    /// What of `rq_snd_buf` follows the header in the Send.
+    pub const fn send_layout(&self) -> SendLayout {
+        self.send
+    }
+
+    fn count(&self) -> usize {
+        usize::from(self.nread)
+            .saturating_add(usize::from(self.nwrite))
+            .saturating_add(usize::from(self.nreply))
+    }
+
+    /// Every range to register, in segment order: the Read chunk's
+    /// (in `rq_snd_buf`), then the Write or Reply chunk's (in
+    /// `rq_rcv_buf`). Register each as one MR (remote read access for
+    /// the Read chunk, remote write for the others), except
+    /// [`Part::WritePad`], which is the persistent pad MR's segment.
+    pub fn ranges(&self) -> &[Range] {
+        self.ranges.get(..self.count()).unwrap_or(&[])
+    }
+
+    fn split(&self) -> (usize, usize, usize) {
+        let r = usize::from(self.nread);
+        let w = r.saturating_add(usize::from(self.nwrite));
+        (r, w, w.saturating_add(usize::from(self.nreply)))
+    }
+
+    /// The Read chunk's ranges (in `rq_snd_buf`).
+    pub fn read_ranges(&self) -> &[Range] {
+        let (r, _, _) = self.split();
+        self.ranges.get(..r).unwrap_or(&[])
+    }
+
+    /// The Write chunk's ranges (in `rq_rcv_buf`), pad included.
+    pub fn write_ranges(&self) -> &[Range] {
+        let (r, w, _) = self.split();
+        self.ranges.get(r..w).unwrap_or(&[])
+    }
+
+    /// The Reply chunk's ranges (in `rq_rcv_buf`).
+    pub fn reply_ranges(&self) -> &[Range] {
+        let (_, w, e) = self.split();
+        self.ranges.get(w..e).unwrap_or(&[])
+    }
+
+    /// Builds the chunk lists from `segs`, the segments the transport
+    /// registered for [`Self::ranges`] (same order, same lengths). Called
+    /// after registration, before encoding the header. With
+    /// `remote_invalidation` ([`Thresholds::remote_invalidation`]) and
+    /// version 2, `inv_handle` names one of the RPC's MRs: the Reply
+    /// chunk's first, else the Write chunk's first, else the Read
+    /// chunk's first (never the pad MR; never 0).
+    pub fn chunk_lists<'s>(
+        &self,
+        segs: &'s [Segment],
+        remote_invalidation: bool,
+    ) -> Result<CallChunks<'s>, PlanError> {
+        let ranges = self.ranges();
+        if segs.len() != ranges.len() {
+            return Err(PlanError::SegmentMismatch {
+                index: u32::try_from(segs.len()).unwrap_or(u32::MAX),
+            });
+        }
+        let mut index: u32 = 0;
+        for (s, r) in segs.iter().zip(ranges) {
+            if s.length != r.len {
+                return Err(PlanError::SegmentMismatch { index });
+            }
+            index = index.saturating_add(1);
+        }
+        let (r, w, e) = self.split();
+        let reads = segs.get(..r).unwrap_or(&[]);
+        let write = segs.get(r..w).unwrap_or(&[]);
+        let reply = segs.get(w..e).unwrap_or(&[]);
+        let position = match self.call {
+            CallForm::Read { position } => position,
+            CallForm::Inline | CallForm::Long => 0,
+        };
+        let mut out = CallChunks {
+            reads: [ReadSegment::default(); MAX_CHUNK_SEGS],
+            nreads: 0,
+            write: [write],
+            has_write: !write.is_empty(),
+            reply: if reply.is_empty() { None } else { Some(reply) },
+            inv_handle: 0,
+        };
+        for (slot, s) in out.reads.iter_mut().zip(reads) {
+            *slot = ReadSegment {
+                position,
+                target: *s,
+            };
+            out.nreads = out.nreads.saturating_add(1);
+        }
+        if out.nreads != reads.len() {
+            return Err(PlanError::SegmentMismatch {
+                index: u32::try_from(out.nreads).unwrap_or(u32::MAX),
+            });
+        }
+        if remote_invalidation && self.protocol == Protocol::V2 {
+            let own = |i: &usize| {
+                ranges.get(*i).is_some_and(|rg| rg.part != Part::WritePad)
+                    && segs.get(*i).is_some_and(|s| s.handle != 0)
+            };
+            out.inv_handle = (w..e)
+                .chain(r..w)
+                .chain(0..r)
+                .find(own)
+                .and_then(|i| segs.get(i))
+                .map_or(0, |s| s.handle);
+        }
+        Ok(out)
+    }
+
+    /// Says what a remotely invalidated `rkey` (a Receive completion with
+    /// `IB_WC_WITH_INVALIDATE`) was, given the RPC's registered `segs`.
+    pub fn invalidated(&self, segs: &[Segment], rkey: u32) -> Invalidated {
+        let mut index: usize = 0;
+        for (s, r) in segs.iter().zip(self.ranges()) {
+            if s.handle == rkey {
+                return match r.part {
+                    Part::WritePad => Invalidated::WritePad,
+                    Part::Head | Part::Pages | Part::Tail => Invalidated::Mr { index },
+                };
+            }
+            index = index.saturating_add(1);
+        }
+        Invalidated::NotOurs
+    }
+
+    /// Checks a decoded reply `h` (already matched to this RPC by XID and
+    /// accepted in the connection's version) against what was registered
+    /// (`segs`, as passed to [`Self::chunk_lists`]); says where the RPC
+    /// Reply is. Called on receive, before the MRs are invalidated and the
+    /// reply is delivered.
+    pub fn check_reply<'a>(
+        &self,
+        segs: &[Segment],
+        h: &Header<'a>,
+    ) -> Result<ReplyData<'a>, ReplyError> {
+        let (chunks, payload) = match h.body {
+            Body::Msg(ref m) => (m.chunks, Some(m.payload)),
+            Body::NoMsg(ref n) => (n.chunks, None),
+            Body::Error(_) | Body::ConnProp(_) | Body::ConnPropPart(_) => {
+                return Err(ReplyError::NotAReply)
+            }
+        };
+        if h.protocol == Protocol::V2 && (h.flags.has_more() || !h.flags.is_response()) {
+            return Err(ReplyError::BadFlags);
+        }
+        if !chunks.reads.is_empty() {
+            return Err(ReplyError::ReadList);
+        }
+        let (r, w, e) = self.split();
+        let offered_write = segs.get(r..w).unwrap_or(&[]);
+        let offered_reply = segs.get(w..e).unwrap_or(&[]);
+        let mut written: u32 = 0;
+        let mut first = true;
+        for chunk in chunks.writes.iter() {
+            if !first || offered_write.is_empty() {
+                return Err(ReplyError::UnexpectedWriteChunk);
+            }
+            first = false;
+            written = chunk_len(&chunk, offered_write)?;
+        }
+        let reply_len = match chunks.reply {
+            None => 0,
+            Some(_) if offered_reply.is_empty() => return Err(ReplyError::UnexpectedReplyChunk),
+            Some(ref chunk) => chunk_len(chunk, offered_reply)?,
+        };
+        let Some(payload) = payload else {
+            if written != 0 {
+                return Err(ReplyError::WriteInNoMsg);
+            }
+            if reply_len == 0 {
+                return Err(ReplyError::NoReplyChunk);
+            }
+            return Ok(ReplyData::Long { len: reply_len });
+        };
+        if reply_len != 0 {
+            return Err(ReplyError::ReplyChunkInMsg);
+        }
+        let word = |i: usize| {
+            payload
+                .get(i.saturating_mul(4)..)
+                .and_then(|b| b.first_chunk::<4>())
+                .map(|b| u32::from_be_bytes(*b))
+        };
+        if word(0) != Some(h.xid) || word(1) != Some(RPC_REPLY) {
+            return Err(ReplyError::BadRpcHeader);
+        }
+        if written == 0 {
+            return Ok(ReplyData::Inline { payload });
+        }
+        let head_len = usize::try_from(self.reply_head).unwrap_or(usize::MAX);
+        let (head, tail) = payload.split_at_checked(head_len).unwrap_or((payload, &[]));
+        let aligned = written.checked_next_multiple_of(4).unwrap_or(written);
+        let inline = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+        Ok(ReplyData::Written {
+            head,
+            written,
+            pad: aligned.saturating_sub(written),
+            tail,
+            rpc_len: inline.saturating_add(aligned),
+        })
+    }
+}
+
+/// Checks a returned Write or Reply chunk against the offered segments;
+/// returns the bytes written.
+fn chunk_len(chunk: &WriteChunk<'_>, offered: &[Segment]) -> Result<u32, ReplyError> {
+    if chunk.len() > offered.len() {
+        return Err(ReplyError::ForeignSegment {
+            index: u32::try_from(offered.len()).unwrap_or(u32::MAX),
+        });
+    }
+    let mut total: u32 = 0;
+    let mut short = false;
+    let mut index: u32 = 0;
+    for (got, ours) in chunk.iter().zip(offered) {
+        if got.handle != ours.handle || got.offset != ours.offset {
+            return Err(ReplyError::ForeignSegment { index });
+        }
+        if got.length > ours.length {
+            return Err(ReplyError::Overrun {
+                index,
+                written: got.length,
+                registered: ours.length,
+            });
+        }
+        if short && got.length != 0 {
+            return Err(ReplyError::Gap { index });
+        }
+        short = got.length < ours.length;
+        // Bounded by the registered lengths, which fit a u32 in sum.
+        total = total.saturating_add(got.length);
+        index = index.saturating_add(1);
+    }
+    Ok(total)
+}
