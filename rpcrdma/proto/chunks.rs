@@ -41,7 +41,7 @@
 
 use super::super::xdr::chunk::{ChunkLists, ReadSegment, Segment, WriteChunk};
 use super::super::xdr::header::{Body, Header, MsgKind, Protocol};
-use super::config::MAX_HDR_SEGS;
+use super::config::{Config, MAX_HDR_SEGS};
 use super::errno::Errno;
 use super::inline::{Direction, Thresholds, TooBig};
 
@@ -115,6 +115,10 @@ pub struct Limits {
     pub max_segs: u32,
 }
 
+/// Largest RPC payload the C client plans for (`xprt->max_payload`:
+/// `RPCRDMA_MAX_DATA_SEGS` pages of which one is for misalignment).
+pub const MAX_PAYLOAD: u32 = 1024 * 1024;
+
 impl Limits {
     /// 4 KiB pages, 256-page MRs, chunks off.
     pub const INLINE_ONLY: Limits = Limits {
@@ -122,6 +126,36 @@ impl Limits {
         max_mr_pages: 256,
         max_segs: 0,
     };
+
+    /// The limits of a transport: `config.max_segs` (validated) with the
+    /// device's `page_size` and FRWR depth.
+    pub const fn new(config: &Config, page_size: u32, max_mr_pages: u32) -> Self {
+        Limits {
+            page_size,
+            max_mr_pages,
+            max_segs: config.validated().max_segs,
+        }
+    }
+
+    /// The segments per chunk a device with FRWR depth `max_mr_pages`
+    /// needs for a [`MAX_PAYLOAD`] chunk plus head and tail, capped at
+    /// [`MAX_CHUNK_SEGS`]; the value to put in `Config::max_segs` when
+    /// chunks are on (C: `re_max_rdma_segs`, frwr_ops.c:252-257).
+    pub const fn segs_for_depth(page_size: u32, max_mr_pages: u32) -> u32 {
+        let depth = if max_mr_pages == 0 { 1 } else { max_mr_pages };
+        // RPCRDMA_MAX_DATA_SEGS = 1 MiB / PAGE_SIZE + 1
+        let pages = match MAX_PAYLOAD.checked_div(page_size) {
+            Some(p) => p,
+            None => MAX_PAYLOAD,
+        };
+        let data_pages = pages.saturating_add(1);
+        let n = data_pages.div_ceil(depth).saturating_add(2);
+        if n > MAX_HDR_SEGS {
+            MAX_HDR_SEGS
+        } else {
+            n
+        }
+    }
 }
 
 /// Which part of an `xdr_buf` a range lies in.

@@ -1020,6 +1020,7 @@ const SMALL: Geometry = Geometry {
 fn chunk_call_forms() -> TestResult {
     let th = chunk_th(Protocol::V1);
     check!(th.max_inline_call() == 588 && th.max_inline_reply() == 732);
+    check!(Limits::segs_for_depth(4096, 256) == 4 && Limits::segs_for_depth(4096, 1) == 16);
     // the inline boundary
     let a = chunk_plan(&chunk_rpc(geometry(100, 488, 0), true, SMALL, false));
     check!(a.is_some_and(|a| a.call() == CallForm::Inline && a.is_inline()));

@@ -465,6 +465,42 @@ fn too_many_segments() {
 }
 
 #[test]
+fn limits_from_config_and_depth() {
+    // mlx5: depth 256 (capped at RPCRDMA_MAX_DATA_SEGS 257): 2 + 2
+    assert_eq!(Limits::segs_for_depth(4096, 257), 3);
+    assert_eq!(Limits::segs_for_depth(4096, 256), 4);
+    // small-depth devices hit the 16 cap
+    assert_eq!(Limits::segs_for_depth(4096, 30), 11);
+    assert_eq!(Limits::segs_for_depth(4096, 16), 16);
+    assert_eq!(Limits::segs_for_depth(4096, 1), 16);
+    assert_eq!(Limits::segs_for_depth(0, 0), 16);
+    let c = Config {
+        max_segs: 99,
+        ..Config::default()
+    };
+    let l = Limits::new(&c, 4096, 256);
+    assert_eq!((l.page_size, l.max_mr_pages, l.max_segs), (4096, 256, 16));
+    // a 1 MiB NFS READ / WRITE at any page offset plans with those limits
+    for depth in [1u32, 2, 16, 30, 64, 256, 257] {
+        let segs = Limits::segs_for_depth(PS, depth);
+        if depth * (segs - 2) < 257 {
+            continue; // the device cannot carry 1 MiB in 16 segments
+        }
+        let l = Limits {
+            page_size: PS,
+            max_mr_pages: depth,
+            max_segs: segs,
+        };
+        for base in [0, 1, 4095] {
+            let w = plan(&call(120, base, 1 << 20, 0), &th(Protocol::V1), &l).unwrap();
+            assert!(matches!(w.call(), CallForm::Read { .. }), "{depth} {base}");
+            let r = plan(&reply(120, base, 1 << 20, 0, true), &th(Protocol::V1), &l).unwrap();
+            assert_eq!(r.reply(), ReplyForm::Write, "{depth} {base}");
+        }
+    }
+}
+
+#[test]
 fn bad_geometry() {
     let rpc = call(u32::MAX, 0, 1, 0);
     assert_eq!(
