@@ -32,6 +32,7 @@ use kernel::sync::{Arc, CondVar, Mutex};
 
 kunit_suite!(rpcrdma2_frwr {
     frwr_sizing,
+    frwr_map_rules,
     frwr_loopback,
 });
 
@@ -53,6 +54,81 @@ fn frwr_sizing() -> TestResult {
     pr_info!("frwr: {} {:?}\n", dev.name(), caps);
     kassert!(caps.depth >= 1 && caps.depth <= 257);
     kassert!(caps.max_segs * caps.depth >= 260);
+    Ok(())
+}
+
+/// Mapping without a connection: page-contiguity breaks, the depth
+/// limit, the XID and key bump, and the states that refuse an operation.
+fn frwr_map_rules() -> TestResult {
+    let pages = Pages::new()?;
+    let (dev, _) = device_and_ip()?;
+    let caps = step!(FrwrCaps::query(&dev), "FRWR device query");
+    let pd = step!(Pd::new(&dev), "ib_alloc_pd");
+    let pool = step!(MrPool::new(&pd, caps, 2), "allocating the MR pool");
+    let mut mr = step!(pool.get().ok_or(ENOMEM), "taking an MR");
+    kassert_eq!(mr.state(), MrState::Free);
+    kassert!(mr.segment().is_none());
+    kassert!(mr.unmap().is_err());
+    let ps = page_size() as u32;
+    let p = pages.0;
+    let seg = |i: usize, offset: u32, len: u32| PageSeg { page: p[i], offset, len };
+
+    // A piece that ends inside its page ends the MR (without SG_GAPS).
+    let rkey0 = mr.rkey();
+    // SAFETY: `pages` outlives the MRs (declared first).
+    let n = step!(
+        unsafe { mr.map_pages(&[seg(0, 0, 100), seg(1, 0, ps)], MrAccess::RemoteWrite, 7) },
+        "mapping"
+    );
+    kassert_eq!(n, if caps.sg_gaps { 2 } else { 1 });
+    let s = step!(mr.segment().ok_or(EINVAL), "segment");
+    kassert_eq!(s.offset >> 32, 7);
+    kassert_eq!(s.length, if caps.sg_gaps { 100 + ps } else { 100 });
+    // The key's low byte moved on by one; the rest stayed.
+    kassert_eq!(s.handle, (rkey0 & !0xff) | (rkey0.wrapping_add(1) & 0xff));
+    kassert_eq!(mr.state(), MrState::Mapped);
+    // Mapped: no second mapping, no remote invalidation; unmap is fine.
+    // SAFETY: as above.
+    kassert!(unsafe { mr.map_pages(&[seg(0, 0, ps)], MrAccess::RemoteRead, 1) }.is_err());
+    kassert!(mr.remote_invalidated(s.handle).is_err());
+    kassert!(step!(mr.unmap(), "unmapping").is_none());
+    kassert_eq!(mr.state(), MrState::Free);
+
+    // A piece that starts inside its page starts a new MR.
+    // SAFETY: as above.
+    let n = step!(
+        unsafe { mr.map_pages(&[seg(0, 0, ps), seg(1, 8, 8)], MrAccess::RemoteRead, 8) },
+        "mapping"
+    );
+    kassert_eq!(n, if caps.sg_gaps { 2 } else { 1 });
+    // The pool takes a Mapped MR back (unmapping it).
+    pool.put(mr);
+    kassert_eq!((pool.available(), pool.lost()), (2, 0));
+
+    // No more than `depth` pieces, and a piece must stay in its page.
+    let mut mr = step!(pool.get().ok_or(ENOMEM), "taking an MR");
+    let mut many = KVec::new();
+    for _ in 0..caps.depth + 3 {
+        step!(many.push(seg(2, 0, ps), GFP_KERNEL), "allocating");
+    }
+    // SAFETY: as above (the same page several times is fine for the test).
+    let n = step!(unsafe { mr.map_pages(&many, MrAccess::RemoteRead, 9) }, "mapping");
+    kassert_eq!(n, caps.depth as usize);
+    kassert_eq!(mr.segment().map(|s| s.length), Some(caps.depth * ps));
+    kassert!(mr.unmap().is_ok());
+    // SAFETY: as above.
+    kassert_eq!(unsafe { mr.map_pages(&[seg(0, 8, ps)], MrAccess::RemoteRead, 1) }, Err(EINVAL));
+    // SAFETY: as above.
+    kassert_eq!(unsafe { mr.map_pages(&[], MrAccess::RemoteRead, 1) }, Err(EINVAL));
+    kassert_eq!(mr.state(), MrState::Free);
+    // A buffer larger than the MR's depth is refused and comes back.
+    let big = step!(
+        KVec::from_elem(0u8, (caps.depth as usize + 1) * ps as usize, GFP_KERNEL),
+        "allocating"
+    );
+    kassert!(matches!(mr.map_buf(big, MrAccess::RemoteWrite, 1), Err((e, _)) if e == EINVAL));
+    pool.put(mr);
+    kassert_eq!((pool.available(), pool.lost()), (2, 0));
     Ok(())
 }
 
