@@ -174,17 +174,12 @@ impl MrAccess {
     }
 }
 
-/// A registered chunk segment as the RPC-over-RDMA encoder needs it
-/// (RFC 8166 `xdr_rdma_segment`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Segment {
-    /// The rkey (`mr->rkey` after the key bump).
-    pub handle: u32,
-    /// Bytes registered.
-    pub length: u32,
-    /// The iova of the first byte: XID in the high 32 bits.
-    pub offset: u64,
-}
+/// A registered chunk segment (RFC 8166 `xdr_rdma_segment`): the codec's
+/// own type, so [`Mr::segment`] feeds the chunk encoder directly. For an
+/// MR, `handle` is the rkey after the key bump, `length` the bytes
+/// registered and `offset` the iova of the first byte (XID in the high
+/// 32 bits).
+pub use crate::xdr::chunk::Segment;
 
 /// A piece of a page, as an `xdr_buf`'s page list gives it.
 #[derive(Clone, Copy, Debug)]
@@ -760,21 +755,24 @@ impl MrPool {
     /// the peer may still reach it or its hardware state is unknown, so it
     /// is deregistered and counted as lost until [`MrPool::refill`].
     pub fn put(&self, mut mr: Mr) {
-        let ours = core::ptr::eq(&**mr.pd(), &*self.pd);
+        if !core::ptr::eq(&**mr.pd(), &*self.pd) {
+            pr_err!("MR {:#x} returned to the pool of another PD; deregistered\n", mr.rkey());
+            return;
+        }
         let reusable = match mr.state() {
             MrState::Free => true,
             MrState::Mapped | MrState::Invalidated => mr.unmap().is_ok(),
             _ => false,
         };
-        if ours && reusable {
-            let rest = self.free.lock().push(mr);
-            match rest {
-                Ok(()) => return,
-                // More MRs than slots: not one of ours after all.
-                Err(m) => mr = m,
+        if reusable {
+            // A slot is free unless more MRs come back than were taken;
+            // an extra one is deregistered like a broken one.
+            if self.free.lock().push(mr).is_ok() {
+                return;
             }
+        } else {
+            drop(mr);
         }
-        drop(mr);
         self.lost.fetch_add(1, Ordering::Relaxed);
     }
 
