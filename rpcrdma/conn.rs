@@ -279,7 +279,7 @@ impl QpState {
             };
             if let Err(buf) = batch.push(buf) {
                 // The batch is full: post it and start another.
-                let full = core::mem::replace(&mut batch, RecvBatch::new());
+                let full = core::mem::take(&mut batch);
                 let _ = qp.post_recv(full);
                 let _ = batch.push(buf);
             }
@@ -308,13 +308,19 @@ impl QpState {
                 let done = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
                     match rqst.copy_reply(payload) {
                         Ok(()) => {
-                            self.stats.reply_bytes.fetch_add(payload.len() as u64, Relaxed);
+                            self.stats
+                                .reply_bytes
+                                .fetch_add(payload.len() as u64, Relaxed);
                             rqst.complete(&self.xprt, payload.len() as i32);
                         }
                         Err(e) => {
                             self.stats.too_big.fetch_add(1, Relaxed);
                             if crate::sunrpc::ratelimit() {
-                                pr_err!("reply: {} bytes do not fit the receive buffer ({:?})\n", payload.len(), e);
+                                pr_err!(
+                                    "reply: {} bytes do not fit the receive buffer ({:?})\n",
+                                    payload.len(),
+                                    e
+                                );
                             }
                             rqst.fail(&self.xprt, e.to_errno());
                         }
@@ -333,7 +339,12 @@ impl QpState {
                         // server's inline threshold, and no Reply chunk.
                         pr_err!("reply: server answered ERR_CHUNK (xid {:#010x}): the reply does not fit inline and Write/Reply chunks are not supported yet ({})\n", xid, errno.to_kernel());
                     } else {
-                        pr_err!("reply: xid {:#010x} failed ({}): {:?}\n", xid, errno.to_kernel(), cause);
+                        pr_err!(
+                            "reply: xid {:#010x} failed ({}): {:?}\n",
+                            xid,
+                            errno.to_kernel(),
+                            cause
+                        );
                     }
                 }
                 let _ = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
@@ -456,20 +467,36 @@ impl Conn {
             max_send_sge: 1,
             max_recv_sge: 1,
         };
-        let qp = ConnQp::new(xprt(), nsend, nrecv as usize, proto_state.clone(), stats.clone())?;
+        let qp = ConnQp::new(
+            xprt(),
+            nsend,
+            nrecv as usize,
+            proto_state.clone(),
+            stats.clone(),
+        )?;
         let ep = Endpoint::new(id, &caps, PollContext::Workqueue, qp)?;
 
         // Buffers: every Receive buffer and Send buffer of the connection
         // is allocated and DMA-mapped now; the data path never allocates.
         let state = &ep.qp().handler().0;
         for _ in 0..nrecv {
-            let buf = DmaBuf::new(ep.pd(), config.recv_buffer_size() as usize, DmaDir::FromDevice, GFP_KERNEL)?;
+            let buf = DmaBuf::new(
+                ep.pd(),
+                config.recv_buffer_size() as usize,
+                DmaDir::FromDevice,
+                GFP_KERNEL,
+            )?;
             if state.recvs.lock().push(RecvBuf(buf)).is_err() {
                 break;
             }
         }
         for _ in 0..nsend {
-            let buf = DmaBuf::new(ep.pd(), config.inline_send as usize, DmaDir::ToDevice, GFP_KERNEL)?;
+            let buf = DmaBuf::new(
+                ep.pd(),
+                config.inline_send as usize,
+                DmaDir::ToDevice,
+                GFP_KERNEL,
+            )?;
             if state.sends.lock().push(SendBuf { buf, len: 0 }).is_err() {
                 break;
             }
@@ -533,14 +560,18 @@ impl Conn {
             }
         };
         if plan.probe {
-            pr_info!("sending the RPC-over-RDMA version 2 probe (xid {:#010x})\n", xid);
+            pr_info!(
+                "sending the RPC-over-RDMA version 2 probe (xid {:#010x})\n",
+                xid
+            );
         }
         let Some(mut sb) = q.sends.lock().pop() else {
             return Err(crate::errno::enobufs());
         };
         let r = (|| {
             let buf = sb.buf.as_mut_slice();
-            let n = header::encode_msg(buf, plan.protocol, &plan.msg_spec(xid)).map_err(|_| EINVAL)?;
+            let n =
+                header::encode_msg(buf, plan.protocol, &plan.msg_spec(xid)).map_err(|_| EINVAL)?;
             let total = n.checked_add(call_len).ok_or(EINVAL)?;
             let body = buf.get_mut(n..total).ok_or(EINVAL)?;
             rqst.copy_call(body)?;

@@ -3,9 +3,9 @@
 //! KUnit suites that run when the module is loaded (with `CONFIG_KUNIT`).
 
 use crate::kunit::{Failure as TestFailure, TestResult};
+use crate::sunrpc;
 use crate::sunrpc::xprt::Unpublished;
 use crate::transport::RdmaXprt;
-use crate::sunrpc;
 use kernel::c_str;
 
 use crate::proto::selftest::{SelfTest as ProtoSelfTest, SELF_TESTS as PROTO_SELF_TESTS};
@@ -51,7 +51,12 @@ impl crate::kunit::TableTest for ProtoSelfTest {
     }
 }
 
-kunit_table_suite!(rpcrdma2_proto, proto_self_tests, ProtoSelfTest, PROTO_SELF_TESTS);
+kunit_table_suite!(
+    rpcrdma2_proto,
+    proto_self_tests,
+    ProtoSelfTest,
+    PROTO_SELF_TESTS
+);
 
 // `proto` defines the errno values it hands out without the kernel crate:
 // check every one against the kernel's own at compile time.
@@ -73,7 +78,13 @@ kunit_suite!(rpcrdma2_xprt {
     connect_timeout_shortens_rpc_timeout,
 });
 
-fn test_xprt() -> Result<(core::pin::Pin<kernel::alloc::KBox<sunrpc::TestCreateArgs>>, Unpublished<RdmaXprt>), TestFailure> {
+fn test_xprt() -> Result<
+    (
+        core::pin::Pin<kernel::alloc::KBox<sunrpc::TestCreateArgs>>,
+        Unpublished<RdmaXprt>,
+    ),
+    TestFailure,
+> {
     // 192.0.2.1 (TEST-NET-1): never contacted, nothing connects here.
     let args = sunrpc::TestCreateArgs::ipv4(0xc000_0201, 20049).map_err(|_| TestFailure)?;
     let x = crate::transport::create(&args.get()).map_err(|_| TestFailure)?;
@@ -86,12 +97,30 @@ fn test_xprt() -> Result<(core::pin::Pin<kernel::alloc::KBox<sunrpc::TestCreateA
 fn create_formats_ipv4_addresses() -> TestResult {
     use crate::bindings as b;
     let (_args, x) = test_xprt()?;
-    kassert_eq!(x.display(b::rpc_display_format_t_RPC_DISPLAY_ADDR), Some("192.0.2.1"));
-    kassert_eq!(x.display(b::rpc_display_format_t_RPC_DISPLAY_PORT), Some("20049"));
-    kassert_eq!(x.display(b::rpc_display_format_t_RPC_DISPLAY_HEX_ADDR), Some("c0000201"));
-    kassert_eq!(x.display(b::rpc_display_format_t_RPC_DISPLAY_HEX_PORT), Some("4e51"));
-    kassert_eq!(x.display(b::rpc_display_format_t_RPC_DISPLAY_PROTO), Some("rdma"));
-    kassert_eq!(x.display(b::rpc_display_format_t_RPC_DISPLAY_NETID), Some("rdma"));
+    kassert_eq!(
+        x.display(b::rpc_display_format_t_RPC_DISPLAY_ADDR),
+        Some("192.0.2.1")
+    );
+    kassert_eq!(
+        x.display(b::rpc_display_format_t_RPC_DISPLAY_PORT),
+        Some("20049")
+    );
+    kassert_eq!(
+        x.display(b::rpc_display_format_t_RPC_DISPLAY_HEX_ADDR),
+        Some("c0000201")
+    );
+    kassert_eq!(
+        x.display(b::rpc_display_format_t_RPC_DISPLAY_HEX_PORT),
+        Some("4e51")
+    );
+    kassert_eq!(
+        x.display(b::rpc_display_format_t_RPC_DISPLAY_PROTO),
+        Some("rdma")
+    );
+    kassert_eq!(
+        x.display(b::rpc_display_format_t_RPC_DISPLAY_NETID),
+        Some("rdma")
+    );
     kassert!(!x.get().xprt().connected());
     Ok(())
 }
@@ -103,7 +132,10 @@ fn slots_cycle_through_ops_table() -> TestResult {
     for _ in 0..(2 * crate::transport::DEFAULT_MAX_REQUESTS) {
         kassert!(x.cycle_slot());
     }
-    kassert_eq!(x.get().data.free_slots(), usize::from(crate::transport::DEFAULT_MAX_REQUESTS));
+    kassert_eq!(
+        x.get().data.free_slots(),
+        usize::from(crate::transport::DEFAULT_MAX_REQUESTS)
+    );
     Ok(())
 }
 

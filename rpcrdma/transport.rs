@@ -185,7 +185,9 @@ impl RdmaXprt {
                 slot.rqst().reset_cong();
             }
             if self.proto.lock().disconnected() == proto::ProbeLoss::NowV1Only {
-                pr_info!("the server lost two version 2 probes in a row: using version 1 from now on\n");
+                pr_info!(
+                    "the server lost two version 2 probes in a row: using version 1 from now on\n"
+                );
             }
         }
     }
@@ -225,7 +227,7 @@ impl Transport for RdmaXprt {
     }
 
     fn connect(this: &XprtBox<Self>, task: &Task) {
-        if !xprt::lock_connect(this.xprt(), task, this.connect_lock_cookie()) {
+        if !this.lock_connect(task) {
             pr_warn!("connect: the transport is not locked by the connecting task\n");
         }
         let delay = if this.data.connect_failed.load(Relaxed) {
@@ -388,7 +390,7 @@ impl Transport for RdmaXprt {
                 e.to_errno()
             }
         };
-        xprt::unlock_connect(xprt, this.connect_lock_cookie());
+        this.unlock_connect();
         xprt.wake_pending_tasks(status);
     }
 
@@ -398,8 +400,12 @@ impl Transport for RdmaXprt {
         let limit = this
             .data
             .current_conn()
-            .map_or(proto::Config::DEFAULT.inline_send, |c| c.limits.send.min(c.limits.recv));
-        (limit as usize).min(kernel::page::PAGE_SIZE).saturating_sub(28)
+            .map_or(proto::Config::DEFAULT.inline_send, |c| {
+                c.limits.send.min(c.limits.recv)
+            });
+        (limit as usize)
+            .min(kernel::page::PAGE_SIZE)
+            .saturating_sub(28)
     }
 
     fn bc_num_slots(_this: &XprtBox<Self>) -> u32 {
@@ -413,7 +419,11 @@ impl Transport for RdmaXprt {
         let free = this.data.free.lock().top;
         let all = this.data.slots.len();
         if free != all {
-            pr_err!("destroy: {} of {} request slots still in use\n", all - free, all);
+            pr_err!(
+                "destroy: {} of {} request slots still in use\n",
+                all - free,
+                all
+            );
         }
     }
 }

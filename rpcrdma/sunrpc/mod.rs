@@ -8,14 +8,14 @@
 pub mod xprt;
 
 use crate::bindings;
-use kernel::error::to_result;
-use kernel::prelude::*;
 use core::pin::Pin;
 use kernel::alloc::{flags::GFP_KERNEL, KBox};
+use kernel::error::to_result;
+use kernel::prelude::*;
 use kernel::str::CStr;
 
 /// `XPRT_TRANSPORT_RDMA`: the transport ident NFS accepts for `proto=rdma`.
-pub const XPRT_TRANSPORT_RDMA: i32 = bindings::xprt_transports_XPRT_TRANSPORT_RDMA as i32;
+pub const XPRT_TRANSPORT_RDMA: i32 = bindings::xprt_transports_XPRT_TRANSPORT_RDMA;
 
 /// Registration of the module's `rdma` xprt_class with SUNRPC.
 ///
@@ -107,7 +107,9 @@ impl TestCreateArgs {
                 addr: bindings::sockaddr_in {
                     sin_family: bindings::AF_INET as u16,
                     sin_port: port.to_be(),
-                    sin_addr: bindings::in_addr { s_addr: addr.to_be() },
+                    sin_addr: bindings::in_addr {
+                        s_addr: addr.to_be(),
+                    },
                     ..Default::default()
                 },
                 args: bindings::xprt_create {

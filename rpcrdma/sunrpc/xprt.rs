@@ -19,9 +19,9 @@
 
 use crate::bindings;
 use core::marker::PhantomData;
-use core::sync::atomic::{AtomicUsize, Ordering};
-use core::ptr::{addr_of_mut, NonNull};
 use core::pin::Pin;
+use core::ptr::{addr_of_mut, NonNull};
+use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::alloc::{flags::GFP_KERNEL, KBox};
 use kernel::init::PinInit;
 use kernel::prelude::*;
@@ -147,7 +147,8 @@ impl Xprt {
         let hz = bindings::HZ as usize;
         let idle = if self.connected() {
             // SAFETY: FFI call without preconditions.
-            (unsafe { bindings::rpcrdma2_shim_jiffies() }.wrapping_sub(last_used) as isize) / hz as isize
+            (unsafe { bindings::rpcrdma2_shim_jiffies() }.wrapping_sub(last_used) as isize)
+                / hz as isize
         } else {
             0
         };
@@ -519,18 +520,6 @@ pub fn request_get_cong(xprt: &Xprt, rqst: &Rqst) -> bool {
     unsafe { bindings::xprt_request_get_cong(xprt.as_raw(), rqst.raw()) }
 }
 
-/// Takes the connect lock for the connect worker (see `xprt_lock_connect`).
-pub fn lock_connect(xprt: &Xprt, task: &Task, cookie: *mut core::ffi::c_void) -> bool {
-    // SAFETY: both are alive.
-    unsafe { bindings::xprt_lock_connect(xprt.as_raw(), task.raw(), cookie) }
-}
-
-/// Releases the connect lock taken by [`lock_connect`].
-pub fn unlock_connect(xprt: &Xprt, cookie: *mut core::ffi::c_void) {
-    // SAFETY: the xprt is alive.
-    unsafe { bindings::xprt_unlock_connect(xprt.as_raw(), cookie) }
-}
-
 /// The reconnect delay SUNRPC computed (jiffies), and back-off for the next.
 pub fn reconnect_delay_and_backoff(xprt: &Xprt, init_to: usize) -> usize {
     // SAFETY: the xprt is alive.
@@ -703,9 +692,8 @@ impl<T: Transport> XprtBox<T> {
             return Err(EIO);
         }
         // SAFETY: `args.net` is the caller's network namespace.
-        let x = unsafe {
-            bindings::xprt_alloc(args.net, core::mem::size_of::<Self>(), 0, p.max_reqs)
-        };
+        let x =
+            unsafe { bindings::xprt_alloc(args.net, core::mem::size_of::<Self>(), 0, p.max_reqs) };
         let Some(x) = NonNull::new(x) else {
             // SAFETY: balances the module_get above.
             unsafe { bindings::rpcrdma2_shim_module_put() };
@@ -779,10 +767,7 @@ impl<T: Transport> XprtBox<T> {
     pub fn xprt_ref(&self) -> XprtRef {
         self.refs.fetch_add(1, Ordering::Relaxed);
         // INVARIANT: counted above; `destroy` waits for it to drop.
-        XprtRef(
-            NonNull::from(&self.xprt).cast(),
-            NonNull::from(&self.refs),
-        )
+        XprtRef(NonNull::from(&self.xprt).cast(), NonNull::from(&self.refs))
     }
 
     /// `set_connect_timeout` as the C transports implement it: a shorter
@@ -814,8 +799,24 @@ impl<T: Transport> XprtBox<T> {
     }
 
     /// The cookie identifying this transport to `xprt_lock_connect`.
-    pub fn connect_lock_cookie(&self) -> *mut core::ffi::c_void {
+    fn connect_lock_cookie(&self) -> *mut core::ffi::c_void {
         core::ptr::from_ref(self).cast_mut().cast()
+    }
+
+    /// Hands the transport lock held by `task` to the connect worker
+    /// (`xprt_lock_connect`); false if `task` does not hold it.
+    pub fn lock_connect(&self, task: &Task) -> bool {
+        // SAFETY: the xprt and the task are alive; the cookie is only
+        // compared by SUNRPC, never dereferenced.
+        unsafe {
+            bindings::xprt_lock_connect(self.xprt.as_raw(), task.raw(), self.connect_lock_cookie())
+        }
+    }
+
+    /// Releases the lock taken by [`XprtBox::lock_connect`].
+    pub fn unlock_connect(&self) {
+        // SAFETY: the xprt is alive; the cookie is the one lock_connect used.
+        unsafe { bindings::xprt_unlock_connect(self.xprt.as_raw(), self.connect_lock_cookie()) }
     }
 
     /// Queues the connect worker after `delay` jiffies.
@@ -873,7 +874,10 @@ impl<T: Transport> Unpublished<T> {
     pub fn display(&self, idx: u32) -> Option<&str> {
         // SAFETY: the strings were set by `create` and live until drop.
         unsafe {
-            let p = (*self.0.as_ptr()).address_strings.get(idx as usize).copied()?;
+            let p = (*self.0.as_ptr())
+                .address_strings
+                .get(idx as usize)
+                .copied()?;
             if p.is_null() {
                 return None;
             }
@@ -897,7 +901,11 @@ impl<T: Transport> Unpublished<T> {
         // or to the transport's own copy.
         unsafe {
             let x = self.0.as_ptr();
-            ((*(*x).timeout).to_initval, (*x).connect_timeout, (*x).max_reconnect_timeout)
+            (
+                (*(*x).timeout).to_initval,
+                (*x).connect_timeout,
+                (*x).max_reconnect_timeout,
+            )
         }
     }
 
@@ -976,7 +984,10 @@ struct StackStr<const N: usize> {
 
 impl<const N: usize> StackStr<N> {
     fn new() -> Self {
-        StackStr { buf: [0; N], len: 0 }
+        StackStr {
+            buf: [0; N],
+            len: 0,
+        }
     }
 
     fn as_ptr(&self) -> *const core::ffi::c_char {
@@ -1029,8 +1040,16 @@ unsafe fn set_display(
 unsafe fn replace_port_strings(x: *mut bindings::rpc_xprt, port: u16) -> Result {
     // SAFETY: per the function's contract.
     unsafe {
-        set_display(x, bindings::rpc_display_format_t_RPC_DISPLAY_PORT, format_args!("{}", port))?;
-        set_display(x, bindings::rpc_display_format_t_RPC_DISPLAY_HEX_PORT, format_args!("{:4x}", port))
+        set_display(
+            x,
+            bindings::rpc_display_format_t_RPC_DISPLAY_PORT,
+            format_args!("{}", port),
+        )?;
+        set_display(
+            x,
+            bindings::rpc_display_format_t_RPC_DISPLAY_HEX_PORT,
+            format_args!("{:4x}", port),
+        )
     }
 }
 
@@ -1048,17 +1067,28 @@ unsafe fn format_addresses(x: *mut bindings::rpc_xprt) -> Result {
         let netid: &'static core::ffi::CStr = match u32::from((*sa).sa_family) {
             bindings::AF_INET => {
                 let a = u32::from_be((*sa.cast::<bindings::sockaddr_in>()).sin_addr.s_addr);
-                set_display(x, bindings::rpc_display_format_t_RPC_DISPLAY_HEX_ADDR, format_args!("{:08x}", a))?;
+                set_display(
+                    x,
+                    bindings::rpc_display_format_t_RPC_DISPLAY_HEX_ADDR,
+                    format_args!("{:08x}", a),
+                )?;
                 c"rdma"
             }
             bindings::AF_INET6 => {
-                let a = (*sa.cast::<bindings::sockaddr_in6>()).sin6_addr.in6_u.u6_addr8;
+                let a = (*sa.cast::<bindings::sockaddr_in6>())
+                    .sin6_addr
+                    .in6_u
+                    .u6_addr8;
                 let mut hex = StackStr::<40>::new();
                 for b in a {
                     core::fmt::write(&mut hex, format_args!("{:02x}", b)).map_err(|_| EINVAL)?;
                 }
                 let hex = core::str::from_utf8(&hex.buf[..hex.len]).map_err(|_| EINVAL)?;
-                set_display(x, bindings::rpc_display_format_t_RPC_DISPLAY_HEX_ADDR, format_args!("{}", hex))?;
+                set_display(
+                    x,
+                    bindings::rpc_display_format_t_RPC_DISPLAY_HEX_ADDR,
+                    format_args!("{}", hex),
+                )?;
                 c"rdma6"
             }
             f => {
@@ -1069,10 +1099,16 @@ unsafe fn format_addresses(x: *mut bindings::rpc_xprt) -> Result {
         let mut buf = [0u8; 128];
         let n = bindings::rpc_ntop(sa, buf.as_mut_ptr().cast(), buf.len());
         let text = core::str::from_utf8(buf.get(..n).unwrap_or(&[])).map_err(|_| EINVAL)?;
-        set_display(x, bindings::rpc_display_format_t_RPC_DISPLAY_ADDR, format_args!("{}", text))?;
+        set_display(
+            x,
+            bindings::rpc_display_format_t_RPC_DISPLAY_ADDR,
+            format_args!("{}", text),
+        )?;
         replace_port_strings(x, sockaddr_port(sa))?;
-        (*x).address_strings[bindings::rpc_display_format_t_RPC_DISPLAY_PROTO as usize] = c"rdma".as_ptr().cast();
-        (*x).address_strings[bindings::rpc_display_format_t_RPC_DISPLAY_NETID as usize] = netid.as_ptr().cast();
+        (*x).address_strings[bindings::rpc_display_format_t_RPC_DISPLAY_PROTO as usize] =
+            c"rdma".as_ptr().cast();
+        (*x).address_strings[bindings::rpc_display_format_t_RPC_DISPLAY_NETID as usize] =
+            netid.as_ptr().cast();
     }
     Ok(())
 }
@@ -1084,7 +1120,9 @@ unsafe fn format_addresses(x: *mut bindings::rpc_xprt) -> Result {
 /// `x` is an `rpc_xprt` whose strings were set by this module.
 unsafe fn free_addresses(x: *mut bindings::rpc_xprt) {
     for i in 0..bindings::rpc_display_format_t_RPC_DISPLAY_MAX {
-        if i == bindings::rpc_display_format_t_RPC_DISPLAY_PROTO || i == bindings::rpc_display_format_t_RPC_DISPLAY_NETID {
+        if i == bindings::rpc_display_format_t_RPC_DISPLAY_PROTO
+            || i == bindings::rpc_display_format_t_RPC_DISPLAY_NETID
+        {
             continue;
         }
         // SAFETY: the allocated strings came from kstrdup (or are NULL).
@@ -1145,29 +1183,58 @@ unsafe fn slot_of<'a, T: Transport>(
     rq: *mut bindings::rpc_rqst,
 ) -> (&'a XprtBox<T>, &'a SlotBox<T::Slot>) {
     // SAFETY: per the function's contract.
-    unsafe { (XprtBox::<T>::from_xprt((*rq).rq_xprt), SlotBox::from_rqst(rq)) }
+    unsafe {
+        (
+            XprtBox::<T>::from_xprt((*rq).rq_xprt),
+            SlotBox::from_rqst(rq),
+        )
+    }
 }
 
-unsafe extern "C" fn alloc_slot<T: Transport>(x: *mut bindings::rpc_xprt, task: *mut bindings::rpc_task) {
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn alloc_slot<T: Transport>(
+    x: *mut bindings::rpc_xprt,
+    task: *mut bindings::rpc_task,
+) {
     // SAFETY: see above; the task is alive for the call.
     unsafe { T::alloc_slot(XprtBox::from_xprt(x), Task::from_raw(task)) }
 }
 
-unsafe extern "C" fn free_slot<T: Transport>(x: *mut bindings::rpc_xprt, rq: *mut bindings::rpc_rqst) {
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn free_slot<T: Transport>(
+    x: *mut bindings::rpc_xprt,
+    rq: *mut bindings::rpc_rqst,
+) {
     // SAFETY: see above.
     unsafe { T::free_slot(XprtBox::from_xprt(x), SlotBox::from_rqst(rq)) }
 }
 
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn set_port<T: Transport>(x: *mut bindings::rpc_xprt, port: u16) {
     // SAFETY: see above.
     unsafe { T::set_port(XprtBox::from_xprt(x), port) }
 }
 
-unsafe extern "C" fn connect<T: Transport>(x: *mut bindings::rpc_xprt, task: *mut bindings::rpc_task) {
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn connect<T: Transport>(
+    x: *mut bindings::rpc_xprt,
+    task: *mut bindings::rpc_task,
+) {
     // SAFETY: see above.
     unsafe { T::connect(XprtBox::from_xprt(x), Task::from_raw(task)) }
 }
 
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn buf_alloc<T: Transport>(task: *mut bindings::rpc_task) -> i32 {
     // SAFETY: SUNRPC calls buf_alloc with the task's rqst set.
     let (this, slot) = unsafe { slot_of::<T>((*task).tk_rqstp) };
@@ -1177,12 +1244,18 @@ unsafe extern "C" fn buf_alloc<T: Transport>(task: *mut bindings::rpc_task) -> i
     }
 }
 
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn buf_free<T: Transport>(task: *mut bindings::rpc_task) {
     // SAFETY: SUNRPC calls buf_free with the task's rqst set.
     let (this, slot) = unsafe { slot_of::<T>((*task).tk_rqstp) };
     T::buf_free(this, slot)
 }
 
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn send_request<T: Transport>(rq: *mut bindings::rpc_rqst) -> i32 {
     // SAFETY: see above.
     let (this, slot) = unsafe { slot_of::<T>(rq) };
@@ -1192,16 +1265,28 @@ unsafe extern "C" fn send_request<T: Transport>(rq: *mut bindings::rpc_rqst) -> 
     }
 }
 
-unsafe extern "C" fn timer<T: Transport>(x: *mut bindings::rpc_xprt, _task: *mut bindings::rpc_task) {
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn timer<T: Transport>(
+    x: *mut bindings::rpc_xprt,
+    _task: *mut bindings::rpc_task,
+) {
     // SAFETY: see above.
     unsafe { T::timer(XprtBox::from_xprt(x)) }
 }
 
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn close<T: Transport>(x: *mut bindings::rpc_xprt) {
     // SAFETY: see above.
     unsafe { T::close(XprtBox::from_xprt(x)) }
 }
 
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn set_connect_timeout<T: Transport>(
     x: *mut bindings::rpc_xprt,
     connect: usize,
@@ -1211,12 +1296,21 @@ unsafe extern "C" fn set_connect_timeout<T: Transport>(
     unsafe { T::set_connect_timeout(XprtBox::from_xprt(x), connect, reconnect) }
 }
 
-unsafe extern "C" fn print_stats<T: Transport>(x: *mut bindings::rpc_xprt, seq: *mut bindings::seq_file) {
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn print_stats<T: Transport>(
+    x: *mut bindings::rpc_xprt,
+    seq: *mut bindings::seq_file,
+) {
     let mut seq = SeqFile(seq, PhantomData);
     // SAFETY: see above; the seq_file is valid for the call.
     unsafe { T::print_stats(XprtBox::from_xprt(x), &mut seq) }
 }
 
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn inject_disconnect<T: Transport>(x: *mut bindings::rpc_xprt) {
     // SAFETY: see above.
     unsafe { T::inject_disconnect(XprtBox::from_xprt(x)) }
@@ -1226,24 +1320,42 @@ unsafe extern "C" fn inject_disconnect<T: Transport>(x: *mut bindings::rpc_xprt)
 // Nothing is preallocated (the transport owns no backchannel requests),
 // so setup, free and destroy have nothing to do.
 
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn bc_setup(_x: *mut bindings::rpc_xprt, _min_reqs: u32) -> i32 {
     0
 }
 
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn bc_maxpayload<T: Transport>(x: *mut bindings::rpc_xprt) -> usize {
     // SAFETY: see above.
     unsafe { T::bc_max_payload(XprtBox::from_xprt(x)) }
 }
 
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn bc_num_slots<T: Transport>(x: *mut bindings::rpc_xprt) -> u32 {
     // SAFETY: see above.
     unsafe { T::bc_num_slots(XprtBox::from_xprt(x)) }
 }
 
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn bc_free_rqst(_rq: *mut bindings::rpc_rqst) {}
 
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn bc_destroy(_x: *mut bindings::rpc_xprt, _max_reqs: u32) {}
 
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn destroy<T: Transport>(x: *mut bindings::rpc_xprt) {
     // SAFETY: see above. SUNRPC guarantees no further calls with `x`:
     // stop the connect worker, let T tear down, drop T in place, free the

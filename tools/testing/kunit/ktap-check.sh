@@ -18,8 +18,11 @@ shift
 
 suites=("$@")
 if ((${#suites[@]} == 0)); then
-	mapfile -t suites < <(grep -rhoE '^kunit_(table_)?suite!\(\s*[a-z0-9_]+' \
-		"$RPCRDMA2_TOP/rpcrdma" | sed -E 's/kunit_(table_)?suite!\(\s*//' | sort -u)
+	# Invocations at the start of a line (not doc examples), possibly
+	# split over lines by rustfmt.
+	mapfile -t suites < <(find "$RPCRDMA2_TOP/rpcrdma" -name '*.rs' -print0 |
+		xargs -0 perl -0ne 'while (/^\s*kunit_(?:table_)?suite!\(\s*(\w+)/mg) { print "$1\n" }' |
+		sort -u)
 fi
 ((${#suites[@]})) || die "no KUnit suites declared under rpcrdma/"
 
