@@ -160,6 +160,26 @@ macro_rules! kassert_eq {
     };
 }
 
+/// The `kunit_suite` for the `CASES` array in scope and its entry in
+/// `.kunit_test_suites` (what C's `kunit_test_suites()` emits). Internal
+/// to [`kunit_suite!`] and [`kunit_table_suite!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kunit_suite_entry {
+    ($suite:ident) => {
+        static mut SUITE: kernel::bindings::kunit_suite = kernel::bindings::kunit_suite {
+            name: $crate::kunit::suite_name(stringify!($suite)),
+            test_cases: core::ptr::addr_of_mut!(CASES).cast(),
+            // SAFETY: all-zero is the valid "unset" value of the rest.
+            ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
+        };
+
+        #[used]
+        #[link_section = ".kunit_test_suites"]
+        static mut ENTRY: *const kernel::bindings::kunit_suite = core::ptr::addr_of!(SUITE);
+    };
+}
+
 /// Declares a KUnit suite with one parameterized case that runs every
 /// entry of a static table (see [`TableTest`]).
 ///
@@ -172,7 +192,7 @@ macro_rules! kunit_table_suite {
         #[allow(non_snake_case, missing_docs)]
         mod $suite {
             use super::*;
-            use kernel::bindings::{kunit, kunit_case, kunit_suite};
+            use kernel::bindings::{kunit, kunit_case};
 
             const TABLE: &'static [$ty] = $table;
 
@@ -212,16 +232,7 @@ macro_rules! kunit_table_suite {
                 unsafe { core::mem::MaybeUninit::zeroed().assume_init() },
             ];
 
-            static mut SUITE: kunit_suite = kunit_suite {
-                name: $crate::kunit::suite_name(stringify!($suite)),
-                test_cases: core::ptr::addr_of_mut!(CASES).cast(),
-                // SAFETY: all-zero is the valid "unset" value of the rest.
-                ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
-            };
-
-            #[used]
-            #[link_section = ".kunit_test_suites"]
-            static mut ENTRY: *const kunit_suite = core::ptr::addr_of!(SUITE);
+            $crate::__kunit_suite_entry!($suite);
         }
     };
 }
@@ -240,7 +251,7 @@ macro_rules! kunit_suite {
     ($suite:ident { $($case:ident),+ $(,)? }) => {
         #[allow(non_snake_case, missing_docs)]
         mod $suite {
-            use kernel::bindings::{kunit, kunit_case, kunit_suite};
+            use kernel::bindings::{kunit, kunit_case};
 
             $(
                 /// KUnit entry point for the case of the same name.
@@ -283,16 +294,7 @@ macro_rules! kunit_suite {
                 unsafe { core::mem::MaybeUninit::zeroed().assume_init() },
             ];
 
-            static mut SUITE: kunit_suite = kunit_suite {
-                name: $crate::kunit::suite_name(stringify!($suite)),
-                test_cases: core::ptr::addr_of_mut!(CASES).cast(),
-                // SAFETY: all-zero is the valid "unset" value of the rest.
-                ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
-            };
-
-            #[used]
-            #[link_section = ".kunit_test_suites"]
-            static mut ENTRY: *const kunit_suite = core::ptr::addr_of!(SUITE);
+            $crate::__kunit_suite_entry!($suite);
         }
     };
 }

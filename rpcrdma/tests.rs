@@ -8,10 +8,11 @@ use crate::sunrpc::xprt::Unpublished;
 use crate::transport::RdmaXprt;
 use kernel::c_str;
 
-use crate::proto::selftest::{SelfTest as ProtoSelfTest, SELF_TESTS as PROTO_SELF_TESTS};
+use crate::proto::selftest::SELF_TESTS as PROTO_SELF_TESTS;
 use crate::xdr::selftest::{SelfTest, SELF_TESTS};
 
-/// Each of the codec's known-answer self tests is a KUnit parameter.
+/// Each self test of the codec and of the protocol logic is a KUnit
+/// parameter.
 impl crate::kunit::TableTest for SelfTest {
     fn name(&self) -> &'static core::ffi::CStr {
         self.c_name
@@ -21,7 +22,7 @@ impl crate::kunit::TableTest for SelfTest {
         (self.run)().map_err(|f| {
             crate::kunit::report(
                 self.name,
-                "xdr/src/codec/selftest.rs",
+                self.file,
                 f.line,
                 format_args!("check failed: {}", f.what),
             );
@@ -32,29 +33,10 @@ impl crate::kunit::TableTest for SelfTest {
 
 kunit_table_suite!(rpcrdma2_xdr, codec_self_tests, SelfTest, SELF_TESTS);
 
-/// Each of the protocol logic's self tests is a KUnit parameter.
-impl crate::kunit::TableTest for ProtoSelfTest {
-    fn name(&self) -> &'static core::ffi::CStr {
-        self.c_name
-    }
-
-    fn run(&self) -> TestResult {
-        (self.run)().map_err(|f| {
-            crate::kunit::report(
-                self.name,
-                "rpcrdma/proto/selftest.rs",
-                f.line,
-                format_args!("check failed: {}", f.what),
-            );
-            crate::kunit::Failure
-        })
-    }
-}
-
 kunit_table_suite!(
     rpcrdma2_proto,
     proto_self_tests,
-    ProtoSelfTest,
+    SelfTest,
     PROTO_SELF_TESTS
 );
 

@@ -13,7 +13,8 @@ use core::ffi::CStr;
 use super::super::xdr::chunk::Segment;
 use super::super::xdr::header::{self, Credits, Flags, Header, MsgSpec, Protocol};
 use super::super::xdr::pvtdata::{self, Peer, PrivateData};
-pub use super::super::xdr::selftest::{Failure, TestResult};
+// The codec's self-test types: one KUnit adapter serves both tables.
+pub use super::super::xdr::selftest::{Failure, SelfTest, TestResult};
 use super::chunks::{
     self, CallForm, ChunkPlan, Geometry, Invalidated, Limits, Part, PlanError, Range, ReplyData,
     ReplyError, ReplyForm, Rpc, WRITE_PAD_LEN,
@@ -26,17 +27,6 @@ use super::inline::{max_call_header, max_reply_header, Direction, Thresholds};
 use super::negotiate::{Phase, ProbeLoss, LOST_PROBE_LIMIT};
 use super::reply::{Cause, Control, Reply};
 
-/// A named self test.
-#[derive(Clone, Copy, Debug)]
-pub struct SelfTest {
-    /// Test name (a valid KUnit case name).
-    pub name: &'static str,
-    /// The same name, NUL-terminated, for `struct kunit_case.name`.
-    pub c_name: &'static CStr,
-    /// The test.
-    pub run: fn() -> TestResult,
-}
-
 macro_rules! case {
     ($f:ident) => {
         SelfTest {
@@ -45,6 +35,7 @@ macro_rules! case {
                 Ok(c) => c,
                 Err(_) => c"selftest",
             },
+            file: file!(),
             run: $f,
         }
     };

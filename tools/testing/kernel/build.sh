@@ -20,7 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 FRAGMENT=$HERE/config.fragment
 DEB_PKGS=(linux-source-6.12 rustc-web rust-web-src clang-15 lld-15 llvm-15
 	  libclang-15-dev flex bison bc libelf-dev libssl-dev cpio kmod xz-utils
-	  make python3)
+	  make python3 rust-web-clippy)
 BINDGEN_VERSION=0.73.2
 
 src_version() {
@@ -45,18 +45,7 @@ kernel_dir() {
 }
 
 install_prereqs() {
-	local missing=() p
-	for p in "${DEB_PKGS[@]}"; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
-			missing+=("$p")
-	done
-	if ((${#missing[@]})); then
-		log "installing Debian packages: ${missing[*]}"
-		[ "$(id -u)" = 0 ] || die "missing packages ${missing[*]} and not root: install them"
-		apt-get update -qq || die "apt-get update failed"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-			"${missing[@]}" >/dev/null || die "apt-get install ${missing[*]} failed"
-	fi
+	ensure_debs "${DEB_PKGS[@]}"
 	if ! "$RPCRDMA2_BINDGEN" --version 2>/dev/null | grep -q "$BINDGEN_VERSION"; then
 		command -v cargo >/dev/null || die "bindgen missing and no cargo to install it"
 		log "installing bindgen-cli $BINDGEN_VERSION with cargo"

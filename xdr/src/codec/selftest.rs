@@ -38,6 +38,8 @@ pub struct SelfTest {
     pub name: &'static str,
     /// The same name, NUL-terminated, for `struct kunit_case.name`.
     pub c_name: &'static CStr,
+    /// The source file the test (and its failure line) is in.
+    pub file: &'static str,
     /// The test.
     pub run: fn() -> TestResult,
 }
@@ -50,6 +52,7 @@ macro_rules! case {
                 Ok(c) => c,
                 Err(_) => c"selftest",
             },
+            file: file!(),
             run: $f,
         }
     };
