@@ -5,7 +5,7 @@
 # Run the guest integration tests (tools/testing/vm/run.sh per test) and
 # close with the line 'N passed, N failed' (', N skipped' when some were).
 #
-#   run-all.sh [--list] [--no-kernel-build] [--results DIR] [TEST...]
+#   run-all.sh [--list] [--no-kernel-build] [--allow-skips] [--results DIR] [TEST...]
 #
 # A test is a client script in this directory with a line
 #   # integration-test: DESCRIPTION
@@ -13,8 +13,8 @@
 #   # run.sh-options: OPTIONS...   (e.g. --timeout 900 --allow-rpcrdma-autoload)
 #   # run.sh-args: ARGS...         (passed to the script)
 # TEST names a test (file name with or without .sh); default: all of them.
-# A script exits 0 (pass), 77 (skipped, e.g. rpcrdma2.ko not built) or
-# anything else (fail).  Without --no-kernel-build a missing testbed kernel
+# A script exits 0 (pass), 77 (skipped) or anything else (fail). Skips
+# fail the run unless --allow-skips is given.  Without --no-kernel-build a missing testbed kernel
 # is built first (tools/testing/kernel/build.sh, ~20 min cold).
 
 set -euo pipefail
@@ -23,10 +23,11 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 RUN=$RPCRDMA2_TOP/tools/testing/vm/run.sh
 KBUILD=$RPCRDMA2_TOP/tools/testing/kernel/build.sh
 
-list=0 build_kernel=1 results=
+list=0 build_kernel=1 results= allow_skips=0
 while (($#)); do
 	case $1 in
 	--list) list=1; shift ;;
+	--allow-skips) allow_skips=1; shift ;;
 	--no-kernel-build) build_kernel=0; shift ;;
 	--results) results=${2:?--results needs DIR}; shift 2 ;;
 	-h | --help) sed -n '3,18s/^# \{0,1\}//p' "$0"; exit 0 ;;
@@ -118,4 +119,10 @@ for f in "${tests[@]}"; do
 	log "integration: $name: $res in ${secs}s"
 done
 closing
-((failed == 0))
+((failed == 0)) || exit 1
+# A skipped test is a test that did not run: under make check that is a
+# failure, not a pass (see --allow-skips for interactive use).
+if ((skipped > 0 && !allow_skips)); then
+	echo "${0##*/}: $skipped test(s) skipped; failing (use --allow-skips to accept)" >&2
+	exit 1
+fi
