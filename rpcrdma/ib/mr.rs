@@ -261,6 +261,12 @@ pub struct Mr {
     sg_gaps: bool,
     state: AtomicU8,
     owned: Option<KVec<u8>>,
+    /// The rkey and, while mapped, the segment, copied out of the
+    /// `ib_mr` when they change (through `&mut self`): a provider may
+    /// rewrite `ib_mr` fields while it executes a REG_MR, so shared
+    /// readers never look into it.
+    rkey: u32,
+    seg: Segment,
     pd: Arc<Pd>,
 }
 
@@ -304,6 +310,8 @@ impl Mr {
                 e.to_errno()
             )
         })?;
+        // SAFETY: `ib_alloc_mr()` returned a valid MR, not yet in use.
+        let rkey = unsafe { (*mr.as_ptr()).rkey };
         // INVARIANT: fresh MR with a fresh table of `depth` entries.
         Ok(Mr {
             mr,
@@ -314,6 +322,8 @@ impl Mr {
             sg_gaps: caps.sg_gaps,
             state: AtomicU8::new(MrState::Free as u8),
             owned: None,
+            rkey,
+            seg: Segment::default(),
             pd: pd.clone(),
         })
     }
@@ -359,9 +369,7 @@ impl Mr {
 
     /// The current rkey.
     pub fn rkey(&self) -> u32 {
-        // SAFETY: the MR is live (type invariant); `rkey` is written only
-        // through `&mut self`.
-        unsafe { (*self.mr.as_ptr()).rkey }
+        self.rkey
     }
 
     /// The access the current mapping grants.
@@ -372,20 +380,7 @@ impl Mr {
     /// The segment to advertise, while the MR is mapped (in any state
     /// from `Mapped` to `Invalidated`).
     pub fn segment(&self) -> Option<Segment> {
-        if self.mapped == 0 {
-            return None;
-        }
-        // SAFETY: as in `rkey`; `iova` and `length` are set by
-        // `ib_map_mr_sg()` and us, through `&mut self`.
-        let (rkey, iova, len) = unsafe {
-            let m = self.mr.as_ptr();
-            ((*m).rkey, (*m).iova, (*m).length)
-        };
-        Some(Segment {
-            handle: rkey,
-            length: len as u32,
-            offset: iova,
-        })
+        (self.mapped != 0).then_some(self.seg)
     }
 
     /// Maps up to [`Mr::depth`] of `segs` for the peer to access as
@@ -410,7 +405,11 @@ impl Mr {
         xid: u32,
     ) -> Result<usize> {
         if self.state() != MrState::Free {
-            pr_err!("MR {:#x}: map while {:?} (-EBUSY)\n", self.rkey(), self.state());
+            pr_err!(
+                "MR {:#x}: map while {:?} (-EBUSY)\n",
+                self.rkey(),
+                self.state()
+            );
             return Err(EBUSY);
         }
         let psize = page_size() as u64;
@@ -467,7 +466,11 @@ impl Mr {
         xid: u32,
     ) -> Result {
         if self.state() != MrState::Free {
-            pr_err!("MR {:#x}: map while {:?} (-EBUSY)\n", self.rkey(), self.state());
+            pr_err!(
+                "MR {:#x}: map while {:?} (-EBUSY)\n",
+                self.rkey(),
+                self.state()
+            );
             return Err(EBUSY);
         }
         let psize = page_size();
@@ -487,9 +490,8 @@ impl Mr {
         let ret = unsafe {
             bindings::rpcrdma2_shim_sg_set_buf(self.sg.as_mut_ptr(), ptr.cast(), len as u32)
         };
-        kernel::error::to_result(ret).inspect_err(|_| {
-            pr_err!("MR: buffer is not in the kernel's linear map (-EINVAL)\n")
-        })?;
+        kernel::error::to_result(ret)
+            .inspect_err(|_| pr_err!("MR: buffer is not in the kernel's linear map (-EINVAL)\n"))?;
         self.map_sg(1, access, xid)
     }
 
@@ -534,20 +536,31 @@ impl Mr {
         // `Free`); the entries are DMA-mapped.
         let n = unsafe { bindings::rpcrdma2_shim_map_mr_sg(mr, self.sg.as_mut_ptr(), dma_nents) };
         if n != dma_nents {
-            pr_err!("ib_map_mr_sg mapped {} of {} entries (-EIO)\n", n, dma_nents);
+            pr_err!(
+                "ib_map_mr_sg mapped {} of {} entries (-EIO)\n",
+                n,
+                dma_nents
+            );
             // SAFETY: mapped just above with the same arguments.
             unsafe {
                 bindings::rpcrdma2_shim_dma_unmap_sg(dev, self.sg.as_mut_ptr(), nents as i32, dir)
             };
             return Err(EIO);
         }
-        // SAFETY: the MR is ours and idle; these are the C client's
-        // updates of `iova` and the key (frwr_map()).
-        unsafe {
+        // SAFETY: the MR is ours and idle (`Free`, `&mut self`); these
+        // are the C client's updates of `iova` and the key (frwr_map()).
+        let seg = unsafe {
             (*mr).iova = ((*mr).iova & 0xffff_ffff) | (u64::from(xid) << 32);
             let key = ((*mr).rkey as u8).wrapping_add(1);
             bindings::rpcrdma2_shim_update_fast_reg_key(mr, key);
-        }
+            Segment {
+                handle: (*mr).rkey,
+                length: (*mr).length as u32,
+                offset: (*mr).iova,
+            }
+        };
+        self.rkey = seg.handle;
+        self.seg = seg;
         // INVARIANT: `nents` entries are mapped in `dir`.
         self.mapped = nents;
         self.dir = dir;
@@ -602,7 +615,11 @@ impl Mr {
         if rkey != self.rkey() {
             return Err(EINVAL);
         }
-        self.transition(MrState::Registered, MrState::Invalidated, "remote invalidation")
+        self.transition(
+            MrState::Registered,
+            MrState::Invalidated,
+            "remote invalidation",
+        )
     }
 
     /// Posting a REG_MR: `Mapped` → `RegPosted`.
@@ -625,7 +642,11 @@ impl Mr {
     pub(crate) fn end_op(&self, op: MrOp, c: &Completion<'_>) {
         let (pending, ok, undo) = match op {
             MrOp::Reg => (MrState::RegPosted, MrState::Registered, MrState::Mapped),
-            MrOp::Inv => (MrState::InvPosted, MrState::Invalidated, MrState::Registered),
+            MrOp::Inv => (
+                MrState::InvPosted,
+                MrState::Invalidated,
+                MrState::Registered,
+            ),
         };
         let to = match c {
             Completion::Done(wc) if wc.is_success() => ok,
@@ -756,7 +777,10 @@ impl MrPool {
     /// is deregistered and counted as lost until [`MrPool::refill`].
     pub fn put(&self, mut mr: Mr) {
         if !core::ptr::eq(&**mr.pd(), &*self.pd) {
-            pr_err!("MR {:#x} returned to the pool of another PD; deregistered\n", mr.rkey());
+            pr_err!(
+                "MR {:#x} returned to the pool of another PD; deregistered\n",
+                mr.rkey()
+            );
             return;
         }
         let reusable = match mr.state() {
@@ -930,15 +954,17 @@ pub fn invalidate_sync<Q: QpHandler>(
     wrap: impl FnMut(MrWr) -> Q::SendCtx,
 ) -> core::result::Result<KVec<Mr>, (Error, KVec<Mr>)> {
     let n = mrs.len();
-    let wait = match KVec::with_capacity(n, GFP_KERNEL).map_err(Error::from).and_then(|v| {
-        Arc::pin_init(
-            pin_init!(InvWait {
-                mrs <- kernel::new_mutex!(v, "rpcrdma2_inv_wait"),
-                cv <- kernel::new_condvar!("rpcrdma2_inv_wait"),
-            }),
-            GFP_KERNEL,
-        )
-    }) {
+    let wait = match KVec::with_capacity(n, GFP_KERNEL)
+        .map_err(Error::from)
+        .and_then(|v| {
+            Arc::pin_init(
+                pin_init!(InvWait {
+                    mrs <- kernel::new_mutex!(v, "rpcrdma2_inv_wait"),
+                    cv <- kernel::new_condvar!("rpcrdma2_inv_wait"),
+                }),
+                GFP_KERNEL,
+            )
+        }) {
         Ok(w) => w,
         Err(e) => return Err((e, mrs)),
     };

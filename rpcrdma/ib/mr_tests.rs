@@ -46,7 +46,10 @@ fn frwr_sizing() -> TestResult {
     kassert!(FrwrCaps::from_limits(16, false).is_err());
     // Depth 32: ceil(257/32) + 2 = 11 MRs, 7 + 2 * 8 WRs.
     let c = step!(FrwrCaps::from_limits(32, true), "sizing depth 32");
-    kassert_eq!((c.depth, c.max_segs, c.send_wrs_per_rpc, c.sg_gaps), (32, 11, 23, true));
+    kassert_eq!(
+        (c.depth, c.max_segs, c.send_wrs_per_rpc, c.sg_gaps),
+        (32, 11, 23, true)
+    );
     kassert!(FrwrCaps::from_limits(0, false).is_err());
 
     let (dev, _) = device_and_ip()?;
@@ -71,7 +74,11 @@ fn frwr_map_rules() -> TestResult {
     kassert!(mr.unmap().is_err());
     let ps = page_size() as u32;
     let p = pages.0;
-    let seg = |i: usize, offset: u32, len: u32| PageSeg { page: p[i], offset, len };
+    let seg = |i: usize, offset: u32, len: u32| PageSeg {
+        page: p[i],
+        offset,
+        len,
+    };
 
     // A piece that ends inside its page ends the MR (without SG_GAPS).
     let rkey0 = mr.rkey();
@@ -112,14 +119,23 @@ fn frwr_map_rules() -> TestResult {
         step!(many.push(seg(2, 0, ps), GFP_KERNEL), "allocating");
     }
     // SAFETY: as above (the same page several times is fine for the test).
-    let n = step!(unsafe { mr.map_pages(&many, MrAccess::RemoteRead, 9) }, "mapping");
+    let n = step!(
+        unsafe { mr.map_pages(&many, MrAccess::RemoteRead, 9) },
+        "mapping"
+    );
     kassert_eq!(n, caps.depth as usize);
     kassert_eq!(mr.segment().map(|s| s.length), Some(caps.depth * ps));
     kassert!(mr.unmap().is_ok());
     // SAFETY: as above.
-    kassert_eq!(unsafe { mr.map_pages(&[seg(0, 8, ps)], MrAccess::RemoteRead, 1) }, Err(EINVAL));
+    kassert_eq!(
+        unsafe { mr.map_pages(&[seg(0, 8, ps)], MrAccess::RemoteRead, 1) },
+        Err(EINVAL)
+    );
     // SAFETY: as above.
-    kassert_eq!(unsafe { mr.map_pages(&[], MrAccess::RemoteRead, 1) }, Err(EINVAL));
+    kassert_eq!(
+        unsafe { mr.map_pages(&[], MrAccess::RemoteRead, 1) },
+        Err(EINVAL)
+    );
     kassert_eq!(mr.state(), MrState::Free);
     // A buffer larger than the MR's depth is refused and comes back.
     let big = step!(
@@ -338,7 +354,10 @@ fn buf(
         }
         b.sync_for_device(len);
     }
-    let b = step!(KBox::new(Buf { buf: b, len, tag }, GFP_KERNEL), "allocating");
+    let b = step!(
+        KBox::new(Buf { buf: b, len, tag }, GFP_KERNEL),
+        "allocating"
+    );
     Ok(Ctx::Send(b))
 }
 
@@ -423,10 +442,19 @@ fn frwr_loopback() -> TestResult {
     let ss = step!(Shared::new(), "allocating");
 
     let id = step!(CmId::new(Net::init(), ccm.clone()), "rdma_create_id");
-    step!(id.resolve_addr(None, &SockAddr::ipv4(ip, port), STEP_MS), "rdma_resolve_addr");
-    kassert_eq!(ccm.wait(|e| *e == Seen::AddrResolved), Some(Seen::AddrResolved));
+    step!(
+        id.resolve_addr(None, &SockAddr::ipv4(ip, port), STEP_MS),
+        "rdma_resolve_addr"
+    );
+    kassert_eq!(
+        ccm.wait(|e| *e == Seen::AddrResolved),
+        Some(Seen::AddrResolved)
+    );
     step!(id.resolve_route(STEP_MS), "rdma_resolve_route");
-    kassert_eq!(ccm.wait(|e| *e == Seen::RouteResolved), Some(Seen::RouteResolved));
+    kassert_eq!(
+        ccm.wait(|e| *e == Seen::RouteResolved),
+        Some(Seen::RouteResolved)
+    );
     let client = step!(
         Endpoint::new(id, &CAPS, PollContext::Workqueue, FrwrQp(cs.clone())),
         "creating the client endpoint"
@@ -437,7 +465,10 @@ fn frwr_loopback() -> TestResult {
     kassert!(cparam.responder_resources > 0);
     step!(client.connect(&cparam), "rdma_connect");
 
-    let req: Incoming = step!(listener.accept_next(STEP_MS), "waiting for the connect request");
+    let req: Incoming = step!(
+        listener.accept_next(STEP_MS),
+        "waiting for the connect request"
+    );
     let sid = step!(req.into_cm_id(scm.clone()), "taking the request");
     let server = step!(
         Endpoint::new(sid, &CAPS, PollContext::Workqueue, FrwrQp(ss.clone())),
@@ -450,8 +481,14 @@ fn frwr_loopback() -> TestResult {
         ..ConnParam::rpcrdma_client(server.device(), &[])
     };
     step!(server.accept(&sparam), "rdma_accept");
-    kassert!(matches!(ccm.wait(|e| matches!(e, Seen::Established(_))), Some(Seen::Established(_))));
-    kassert!(matches!(scm.wait(|e| matches!(e, Seen::Established(_))), Some(Seen::Established(_))));
+    kassert!(matches!(
+        ccm.wait(|e| matches!(e, Seen::Established(_))),
+        Some(Seen::Established(_))
+    ));
+    kassert!(matches!(
+        scm.wait(|e| matches!(e, Seen::Established(_))),
+        Some(Seen::Established(_))
+    ));
 
     // The client's MRs: A (kmalloc buffer, the peer writes), B (three
     // page pieces, the peer reads), C (small buffer, async LOCAL_INV).
@@ -477,14 +514,29 @@ fn frwr_loopback() -> TestResult {
     }
     let b_len = pos;
     let segs = [
-        PageSeg { page: pages.0[0], offset: 100, len: (ps - 100) as u32 },
-        PageSeg { page: pages.0[1], offset: 0, len: ps as u32 },
-        PageSeg { page: pages.0[2], offset: 0, len: 500 },
+        PageSeg {
+            page: pages.0[0],
+            offset: 100,
+            len: (ps - 100) as u32,
+        },
+        PageSeg {
+            page: pages.0[1],
+            offset: 0,
+            len: ps as u32,
+        },
+        PageSeg {
+            page: pages.0[2],
+            offset: 0,
+            len: 500,
+        },
     ];
     let mut b = step!(pool.get().ok_or(ENOMEM), "taking an MR");
     // SAFETY: `pages` outlives every MR of this test (declared first) and
     // is not touched by the CPU while B is mapped.
-    let n = step!(unsafe { b.map_pages(&segs, MrAccess::RemoteRead, XID + 1) }, "mapping pages");
+    let n = step!(
+        unsafe { b.map_pages(&segs, MrAccess::RemoteRead, XID + 1) },
+        "mapping pages"
+    );
     kassert_eq!(n, 3);
 
     let mut c = step!(pool.get().ok_or(ENOMEM), "taking an MR");
@@ -502,7 +554,10 @@ fn frwr_loopback() -> TestResult {
     kassert_eq!(sa.length as usize, A_LEN);
     kassert_eq!(sb.length as usize, b_len);
     kassert_eq!(sc.length, 512);
-    kassert_eq!((sa.offset >> 32, sb.offset >> 32, sc.offset >> 32), (0x1234_5678, 0x1234_5679, 0x1234_567a));
+    kassert_eq!(
+        (sa.offset >> 32, sb.offset >> 32, sc.offset >> 32),
+        (0x1234_5678, 0x1234_5679, 0x1234_567a)
+    );
     kassert_eq!(sa.handle, a.rkey());
     kassert!(sa.handle != sb.handle && sb.handle != sc.handle);
 
@@ -546,11 +601,17 @@ fn frwr_loopback() -> TestResult {
     };
     kassert_eq!(ra, Some(sa));
     kassert_eq!(rb, Some(sb));
-    let w = buf(server.pd(), A_LEN, DmaDir::ToDevice, 10, |i| (i as u8) ^ 0x5a)?;
+    let w = buf(server.pd(), A_LEN, DmaDir::ToDevice, 10, |i| {
+        (i as u8) ^ 0x5a
+    })?;
     let r = buf(server.pd(), b_len, DmaDir::FromDevice, 11, |_| 0)?;
     let mut chain = SendChain::new();
-    kassert!(chain.push(SendWr::rdma_write(w, sa.offset, sa.handle)).is_ok());
-    kassert!(chain.push(SendWr::rdma_read(r, sb.offset, sb.handle).signaled()).is_ok());
+    kassert!(chain
+        .push(SendWr::rdma_write(w, sa.offset, sa.handle))
+        .is_ok());
+    kassert!(chain
+        .push(SendWr::rdma_read(r, sb.offset, sb.handle).signaled())
+        .is_ok());
     step!(server.qp().post_send(chain), "posting RDMA Write + Read");
     kassert!(sends(&ss, 2));
     {
@@ -562,14 +623,19 @@ fn frwr_loopback() -> TestResult {
         kassert_eq!(log.reads.len(), 1);
         let data = &log.reads[0].1;
         kassert_eq!(data.len(), b_len);
-        let bad = data.iter().enumerate().position(|(i, x)| *x != b_pattern(i));
+        let bad = data
+            .iter()
+            .enumerate()
+            .position(|(i, x)| *x != b_pattern(i));
         kassert_eq!(bad, None);
     }
 
     // Remote invalidation: Send With Invalidate of B's rkey.
     let inv = buf(server.pd(), 8, DmaDir::ToDevice, 12, |_| 0x11)?;
     step!(
-        server.qp().post_send_one(SendWr::send_with_inv(inv, sb.handle).signaled()),
+        server
+            .qp()
+            .post_send_one(SendWr::send_with_inv(inv, sb.handle).signaled()),
         "posting Send With Invalidate"
     );
     kassert!(cs.wait(|l| !l.received.is_empty()));
@@ -605,7 +671,9 @@ fn frwr_loopback() -> TestResult {
     // An invalidated MR is refused for registration (the WR comes back
     // aborted, the MR unchanged) and for mapping.
     let before = cs.log.lock().sends.len();
-    let res = client.qp().post_send_one(SendWr::reg_mr(Ctx::Mr(MrWr::new(a))));
+    let res = client
+        .qp()
+        .post_send_one(SendWr::reg_mr(Ctx::Mr(MrWr::new(a))));
     kassert_eq!(res, Err(EBUSY));
     kassert!(sends(&cs, before + 1));
     kassert_eq!(cs.log.lock().sends[before], (sa.handle, 3, None));
@@ -616,7 +684,10 @@ fn frwr_loopback() -> TestResult {
     let c = step!(cs.take_mr(sc.handle).ok_or(ENOENT), "finding C");
     let mut list = KVec::new();
     step!(list.push(c, GFP_KERNEL), "allocating");
-    step!(post_local_inv(client.qp(), list, Ctx::Mr), "posting LOCAL_INV");
+    step!(
+        post_local_inv(client.qp(), list, Ctx::Mr),
+        "posting LOCAL_INV"
+    );
     kassert!(cs.wait(|l| l.inv_last));
     let mut c = step!(cs.take_mr(sc.handle).ok_or(ENOENT), "finding C");
     kassert_eq!(c.state(), MrState::Invalidated);
@@ -624,7 +695,9 @@ fn frwr_loopback() -> TestResult {
     // The server's RDMA Write through A's invalidated rkey fails.
     let w = buf(server.pd(), 64, DmaDir::ToDevice, 13, |_| 0x33)?;
     step!(
-        server.qp().post_send_one(SendWr::rdma_write(w, sa.offset, sa.handle).signaled()),
+        server
+            .qp()
+            .post_send_one(SendWr::rdma_write(w, sa.offset, sa.handle).signaled()),
         "posting RDMA Write after invalidation"
     );
     kassert!(sends(&ss, 4));
@@ -641,7 +714,10 @@ fn frwr_loopback() -> TestResult {
         kassert!(false);
         return Err(Failure);
     };
-    let bad = a_bytes.iter().enumerate().position(|(i, x)| *x != (i as u8) ^ 0x5a);
+    let bad = a_bytes
+        .iter()
+        .enumerate()
+        .position(|(i, x)| *x != (i as u8) ^ 0x5a);
     kassert_eq!(bad, None);
     kassert_eq!(step!(b.unmap(), "unmapping B").map(|v| v.len()), None);
     let c_bytes = step!(c.unmap(), "unmapping C");
@@ -661,10 +737,16 @@ fn frwr_loopback() -> TestResult {
     kassert!(d.map_buf(d_buf, MrAccess::RemoteRead, XID + 3).is_ok());
     let dk = d.rkey();
     let before = cs.log.lock().sends.len();
-    let res = client.qp().post_send_one(SendWr::reg_mr(Ctx::Mr(MrWr::new(d))).signaled());
+    let res = client
+        .qp()
+        .post_send_one(SendWr::reg_mr(Ctx::Mr(MrWr::new(d))).signaled());
     kassert!(sends(&cs, before + 1));
     let d = step!(cs.take_mr(dk).ok_or(ENOENT), "finding D");
-    pr_info!("frwr: REG_MR after disconnect: post {:?}, MR {:?}\n", res, d.state());
+    pr_info!(
+        "frwr: REG_MR after disconnect: post {:?}, MR {:?}\n",
+        res,
+        d.state()
+    );
     let state = d.state();
     pool.put(d);
     if state == MrState::Broken {

@@ -615,7 +615,10 @@ fn make_cqes(
 ) -> Result<KVec<Opaque<bindings::ib_cqe>>> {
     let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
     for _ in 0..n {
-        v.push(Opaque::new(bindings::ib_cqe { done: Some(done) }), GFP_KERNEL)?;
+        v.push(
+            Opaque::new(bindings::ib_cqe { done: Some(done) }),
+            GFP_KERNEL,
+        )?;
     }
     Ok(v)
 }
@@ -714,12 +717,7 @@ impl<Q: QpHandler> Qp<Q> {
         let recv_cqes = make_cqes(nr, recv_done::<Q>)?;
         // SAFETY: all-zero is a valid (empty) `ib_send_wr`/`ib_reg_wr`.
         let zero_send: SendWrBuf = unsafe { core::mem::zeroed() };
-        let send_state = RingState::new(
-            ns,
-            MAX_SEND_CHAIN,
-            caps.max_send_sge as usize,
-            zero_send,
-        )?;
+        let send_state = RingState::new(ns, MAX_SEND_CHAIN, caps.max_send_sge as usize, zero_send)?;
         let recv_state = RingState::new(
             nr,
             MAX_RECV_BATCH,
@@ -846,7 +844,12 @@ impl<Q: QpHandler> Qp<Q> {
             st.head = wrap(st.head + posted, cap);
             st.outstanding += posted;
             if ret != 0 {
-                pr_err!("ib_post_recv failed ({}) after {} of {} WRs\n", ret, posted, n);
+                pr_err!(
+                    "ib_post_recv failed ({}) after {} of {} WRs\n",
+                    ret,
+                    posted,
+                    n
+                );
                 return Err(Error::from_errno(ret));
             }
             Ok(())
@@ -946,7 +949,9 @@ impl<Q: QpHandler> Qp<Q> {
                     }
                     SendOp::LocalInv => {
                         let mr = ctx.mr().ok_or_else(|| {
-                            pr_err!("post_send: LOCAL_INV without an MR in its context (-EINVAL)\n");
+                            pr_err!(
+                                "post_send: LOCAL_INV without an MR in its context (-EINVAL)\n"
+                            );
                             EINVAL
                         })?;
                         inv_rkey = mr.begin_inv()?;
@@ -959,7 +964,12 @@ impl<Q: QpHandler> Qp<Q> {
                 let next = if i + 1 < n {
                     // SAFETY: `i + 1 < n <= MAX_SEND_CHAIN == wrs.len()`;
                     // a `SendWrBuf` starts with its `ib_send_wr`.
-                    unsafe { st.wrs.as_mut_ptr().add(i + 1).cast::<bindings::ib_send_wr>() }
+                    unsafe {
+                        st.wrs
+                            .as_mut_ptr()
+                            .add(i + 1)
+                            .cast::<bindings::ib_send_wr>()
+                    }
                 } else {
                     core::ptr::null_mut()
                 };
@@ -984,9 +994,7 @@ impl<Q: QpHandler> Qp<Q> {
                 };
                 let wr = bindings::ib_send_wr {
                     next,
-                    __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 {
-                        wr_cqe: cqe.get(),
-                    },
+                    __bindgen_anon_1: bindings::ib_send_wr__bindgen_ty_1 { wr_cqe: cqe.get() },
                     sg_list,
                     num_sge,
                     opcode,
@@ -1034,7 +1042,12 @@ impl<Q: QpHandler> Qp<Q> {
             st.head = wrap(st.head + posted, cap);
             st.outstanding += posted;
             if ret != 0 {
-                pr_err!("ib_post_send failed ({}) after {} of {} WRs\n", ret, posted, n);
+                pr_err!(
+                    "ib_post_send failed ({}) after {} of {} WRs\n",
+                    ret,
+                    posted,
+                    n
+                );
                 return Err(Error::from_errno(ret));
             }
             Ok(())
@@ -1114,7 +1127,11 @@ impl<Q: QpHandler> Qp<Q> {
                 self.handler.recv_done(self, ctx, Completion::Done(wc));
                 return;
             }
-            pr_err!("receive slot {} completed out of order; dropping slot {}\n", idx, slot);
+            pr_err!(
+                "receive slot {} completed out of order; dropping slot {}\n",
+                idx,
+                slot
+            );
             self.handler.recv_done(self, ctx, Completion::Aborted);
         }
     }
@@ -1372,8 +1389,8 @@ fn check_caps(dev: &Device, caps: &QpCaps) -> Result {
     let ok = caps.max_send_wr > 0
         && caps.max_recv_wr > 0
         && caps.max_recv_sge > 0
-        && u64::from(caps.max_send_wr) + 1 <= wr.min(cqe)
-        && u64::from(caps.max_recv_wr) + 1 <= wr.min(cqe)
+        && u64::from(caps.max_send_wr) < wr.min(cqe)
+        && u64::from(caps.max_recv_wr) < wr.min(cqe)
         && i64::from(caps.max_send_sge) <= i64::from(dev.max_send_sge())
         && i64::from(caps.max_recv_sge) <= i64::from(dev.max_recv_sge());
     if !ok {
