@@ -173,18 +173,6 @@ impl Xprt {
         unsafe { core::ptr::read_volatile(addr_of_mut!((*self.as_raw()).connect_cookie)) }
     }
 
-    /// Runs `f` with direct access to the `rpc_xprt` fields, for the few
-    /// setters that have no SUNRPC helper.
-    ///
-    /// # Safety
-    ///
-    /// `f` may only write fields as the C transports do at the same point
-    /// (e.g. under `transport_lock` where C takes it).
-    pub unsafe fn with_raw<R>(&self, f: impl FnOnce(&mut bindings::rpc_xprt) -> R) -> R {
-        // SAFETY: the xprt is alive; exclusivity per the caller.
-        f(unsafe { &mut *self.as_raw() })
-    }
-
     /// Sets the congestion window to `credits` requests, under
     /// `transport_lock` as `rpcrdma_update_cwnd()` does. With `reset`,
     /// also forgets all outstanding congestion (a new connection).
@@ -1371,11 +1359,12 @@ unsafe extern "C" fn destroy<T: Transport>(x: *mut bindings::rpc_xprt) {
         let mut waited = 0u32;
         while this.refs.load(Ordering::Acquire) != 0 {
             if waited >= 5000 {
+                // Keep the module reference too: code of this module
+                // may still run through those references.
                 pr_err!(
-                    "destroy: {} connection references still held after 5 s; leaking the transport\n",
+                    "destroy: {} connection references still held after 5 s; leaking the transport and pinning the module\n",
                     this.refs.load(Ordering::Relaxed)
                 );
-                bindings::rpcrdma2_shim_module_put();
                 return;
             }
             bindings::msleep(1);
