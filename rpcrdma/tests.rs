@@ -33,12 +33,7 @@ impl crate::kunit::TableTest for SelfTest {
 
 kunit_table_suite!(rpcrdma2_xdr, codec_self_tests, SelfTest, SELF_TESTS);
 
-kunit_table_suite!(
-    rpcrdma2_proto,
-    proto_self_tests,
-    SelfTest,
-    PROTO_SELF_TESTS
-);
+kunit_table_suite!(rpcrdma2_proto, proto_self_tests, SelfTest, PROTO_SELF_TESTS);
 
 // `proto` defines the errno values it hands out without the kernel crate:
 // check every one against the kernel's own at compile time.
