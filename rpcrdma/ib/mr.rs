@@ -384,7 +384,8 @@ impl Mr {
     }
 
     /// Maps up to [`Mr::depth`] of `segs` for the peer to access as
-    /// `access`, tagging the iova with `xid`. Without SG_GAPS, stops after
+    /// `access`, tagging the iova with `xid` (host order: the number whose
+    /// big-endian encoding is the RPC's XID on the wire, `be32_to_cpu(rq_xid)`). Without SG_GAPS, stops after
     /// a segment that does not end at a page boundary or before one that
     /// does not start at one (the next MR takes the rest, as in C).
     /// Returns how many segments were mapped.
