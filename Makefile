@@ -6,6 +6,7 @@
 #   make KDIR=<dir>      ... against your own kernel build tree
 #   make kernel          build (or reuse) the cached testbed kernel
 #   make check           every test: host, KUnit in a guest, guest integration
+#   make clippy          the module under clippy with the kernel's lints
 #   make demo            boot the two guests and show rpcrdma2 in use
 #   make clean
 
@@ -16,15 +17,24 @@ RUSTC ?= /usr/bin/rustc
 BINDGEN ?= $(shell command -v bindgen 2>/dev/null || echo $(HOME)/.cargo/bin/bindgen)
 export LIBCLANG_PATH ?= /usr/lib/llvm-15/lib
 
+CLIPPY_DRIVER ?= /usr/bin/clippy-driver
+
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN)
 
-.PHONY: all modules kernel check demo bench host-test kunit integration clean
+.PHONY: all modules clippy kernel check demo bench host-test kunit integration clean
 
 all: modules
 
 modules:
 	@test -f $(KDIR)/Makefile || { echo "error: no kernel build tree at KDIR=$(KDIR): run 'make kernel' or pass KDIR=" >&2; exit 1; }
 	$(KMAKE) modules
+
+# clippy-driver must match the kernel's rustc (Debian: rust-web-clippy);
+# .clippy.toml here is the kernel's configuration with the module's MSRV.
+clippy:
+	@test -f $(KDIR)/Makefile || { echo "error: no kernel build tree at KDIR=$(KDIR): run 'make kernel' or pass KDIR=" >&2; exit 1; }
+	@test -x $(CLIPPY_DRIVER) || { echo "error: no clippy-driver at $(CLIPPY_DRIVER) (Debian package rust-web-clippy)" >&2; exit 1; }
+	$(KMAKE) CLIPPY=1 CLIPPY_DRIVER=$(CLIPPY_DRIVER) CLIPPY_CONF_DIR=$(CURDIR) modules
 
 kernel:
 	tools/testing/kernel/build.sh

@@ -118,7 +118,12 @@ impl ClientRegistration {
         )?;
         let p = &*reg as *const Registry as *mut Registry;
         if REGISTRY
-            .compare_exchange(core::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
+            .compare_exchange(
+                core::ptr::null_mut(),
+                p,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
             .is_err()
         {
             pr_err!("the rpcrdma2 ib_client is already registered (-EBUSY)\n");
@@ -199,7 +204,7 @@ pub unsafe extern "C" fn rpcrdma2_rs_ib_remove_one(
                 .entries
                 .iter()
                 .flatten()
-                .filter(|e| e.dev == dev && key.map_or(true, |k| e.key > k))
+                .filter(|e| e.dev == dev && key.is_none_or(|k| e.key > k))
                 .min_by_key(|e| e.key)
                 .map(|e| (e.key, e.notify.clone()));
             let Some((k, notify)) = next else { break };
@@ -256,7 +261,7 @@ impl RemovalRegistration {
         let dev = dev.as_ptr();
         with_registry(|reg| {
             let mut st = reg.state.lock();
-            if st.removing.iter().any(|d| *d == Some(dev)) {
+            if st.removing.contains(&Some(dev)) {
                 pr_err!("RDMA device is being removed; not registering (-ENETUNREACH)\n");
                 return Err(super::errno(bindings::ENETUNREACH));
             }

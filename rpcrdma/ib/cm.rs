@@ -144,7 +144,12 @@ impl fmt::Display for SockAddr {
         let p = self.as_ptr();
         if self.is_ipv6() {
             // SAFETY: family AF_INET6 means a sockaddr_in6 (invariant).
-            let a = unsafe { (*p.cast::<bindings::sockaddr_in6>()).sin6_addr.in6_u.u6_addr16 };
+            let a = unsafe {
+                (*p.cast::<bindings::sockaddr_in6>())
+                    .sin6_addr
+                    .in6_u
+                    .u6_addr16
+            };
             f.write_str("[")?;
             for (i, w) in a.iter().enumerate() {
                 if i > 0 {
@@ -206,7 +211,7 @@ impl<'a> ConnParam<'a> {
         }
     }
 
-    pub(crate) fn to_raw(&self) -> Result<bindings::rdma_conn_param> {
+    pub(crate) fn as_raw(&self) -> Result<bindings::rdma_conn_param> {
         let Ok(len) = u8::try_from(self.private_data.len()) else {
             pr_err!(
                 "CM private data of {} bytes is longer than 255 (-EINVAL)\n",
@@ -316,9 +321,7 @@ impl<'a> CmEvent<'a> {
             bindings::rdma_cm_event_type_RDMA_CM_EVENT_ROUTE_ERROR => {
                 CmEvent::RouteError { status }
             }
-            bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_RESPONSE => {
-                CmEvent::ConnectResponse
-            }
+            bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_RESPONSE => CmEvent::ConnectResponse,
             bindings::rdma_cm_event_type_RDMA_CM_EVENT_CONNECT_ERROR => {
                 CmEvent::ConnectError { status }
             }
@@ -515,12 +518,7 @@ impl<H: CmHandler> CmId<H> {
     /// Starts resolving `dst` (and binding to the device that reaches it,
     /// from `src` if given) within `timeout_ms`; the outcome is
     /// [`CmEvent::AddrResolved`] or [`CmEvent::AddrError`].
-    pub fn resolve_addr(
-        &self,
-        src: Option<&SockAddr>,
-        dst: &SockAddr,
-        timeout_ms: u32,
-    ) -> Result {
+    pub fn resolve_addr(&self, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Result {
         let src = src.map_or(core::ptr::null_mut(), |s| s.as_ptr() as *mut _);
         // SAFETY: the id is live (type invariant); the addresses are valid
         // sockaddrs that rdma_cm copies during the call.
@@ -620,7 +618,12 @@ unsafe fn reject_and_destroy(id: NonNull<bindings::rdma_cm_id>) {
     // SAFETY: the id is live and ours (caller guarantee). A failed reject
     // (e.g. the peer gave up) changes nothing: the id is destroyed anyway.
     unsafe {
-        bindings::rdma_reject(id.as_ptr(), core::ptr::null(), 0, REJ_CONSUMER_DEFINED as u8);
+        bindings::rdma_reject(
+            id.as_ptr(),
+            core::ptr::null(),
+            0,
+            REJ_CONSUMER_DEFINED as u8,
+        );
         bindings::rdma_destroy_id(id.as_ptr());
     }
 }

@@ -126,16 +126,16 @@ fn frwr_map_rules() -> TestResult {
     kassert_eq!(n, caps.depth as usize);
     kassert_eq!(mr.segment().map(|s| s.length), Some(caps.depth * ps));
     kassert!(mr.unmap().is_ok());
-    // SAFETY: as above.
-    kassert_eq!(
-        unsafe { mr.map_pages(&[seg(0, 8, ps)], MrAccess::RemoteRead, 1) },
-        Err(EINVAL)
-    );
-    // SAFETY: as above.
-    kassert_eq!(
-        unsafe { mr.map_pages(&[], MrAccess::RemoteRead, 1) },
-        Err(EINVAL)
-    );
+    let r = {
+        // SAFETY: as above (the pages outlive the mapping attempt).
+        unsafe { mr.map_pages(&[seg(0, 8, ps)], MrAccess::RemoteRead, 1) }
+    };
+    kassert_eq!(r, Err(EINVAL));
+    let r = {
+        // SAFETY: an empty list maps nothing.
+        unsafe { mr.map_pages(&[], MrAccess::RemoteRead, 1) }
+    };
+    kassert_eq!(r, Err(EINVAL));
     kassert_eq!(mr.state(), MrState::Free);
     // A buffer larger than the MR's depth is refused and comes back.
     let big = step!(

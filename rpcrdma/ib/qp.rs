@@ -201,7 +201,7 @@ impl<'s, 'a> SgeList<'s, 'a> {
     /// Fails with `EINVAL` when the range is outside the buffer or the
     /// buffer belongs to another PD, `E2BIG` when the WR has no SGE left.
     pub fn push(&mut self, buf: &'a DmaBuf, offset: usize, len: usize) -> Result {
-        if offset.checked_add(len).map_or(true, |end| end > buf.len()) {
+        if offset.checked_add(len).is_none_or(|end| end > buf.len()) {
             pr_err!(
                 "SGE [{}, +{}) is outside a {}-byte buffer (-EINVAL)\n",
                 offset,
@@ -1301,7 +1301,7 @@ impl<H: CmHandler, Q: QpHandler> Endpoint<H, Q> {
     /// Connects (active side): the outcome arrives as
     /// [`super::cm::CmEvent::Established`] or an error event.
     pub fn connect(&self, param: &ConnParam<'_>) -> Result {
-        let mut raw = param.to_raw()?;
+        let mut raw = param.as_raw()?;
         let id = self.id.as_ptr();
         // SAFETY: the id is live with a QP; `raw` and its private data are
         // valid for the call. The `_locked` form is for calls from the id's
@@ -1322,7 +1322,7 @@ impl<H: CmHandler, Q: QpHandler> Endpoint<H, Q> {
     /// Accepts a connection request (passive side); then
     /// [`super::cm::CmEvent::Established`] follows.
     pub fn accept(&self, param: &ConnParam<'_>) -> Result {
-        let mut raw = param.to_raw()?;
+        let mut raw = param.as_raw()?;
         let id = self.id.as_ptr();
         let own = self.id.in_own_handler();
         // SAFETY: the id is live with a QP; `rdma_accept()` needs the

@@ -328,7 +328,11 @@ fn post_recvs(ep: &Ep) -> TestResult {
 }
 
 /// A Send context carrying `payload`.
-fn send_buf(pd: &Arc<Pd>, payload: &[u8], tag: u32) -> core::result::Result<KBox<SendBuf>, Failure> {
+fn send_buf(
+    pd: &Arc<Pd>,
+    payload: &[u8],
+    tag: u32,
+) -> core::result::Result<KBox<SendBuf>, Failure> {
     let mut buf = step!(
         DmaBuf::new(pd, payload.len().max(1), DmaDir::ToDevice, GFP_KERNEL),
         "mapping a Send buffer"
@@ -356,9 +360,15 @@ fn client_endpoint(
 ) -> core::result::Result<Ep, Failure> {
     let id = step!(CmId::new(Net::init(), cm.clone()), "rdma_create_id");
     step!(id.resolve_addr(None, dst, STEP_MS), "rdma_resolve_addr");
-    kassert_eq!(cm.wait(|e| *e == Seen::AddrResolved), Some(Seen::AddrResolved));
+    kassert_eq!(
+        cm.wait(|e| *e == Seen::AddrResolved),
+        Some(Seen::AddrResolved)
+    );
     step!(id.resolve_route(STEP_MS), "rdma_resolve_route");
-    kassert_eq!(cm.wait(|e| *e == Seen::RouteResolved), Some(Seen::RouteResolved));
+    kassert_eq!(
+        cm.wait(|e| *e == Seen::RouteResolved),
+        Some(Seen::RouteResolved)
+    );
     Ok(step!(
         Endpoint::new(id, &CAPS, PollContext::Workqueue, TestQp(qp.clone())),
         "creating the client endpoint"
@@ -372,7 +382,10 @@ fn sockaddr_ipv4_ipv6() -> TestResult {
     impl Write for Buf {
         fn write_str(&mut self, s: &str) -> core::fmt::Result {
             let end = self.1 + s.len();
-            self.0.get_mut(self.1..end).ok_or(core::fmt::Error)?.copy_from_slice(s.as_bytes());
+            self.0
+                .get_mut(self.1..end)
+                .ok_or(core::fmt::Error)?
+                .copy_from_slice(s.as_bytes());
             self.1 = end;
             Ok(())
         }
@@ -424,7 +437,8 @@ impl client::DeviceRemoval for NoRemoval {
 /// callbacks can be registered on it.
 fn rdma_device_present() -> TestResult {
     let (dev, ip) = device_and_ip()?;
-    let notify: Arc<dyn client::DeviceRemoval> = step!(Arc::new(NoRemoval, GFP_KERNEL), "allocating");
+    let notify: Arc<dyn client::DeviceRemoval> =
+        step!(Arc::new(NoRemoval, GFP_KERNEL), "allocating");
     let reg = step!(
         client::RemovalRegistration::new(&dev, notify),
         "registering for device removal"
@@ -470,7 +484,10 @@ fn loopback_rc() -> TestResult {
     step!(client.connect(&cparam), "rdma_connect");
 
     // Passive side: the request carries the client's private data.
-    let req: Incoming = step!(listener.accept_next(STEP_MS), "waiting for the connect request");
+    let req: Incoming = step!(
+        listener.accept_next(STEP_MS),
+        "waiting for the connect request"
+    );
     let got = req.private_data();
     kassert!(got.len() >= CLIENT_PD.len());
     kassert_eq!(&got[..CLIENT_PD.len()], CLIENT_PD);
@@ -495,12 +512,17 @@ fn loopback_rc() -> TestResult {
     };
     kassert!(data.len() >= SERVER_PD.len());
     kassert_eq!(&data[..SERVER_PD.len()], SERVER_PD);
-    kassert!(matches!(scm.wait(|e| matches!(e, Seen::Established(_))), Some(Seen::Established(_))));
+    kassert!(matches!(
+        scm.wait(|e| matches!(e, Seen::Established(_))),
+        Some(Seen::Established(_))
+    ));
     kassert!(client.qp().qp_num() != 0);
 
     // Client -> server: an unsignalled Send, then a signalled one.
     let mut chain = SendChain::new();
-    kassert!(chain.push(SendWr::send(send_buf(client.pd(), PING, 1)?)).is_ok());
+    kassert!(chain
+        .push(SendWr::send(send_buf(client.pd(), PING, 1)?))
+        .is_ok());
     kassert!(chain
         .push(SendWr::send(send_buf(client.pd(), PING, 2)?).signaled())
         .is_ok());
@@ -537,9 +559,15 @@ fn loopback_rc() -> TestResult {
     // Disconnect: the client's DREQ reaches the server, whose disconnect
     // answers it (DREP), which completes the client's.
     step!(client.disconnect(), "rdma_disconnect (client)");
-    kassert_eq!(scm.wait(|e| *e == Seen::Disconnected), Some(Seen::Disconnected));
+    kassert_eq!(
+        scm.wait(|e| *e == Seen::Disconnected),
+        Some(Seen::Disconnected)
+    );
     step!(server.disconnect(), "rdma_disconnect (server)");
-    kassert_eq!(ccm.wait(|e| *e == Seen::Disconnected), Some(Seen::Disconnected));
+    kassert_eq!(
+        ccm.wait(|e| *e == Seen::Disconnected),
+        Some(Seen::Disconnected)
+    );
 
     // Teardown drains: the Receives still posted come back flushed.
     drop(client);
@@ -555,10 +583,17 @@ fn loopback_rc() -> TestResult {
             log.recv_aborted
         );
         kassert_eq!(log.received.len(), received);
-        kassert_eq!(log.received.len() + log.recv_failed.len() + log.recv_aborted, RECVS);
+        kassert_eq!(
+            log.received.len() + log.recv_failed.len() + log.recv_aborted,
+            RECVS
+        );
         kassert!(!log.bad_opcode);
     }
-    kassert!(ccm.events.lock().iter().all(|e| !matches!(e, Seen::Failed(..))));
+    kassert!(ccm
+        .events
+        .lock()
+        .iter()
+        .all(|e| !matches!(e, Seen::Failed(..))));
     // Nothing else holds the handlers: the ids and QPs released them.
     kassert!(Arc::into_unique_or_drop(ccm).is_some());
     kassert!(Arc::into_unique_or_drop(scm).is_some());

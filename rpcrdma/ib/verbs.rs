@@ -36,11 +36,7 @@ impl Pd {
         // SAFETY: the device is registered (we hold its registration lock).
         let ptr = unsafe { bindings::rpcrdma2_shim_alloc_pd(dev.as_ptr(), 0) };
         let pd = from_err_ptr(ptr).inspect_err(|e| {
-            pr_err!(
-                "ib_alloc_pd on {} failed ({})\n",
-                dev.name(),
-                e.to_errno()
-            )
+            pr_err!("ib_alloc_pd on {} failed ({})\n", dev.name(), e.to_errno())
         })?;
         // INVARIANT: freshly allocated on `dev`.
         Ok(Arc::new(Pd { pd, dev }, GFP_KERNEL)?)
@@ -128,9 +124,8 @@ impl Cq {
         let nr: i32 = nr_cqe.try_into().map_err(|_| EINVAL)?;
         let dev = dev.get()?;
         // SAFETY: the device is registered; `context` is only stored.
-        let ptr = unsafe {
-            bindings::rpcrdma2_shim_alloc_cq_any(dev.as_ptr(), context, nr, poll.raw())
-        };
+        let ptr =
+            unsafe { bindings::rpcrdma2_shim_alloc_cq_any(dev.as_ptr(), context, nr, poll.raw()) };
         let cq = from_err_ptr(ptr).inspect_err(|e| {
             pr_err!(
                 "ib_alloc_cq_any({} entries) on {} failed ({})\n",

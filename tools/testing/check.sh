@@ -22,6 +22,9 @@ declare -A needs=([module]=kernel [kunit]=module [integration]=module)
 declare -A status=() took=()
 
 phase_host() {
+	# The module's Rust (crate root and every module under it, including
+	# the codec and proto trees it includes) as the kernel formats it.
+	step "module: rustfmt --check" rustfmt --check --edition 2021 rpcrdma/rpcrdma2.rs
 	step "codec: fmt, clippy, tests, fuzz" xdr/check.sh
 	step "proto: fmt, clippy, tests" rpcrdma/proto/check.sh
 	step "KTAP checker self-test" tools/testing/kunit/selftest.sh
@@ -32,7 +35,8 @@ phase_kernel() {
 }
 
 phase_module() {
-	make -s modules
+	step "module under clippy (kernel lints)" make -s clippy
+	step "module" make -s modules
 	[ -f rpcrdma2.ko ] || die "make modules produced no rpcrdma2.ko"
 }
 
