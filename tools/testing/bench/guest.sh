@@ -49,8 +49,10 @@ OUT=$RESULTS/bench
 RUNS=$OUT/runs.tsv
 SMALL=rsize=1024,wsize=1024
 # fio may block in the kernel; this bounds every job (ramp + runtime + the
-# time to drain iodepth 1 MiB I/Os at rsize 1024 + slack)
+# time to drain iodepth 1 MiB I/Os at rsize 1024 + slack); the rpcrdma2
+# default-size probe, which is expected to fail, gets less slack.
 JOB_LIMIT=$((RAMP + RUNTIME + 120))
+PROBE_LIMIT=$((RAMP + RUNTIME + 30))
 STUCK=0
 mkdir -p "$OUT"
 printf 'kind\tconfig\tjob\trepeat\tstatus\tfile\tmount_options\n' >"$RUNS"
@@ -115,14 +117,14 @@ bench_umount() {
 	timeout 90 umount "$MNT" || timeout 30 umount -f "$MNT" || return 1
 }
 
-# run_fio CONFIG JOB REPEAT OPTS: one fio run; returns fio's status
+# run_fio CONFIG JOB REPEAT OPTS [LIMIT]: one fio run; returns fio's status
 run_fio() {
-	local cfg=$1 job=$2 rep=$3 opts=$4 base rc=0
+	local cfg=$1 job=$2 rep=$3 opts=$4 limit=${5:-$JOB_LIMIT} base rc=0
 	base=fio.$cfg.$job.$rep
 	tb_log "fio $job on $cfg (repeat $rep)"
 	dmesg -C
 	BENCH_DIR=$MNT/bench BENCH_SIZE=$SIZE BENCH_RUNTIME=$RUNTIME BENCH_RAMP=$RAMP \
-		timeout -k 10 "$JOB_LIMIT" fio --output-format=json --output="$OUT/$base.json" \
+		timeout -k 10 "$limit" fio --output-format=json --output="$OUT/$base.json" \
 		"$SRC/samples/fio/$job.fio" >"$OUT/$base.err" 2>&1 || rc=$?
 	dmesg >"$OUT/$base.dmesg"
 	if ((rc == 0)); then
@@ -159,16 +161,24 @@ run_config() {
 # run_perf NAME PORT REPEAT ARGS...: one perftest client run (retries the
 # connection while the server's restart loop comes back up)
 run_perf() {
-	local name=$1 port=$2 rep=$3 out try rc=1
+	local name=$1 port=$2 rep=$3 out try i rc=1
 	shift 3
 	out=perftest.$name.$rep.txt
-	for try in 1 2 3 4 5; do
+	# the server restarts within 1 s after a run, or within runtime + 65 s
+	# if its client died mid-run
+	for try in 1 2 3; do
 		rc=0
+		# the server's instance is listening (see server.sh)
+		for ((i = 0; i < 300; i++)); do
+			[ -e "/results/server/perftest-$name.ready" ] && break
+			sleep 0.2
+		done
 		timeout -k 5 $((RUNTIME + 60)) "$name" -d rxe0 -R -F -p "$port" "$@" "$SERVER_IP" \
 			>"$OUT/$out" 2>&1 || rc=$?
 		((rc == 0)) && break
+		cp "$OUT/$out" "$OUT/$out.attempt$try"
 		tb_log "$name attempt $try failed (exit $rc); retrying"
-		sleep 2
+		sleep 5
 	done
 	if ((rc == 0)); then
 		record perftest raw "$name" "$rep" ok "$out" "-R $*"
@@ -221,7 +231,7 @@ if has r2; then
 		tb_log "r2 mounted: $opts"
 		for job in "${JOBS[@]}"; do
 			for ((rep = 1; rep <= REPEATS; rep++)); do
-				run_fio r2 "$job" "$rep" "$opts" || break
+				run_fio r2 "$job" "$rep" "$opts" "$PROBE_LIMIT" || break
 			done
 		done
 		bench_umount || { tb_log "umount of r2 failed"; STUCK=1; }

@@ -272,11 +272,24 @@ def main(res):
             if c == cfg and row["kind"] == "fio" and row["mount_options"] and cfg not in seen:
                 seen.add(cfg)
                 out.append(f"  {row['label']:<12} {row['mount_options']}")
+    bi = os.path.join(res, "build-info.txt")
+    if os.path.exists(bi):
+        with open(bi) as f:
+            build_info = f.read().splitlines()
+        host_sha = next((l.split()[2] for l in build_info if l.startswith("rpcrdma2.ko sha256")), None)
+        guest_sha = next((l.split()[2] for l in env_lines if l.startswith("rpcrdma2.ko sha256")), None)
+        out.append("")
+        out.extend(build_info)
+        if host_sha and guest_sha and host_sha != guest_sha:
+            out.append(f"WARNING: the guest measured rpcrdma2.ko {guest_sha[:16]}..., not the one "
+                       f"present when the run started ({host_sha[:16]}...): rebuilt meanwhile")
     if host_load:
         loads = [float(x.split()[1]) for x in host_load if len(x.split()) > 1]
+        qs = [int(x.rsplit("qemu=", 1)[1] or 0) for x in host_load if "qemu=" in x] or [0]
         out.append("")
         out.append(f"Host load average (1 min) during the run: min {min(loads):.2f}, "
-                   f"max {max(loads):.2f}, {len(loads)} samples (host-load.txt)")
+                   f"max {max(loads):.2f}, {len(loads)} samples; QEMU processes on the host (this run's 2 "
+                   f"included) {min(qs)}-{max(qs)} (host-load.txt)")
     text = "\n".join(out) + "\n"
     with open(os.path.join(res, "bench.txt"), "w") as f:
         f.write(text)

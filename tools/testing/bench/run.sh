@@ -123,12 +123,18 @@ ncfg=0 raw=0
 for c in $configs; do
 	case $c in raw) raw=1 ;; *) ncfg=$((ncfg + 1)) ;; esac
 done
-# Bound: boot + per repeat (each fio job's own limit is ramp+runtime+120 s,
-# which only a hang reaches; budget ramp+runtime+25 s per job here), perftest
-# (3 runs), module switches; a hung job ends the run at this timeout and
-# the report still covers everything measured before it.
+# Bound (expected: ~15 min for the defaults on an idle host): boot, then per
+# repeat 4 NFS configurations x 3 fio jobs (ramp + runtime + ~7 s of mount,
+# fio start-up and drain each), perftest (2 bandwidth runs + the latency
+# run) and module switches; then the rpcrdma2 default-size probe (3 jobs,
+# each limited to ramp + runtime + 30 s in the guest).  A job that hangs is
+# killed by its own limit; if the whole run still overruns, the report
+# covers everything measured before the timeout.
 if [ -z "$timeout" ]; then
-	timeout=$((240 + repeats * (ncfg * 3 * (ramp + runtime + 25) + raw * (2 * runtime + 60) + 40)))
+	nrep=$ncfg
+	[[ " $configs " == *" r2 "* ]] && nrep=$((nrep - 1))
+	timeout=$((180 + repeats * (nrep * 3 * (ramp + runtime + 7) + raw * (2 * runtime + 40) + 20)))
+	[[ " $configs " == *" r2 "* ]] && timeout=$((timeout + 3 * (ramp + runtime + 30) + 60))
 fi
 
 # The server side needs the settings too: a generated wrapper around

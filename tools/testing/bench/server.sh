@@ -30,12 +30,28 @@ modprobe rdma_ucm 2>/dev/null || true
 modprobe ib_uverbs 2>/dev/null || true
 
 # perf_loop NAME PORT ARGS...: serve NAME forever, one client run at a time.
+# /results/server/perftest-NAME.ready exists while an instance is listening
+# (rdma_cm shows it in LISTEN): the client waits for it, since a connect
+# that finds no listener is rejected and the perftest client then crashes
+# in librdmacm.  Each instance is time-limited: if its client dies mid-run,
+# the server would otherwise wait forever.
 perf_loop() {
-	local name=$1 port=$2
+	local name=$1 port=$2 ready=/results/server/perftest-$1.ready
 	shift 2
 	while :; do
+		rm -f "$ready"
 		echo "=== $(date +%T) $name -p $port $*"
-		"$name" -d rxe0 -R -F -p "$port" "$@" || sleep 1
+		timeout -k 5 $((BENCH_RUNTIME + 60)) "$name" -d rxe0 -R -F -p "$port" "$@" &
+		local pid=$! i
+		for ((i = 0; i < 300; i++)); do
+			if rdma resource show cm_id 2>/dev/null | grep -qE "state LISTEN.*:$port( |$)"; then
+				: >"$ready"
+				break
+			fi
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.2
+		done
+		wait "$pid" || sleep 1
 	done >>"/results/server/perftest-$name.log" 2>&1 </dev/null &
 }
 perf_loop ib_write_bw 18515 -s 1048576 -D "$BENCH_RUNTIME"
