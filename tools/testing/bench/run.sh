@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck source-path=SCRIPTDIR
 #
 # make bench: fio over rpcrdma2, the stock C client (rpcrdma.ko) and NFS/TCP,
 # plus raw perftest between the same two guests, in one testbed boot; then

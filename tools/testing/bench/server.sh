@@ -33,15 +33,17 @@ modprobe ib_uverbs 2>/dev/null || true
 # /results/server/perftest-NAME.ready exists while an instance is listening
 # (rdma_cm shows it in LISTEN): the client waits for it, since a connect
 # that finds no listener is rejected and the perftest client then crashes
-# in librdmacm.  Each instance is time-limited: if its client dies mid-run,
-# the server would otherwise wait forever.
+# in librdmacm.  A client whose run failed asks for a fresh instance with
+# /results/server/perftest-NAME.restart (a server whose client died would
+# otherwise wait forever).  Idle instances are never restarted.
 perf_loop() {
 	local name=$1 port=$2 ready=/results/server/perftest-$1.ready
+	local restart=/results/server/perftest-$1.restart
 	shift 2
 	while :; do
-		rm -f "$ready"
+		rm -f "$ready" "$restart"
 		echo "=== $(date +%T) $name -p $port $*"
-		timeout -k 5 $((BENCH_RUNTIME + 60)) "$name" -d rxe0 -R -F -p "$port" "$@" &
+		"$name" -d rxe0 -R -F -p "$port" "$@" &
 		local pid=$! i
 		for ((i = 0; i < 300; i++)); do
 			if rdma resource show cm_id 2>/dev/null | grep -qE "state LISTEN.*:$port( |$)"; then
@@ -51,7 +53,18 @@ perf_loop() {
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.2
 		done
-		wait "$pid" || sleep 1
+		# (a killed instance whose peer crashed may take long to exit: it
+		# is not waited for, the next one starts at once)
+		while [ -d "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null; do
+			if [ -e "$restart" ]; then
+				rm -f "$ready" "$restart"
+				echo "=== $(date +%T) restart requested by the client"
+				kill -KILL "$pid" 2>/dev/null
+				break
+			fi
+			sleep 0.5
+		done
+		sleep 1
 	done >>"/results/server/perftest-$name.log" 2>&1 </dev/null &
 }
 perf_loop ib_write_bw 18515 -s 1048576 -D "$BENCH_RUNTIME"
