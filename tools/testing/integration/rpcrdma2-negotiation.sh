@@ -43,12 +43,12 @@ tb_step "insmod rpcrdma2.ko" insmod "$KO"
 tb_mount 3 rdma "$MNT" rsize=1024,wsize=1024
 probe=$(dmesg | sed -n 's/.*rpcrdma2: sending the RPC-over-RDMA version 2 probe (xid 0x\([0-9a-f]*\)).*/\1/p' | head -n 1)
 [ -n "$probe" ] || tb_die "rpcrdma2 did not send a version 2 probe"
-dmesg | grep -q "rpcrdma2: server answered the RPC-over-RDMA version 2 probe with ERR_VERS: continuing in version 1" ||
+dmesg | grep "rpcrdma2: server answered the RPC-over-RDMA version 2 probe with ERR_VERS: continuing in version 1" >/dev/null ||
 	tb_die "rpcrdma2 did not fall back to version 1"
 wait_trace svcrdma_decode_badvers_err 1 || tb_die "the server's trace shows no bad-version message: $(cat "$TRACE" 2>&1 | tail -n 5)"
 wait_trace svcrdma_err_vers 1 || tb_die "the server's trace shows no ERR_VERS sent"
 server_events svcrdma_decode_badvers_err | head -n 3
-server_events svcrdma_decode_badvers_err | grep -q "xid=0x$probe vers=2" ||
+server_events svcrdma_decode_badvers_err | grep "xid=0x$probe vers=2" >/dev/null ||
 	tb_die "the server did not see the probe (xid 0x$probe) as a version 2 message"
 tb_log "server saw xid 0x$probe with vers=2 and answered ERR_VERS"
 cp /tmp/ref "$MNT/ref"
@@ -66,8 +66,8 @@ dmesg -C
 tb_step "insmod rpcrdma2.ko force_v1=1" insmod "$KO" force_v1=1
 tb_mount 3 rdma "$MNT" rsize=1024,wsize=1024
 ls "$MNT" >/dev/null
-dmesg | grep -q "rpcrdma2: connected to .*: RPC-over-RDMA version 1" || tb_die "force_v1: not a version 1 connection"
-! dmesg | grep -q "version 2 probe" || tb_die "force_v1: a version 2 probe was sent"
+dmesg | grep "rpcrdma2: connected to .*: RPC-over-RDMA version 1" >/dev/null || tb_die "force_v1: not a version 1 connection"
+! dmesg | grep "version 2 probe" >/dev/null || tb_die "force_v1: a version 2 probe was sent"
 tb_umount "$MNT"
 sleep 1
 after=$(server_events svcrdma_decode_badvers_err | wc -l)
