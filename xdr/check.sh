@@ -55,38 +55,7 @@ step "cargo test"
 cargo test --quiet
 
 step "kernel-compatibility build (no_std via #[path], kernel lints, no panic paths)"
-krustc=${KRUSTC:-}
-if [ -z "$krustc" ]; then
-	if [ -x /usr/bin/rustc ]; then krustc=/usr/bin/rustc; else krustc=rustc; fi
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/rpcrdma"
-cat > "$tmp/rpcrdma/root.rs" <<EOR
-//! Stand-in for the rpcrdma2 module's crate root.
-#![no_std]
-#[path = "$here/src/codec/mod.rs"]
-pub mod xdr;
-EOR
-# The flags of rust_common_flags in the kernel's top-level Makefile that
-# rustc (not clippy) applies, plus -Dwarnings (CONFIG_WERROR) and the
-# module build's overflow checks (CONFIG_RUST_OVERFLOW_CHECKS=y) and panic
-# strategy. Debug assertions stay off as with the default
-# CONFIG_RUST_DEBUG_ASSERTIONS=n: with them core adds unsafe-precondition
-# checks (panic_nounwind) to slice helpers that no input can trigger.
-"$krustc" --edition=2021 --crate-type rlib --crate-name rpcrdma2_xdr_check \
-	-Dwarnings -Dnon_ascii_idents -Dunsafe_op_in_unsafe_fn \
-	-Wmissing_docs -Wrust_2018_idioms -Wunreachable_pub \
-	-Cpanic=abort -Coverflow-checks=on -Copt-level=2 \
-	--emit=obj -o "$tmp/xdr.o" "$tmp/rpcrdma/root.rs"
-echo "compiled with $("$krustc" --version)"
-command -v nm >/dev/null 2>&1 ||
-	{ echo "FAIL: nm (binutils) is needed for the panic-path check" >&2; exit 1; }
-if nm -u "$tmp/xdr.o" | grep -E 'panicking|panic_fmt|panic_bounds|unwrap_failed|expect_failed'; then
-	echo "FAIL: the codec object references a panic path (above)" >&2
-	exit 1
-fi
-echo "no panic paths in the optimised codec object"
+"$here/../tools/testing/kcompat-check.sh" codec 'header.*decode' "xdr=$here/src/codec/mod.rs"
 
 if [ "$do_fuzz" = 1 ]; then
 	step "fuzz for ${fuzz_seconds}s"

@@ -48,46 +48,9 @@ cargo test --quiet
 cargo test --quiet --release --test fuzz
 
 step "kernel-compatibility build with the codec (no_std via #[path], kernel lints, no panic paths)"
-krustc=${KRUSTC:-}
-if [ -z "$krustc" ]; then
-	if [ -x /usr/bin/rustc ]; then krustc=/usr/bin/rustc; else krustc=rustc; fi
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/rpcrdma"
-cat > "$tmp/rpcrdma/root.rs" <<EOR
-//! Stand-in for the rpcrdma2 module's crate root.
-#![no_std]
-/// The codec.
-#[path = "$top/xdr/src/codec/mod.rs"]
-pub mod xdr;
-/// The protocol logic.
-#[path = "$here/mod.rs"]
-pub mod proto;
-EOR
-# The flags of rust_common_flags in the kernel's top-level Makefile that
-# rustc (not clippy) applies, plus -Dwarnings (CONFIG_WERROR) and the
-# module build's overflow checks (CONFIG_RUST_OVERFLOW_CHECKS=y) and panic
-# strategy; the same as xdr/check.sh.
-"$krustc" --edition=2021 --crate-type rlib --crate-name rpcrdma2_proto_check \
-	-Dwarnings -Dnon_ascii_idents -Dunsafe_op_in_unsafe_fn \
-	-Wmissing_docs -Wrust_2018_idioms -Wunreachable_pub \
-	-Cpanic=abort -Coverflow-checks=on -Copt-level=2 \
-	--emit=obj -o "$tmp/proto.o" "$tmp/rpcrdma/root.rs"
-echo "compiled with $("$krustc" --version)"
-command -v nm >/dev/null 2>&1 ||
-	{ echo "FAIL: nm (binutils) is needed for the panic-path check" >&2; exit 1; }
-nm -u "$tmp/proto.o" > "$tmp/undefined"
-# Every core panic entry point: panicking::*, panic_fmt, the slice index
-# and copy_from_slice length-mismatch failures (*_fail), unwrap/expect.
-if grep -E 'panic|_fail' "$tmp/undefined"; then
-	echo "FAIL: the proto+codec object references a panic path (above)" >&2
-	exit 1
-fi
-# The object must really contain proto's code, not just the codec's.
-nm "$tmp/proto.o" > "$tmp/defined"
-grep -E 'proto.*Transport.*receive' "$tmp/defined" >/dev/null ||
-	{ echo "FAIL: Transport::receive is missing from the object" >&2; exit 1; }
-echo "no panic paths in the optimised proto+codec object"
+# proto is compiled together with the codec it uses (super::xdr); the
+# object must really contain proto's code, not just the codec's.
+"$top/tools/testing/kcompat-check.sh" proto 'proto.*Transport.*receive' \
+	"xdr=$top/xdr/src/codec/mod.rs" "proto=$here/mod.rs"
 
 step "all checks passed"
