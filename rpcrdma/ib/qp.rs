@@ -1027,12 +1027,12 @@ impl<Q: QpHandler> Qp<Q> {
             }
             let first = st.wrs.as_ptr().cast::<bindings::ib_send_wr>();
             let mut bad: *const bindings::ib_send_wr = core::ptr::null();
-            // SAFETY: `qp` is live (non-null under the lock); the WR list
-            // and its SGEs are valid scratch memory, copied by the provider.
             // A REG_MR's `ib_mr`, which the provider may keep using until
             // the WR completes, belongs to the context now held by the
             // WR's ring slot, and slots are emptied only when the WR came
             // back (or was never posted).
+            // SAFETY: `qp` is live (non-null under the lock); the WR list
+            // and its SGEs are valid scratch memory, copied by the provider.
             let ret = unsafe { bindings::rpcrdma2_shim_post_send(qp, first, &mut bad) };
             posted = if ret == 0 {
                 n

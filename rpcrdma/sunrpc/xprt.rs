@@ -1345,10 +1345,10 @@ unsafe extern "C" fn bc_destroy(_x: *mut bindings::rpc_xprt, _max_reqs: u32) {}
 ///
 /// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn destroy<T: Transport>(x: *mut bindings::rpc_xprt) {
-    // SAFETY: see above. SUNRPC guarantees no further calls with `x`:
-    // stop the connect worker, let T tear down, drop T in place, free the
-    // strings and the allocation (kfree_rcu), and drop the module
-    // reference taken in `create`.
+    // Stop the connect worker, let T tear down, drop T in place, free the
+    // strings and the allocation (kfree_rcu), drop the module reference
+    // taken in `create`.
+    // SAFETY: see above; SUNRPC makes no further calls with `x`.
     unsafe {
         let this = XprtBox::<T>::from_xprt(x);
         bindings::rpcrdma2_shim_cancel_connect_work(this.connect_work.get());
