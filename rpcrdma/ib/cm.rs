@@ -546,10 +546,11 @@ impl<H: CmHandler> CmId<H> {
     /// The device the id is bound to: after [`CmEvent::AddrResolved`] on
     /// the active side, always for an accepted id.
     pub fn device(&self) -> Option<&Device> {
+        // A volatile read because rdma_cm may write `device` from another
+        // thread during resolution.
         // SAFETY: the id is live; `device` is set once by rdma_cm when the
         // id binds and stays until the id is destroyed, which cannot happen
-        // while `&self` is borrowed. A volatile read because rdma_cm may
-        // write it from another thread during resolution.
+        // while `&self` is borrowed.
         let dev = unsafe { core::ptr::addr_of!((*self.as_ptr()).device).read_volatile() };
         if dev.is_null() {
             None
