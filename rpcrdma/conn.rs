@@ -10,13 +10,16 @@
 
 use crate::ib::cm::{CmEvent, CmHandler, CmId, ConnParam, SockAddr};
 use crate::ib::dma::{DmaBuf, DmaDir};
+use crate::ib::mr::{self, FrwrCaps, Mr, MrAccess, MrPool, MrState, MrWr, Segment};
 use crate::ib::qp::{
-    Completion, Endpoint, Qp, QpCaps, QpHandler, RecvBatch, RecvCtx, SendCtx, SendWr, SgeList,
+    Completion, Endpoint, Qp, QpCaps, QpHandler, RecvBatch, RecvCtx, SendChain, SendCtx, SendWr,
+    SgeList, MAX_SEND_CHAIN,
 };
 use crate::ib::verbs::PollContext;
 use crate::ib::Net;
-use crate::proto::{self, CallError, Reply};
-use crate::sunrpc::xprt::{Rqst, XprtRef};
+use crate::proto::chunks::MAX_RANGES;
+use crate::proto::{self, CallError, ChunkPlan, Part, Reply, ReplyData};
+use crate::sunrpc::xprt::{Rqst, XdrSide, XprtRef};
 use crate::xdr::header::{self, Protocol};
 use crate::xdr::pvtdata;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
@@ -29,6 +32,8 @@ use kernel::{new_condvar, new_mutex, new_spinlock};
 const RESOLVE_TIMEOUT_MS: u32 = 5000;
 /// How long the connect worker waits for each CM step.
 const CM_STEP_TIMEOUT_MS: u32 = 30_000;
+/// Most MRs in one connection's pool.
+const MR_POOL_MAX: usize = 256;
 /// The protocol state of a transport, shared by its connections'
 /// handlers (it survives reconnects: it remembers v1-only servers).
 pub type ProtoState = SpinLock<proto::Transport>;
@@ -48,6 +53,19 @@ pub struct ConnStats {
     pub bc_dropped: AtomicU64,
     /// Sends refused for lack of v2 credits (waited for buffer space).
     pub no_credits: AtomicU64,
+    /// Calls sent with a Reply chunk (C: `reply_chunk_count`).
+    pub reply_chunks: AtomicU64,
+    /// Long Calls: `RDMA_NOMSG` with a Position-Zero Read chunk (C:
+    /// `nomsg_call_count`).
+    pub nomsg_calls: AtomicU64,
+    /// Bytes received through Reply chunks.
+    pub reply_chunk_bytes: AtomicU64,
+    /// MRs allocated for chunks (C: `mrs_allocated`).
+    pub mrs_allocated: AtomicU64,
+    /// Replies whose chunks did not match what the Call registered.
+    pub bad_chunk_replies: AtomicU64,
+    /// Sends that found the MR pool empty (waited for buffer space).
+    pub no_mrs: AtomicU64,
 }
 
 /// Where the connect worker's handshake stands.
@@ -189,10 +207,145 @@ pub struct SendBuf {
     len: usize,
 }
 
-impl SendCtx for SendBuf {
+/// The context of a Send-queue WR of a connection.
+pub enum SendOpCtx {
+    /// A Send of a header (and the inline RPC message).
+    Buf(SendBuf),
+    /// A REG_MR for the RPC in request slot `slot`.
+    Reg {
+        /// The MR.
+        wr: MrWr,
+        /// The request slot.
+        slot: u16,
+    },
+    /// A LOCAL_INV after the reply of the RPC in request slot `slot`;
+    /// `last` on the last one of that RPC.
+    Inv {
+        /// The MR.
+        wr: MrWr,
+        /// The request slot.
+        slot: u16,
+        /// The RPC's last LOCAL_INV.
+        last: bool,
+    },
+    /// A LOCAL_INV of [`mr::invalidate_sync`].
+    SyncInv(MrWr),
+}
+
+impl SendCtx for SendOpCtx {
     fn sges<'a>(&'a self, sges: &mut SgeList<'_, 'a>) -> Result {
-        sges.push(&self.buf, 0, self.len)
+        match self {
+            SendOpCtx::Buf(b) => sges.push(&b.buf, 0, b.len),
+            _ => Ok(()),
+        }
     }
+
+    fn mr(&self) -> Option<&Mr> {
+        match self {
+            SendOpCtx::Buf(_) => None,
+            SendOpCtx::Reg { wr, .. } | SendOpCtx::Inv { wr, .. } | SendOpCtx::SyncInv(wr) => {
+                Some(wr.mr())
+            }
+        }
+    }
+}
+
+/// How an RPC whose MRs are being invalidated ends afterwards.
+#[derive(Clone, Copy, Debug)]
+enum Finish {
+    /// `xprt_complete_rqst` with this many reply bytes.
+    Complete(i32),
+    /// Fail it with this (negative) errno.
+    Fail(i32),
+}
+
+/// The chunk registrations of the RPC in one request slot.
+struct Regs {
+    /// An RPC with MRs is outstanding in this slot.
+    active: bool,
+    /// Its XID (host order).
+    xid: u32,
+    plan: Option<ChunkPlan>,
+    /// The segments advertised, in [`ChunkPlan::ranges`] order.
+    segs: [Segment; MAX_RANGES],
+    nsegs: usize,
+    /// The MRs that are back from the Send queue (`None`: empty place).
+    mrs: KVec<Option<Mr>>,
+    /// MRs still owned by Send-queue WRs (REG_MR not retired yet).
+    in_flight: u32,
+    /// LOCAL_INVs are outstanding.
+    invalidating: bool,
+    /// `Conn::release` is taking the MRs back.
+    releasing: bool,
+    /// One of them failed: the connection is going away; the RPC is not
+    /// completed (it is sent again after the reconnect).
+    inv_failed: bool,
+    /// The reply arrived: end the RPC this way once the MRs are
+    /// invalidated.
+    finish: Option<Finish>,
+}
+
+impl Regs {
+    fn new(n: usize) -> Result<Self> {
+        let mut mrs = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            mrs.push(None, GFP_KERNEL)?;
+        }
+        Ok(Regs {
+            active: false,
+            xid: 0,
+            plan: None,
+            segs: [Segment::default(); MAX_RANGES],
+            nsegs: 0,
+            mrs,
+            in_flight: 0,
+            invalidating: false,
+            releasing: false,
+            inv_failed: false,
+            finish: None,
+        })
+    }
+
+    fn reset(&mut self) {
+        self.active = false;
+        self.plan = None;
+        self.nsegs = 0;
+        self.in_flight = 0;
+        self.invalidating = false;
+        self.releasing = false;
+        self.inv_failed = false;
+        self.finish = None;
+    }
+
+    /// Stores an MR that came back; gives it back if there is no room.
+    fn store(&mut self, mr: Mr) -> core::result::Result<(), Mr> {
+        match self.mrs.iter_mut().find(|m| m.is_none()) {
+            Some(e) => {
+                *e = Some(mr);
+                Ok(())
+            }
+            None => Err(mr),
+        }
+    }
+
+    /// Takes one MR that is back.
+    fn take(&mut self) -> Option<Mr> {
+        self.mrs.iter_mut().find_map(|m| m.take())
+    }
+
+    fn registered(&self) -> usize {
+        self.mrs
+            .iter()
+            .flatten()
+            .filter(|m| m.state() == MrState::Registered)
+            .count()
+    }
+}
+
+/// FRWR for chunks: the device's sizing and the connection's MR pool.
+struct Chunking {
+    caps: FrwrCaps,
+    pool: Arc<MrPool>,
 }
 
 /// A stack over a fixed array (6.12's `KVec` has no `pop`).
@@ -242,6 +395,12 @@ pub struct QpState {
     recvs: SpinLock<Stack<RecvBuf>>,
     proto: Arc<ProtoState>,
     stats: Arc<ConnStats>,
+    /// Chunk registrations by request slot.
+    #[pin]
+    regs: SpinLock<KVec<Regs>>,
+    /// Set once the PD exists (`None`: inline only).
+    #[pin]
+    chunking: SpinLock<Option<Arc<Chunking>>>,
 }
 
 impl ConnQp {
@@ -251,7 +410,13 @@ impl ConnQp {
         nrecv: usize,
         proto: Arc<ProtoState>,
         stats: Arc<ConnStats>,
+        nslots: usize,
+        mrs_per_rpc: usize,
     ) -> Result<Self> {
+        let mut regs = KVec::with_capacity(nslots, GFP_KERNEL)?;
+        for _ in 0..nslots {
+            regs.push(Regs::new(mrs_per_rpc)?, GFP_KERNEL)?;
+        }
         let state = Arc::pin_init(
             try_pin_init!(QpState {
                 xprt,
@@ -259,6 +424,8 @@ impl ConnQp {
                 recvs <- new_spinlock!(Stack::with_capacity(nrecv)?),
                 proto,
                 stats,
+                regs <- new_spinlock!(regs),
+                chunking <- new_spinlock!(None),
             }? Error),
             GFP_KERNEL,
         )?;
@@ -294,8 +461,262 @@ impl QpState {
         }
     }
 
+    fn chunking(&self) -> Option<Arc<Chunking>> {
+        self.chunking.lock().clone()
+    }
+
+    /// Gives an MR back to the pool (deregisters it if it is not clean).
+    fn put_mr(&self, mr: Mr) {
+        match self.chunking() {
+            Some(c) => c.pool.put(mr),
+            None => drop(mr),
+        }
+    }
+
+    /// Ends request `xid` (host order) as `f` says, if it still waits.
+    fn finish(&self, xid: u32, f: Finish) {
+        let _ = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| match f {
+            Finish::Complete(len) => rqst.complete(&self.xprt, len),
+            Finish::Fail(e) => rqst.fail(&self.xprt, e),
+        });
+    }
+
+    /// The slot whose registrations belong to RPC `xid` (host order).
+    fn slot_of(&self, xid: u32) -> Option<usize> {
+        self.regs
+            .lock()
+            .iter()
+            .position(|r| r.active && r.xid == xid)
+    }
+
+    /// Ends RPC `xid` as `f` says once its MRs, if it has any, are
+    /// invalidated (C: `frwr_unmap_async`, then `rpcrdma_complete_rqst`).
+    fn end_rpc(&self, qp: &Qp<ConnQp>, xid: u32, f: Finish) {
+        let Some(slot) = self.slot_of(xid) else {
+            self.finish(xid, f);
+            return;
+        };
+        let start = {
+            let mut g = self.regs.lock();
+            match g.get_mut(slot) {
+                Some(r) if r.active && r.xid == xid => {
+                    r.finish = Some(f);
+                    let go = r.in_flight == 0 && !r.invalidating && !r.releasing;
+                    r.invalidating |= go;
+                    go
+                }
+                _ => false,
+            }
+        };
+        if start {
+            self.start_inv(qp, slot);
+        }
+    }
+
+    /// Posts LOCAL_INV for the registered MRs of `slot` (marked
+    /// `invalidating`, all MRs back); the last completion ends the RPC.
+    fn start_inv(&self, qp: &Qp<ConnQp>, slot: usize) {
+        let tag = u16::try_from(slot).unwrap_or(u16::MAX);
+        // MRs that are not registered need no invalidation.
+        let n = {
+            let mut g = self.regs.lock();
+            let Some(r) = g.get_mut(slot) else { return };
+            r.registered()
+        };
+        if n == 0 {
+            let (xid, f) = self.drain_slot(slot);
+            if let Some(f) = f {
+                self.finish(xid, f);
+            }
+            return;
+        }
+        let mut chain = SendChain::new();
+        let mut i = 0;
+        let mut failed = false;
+        loop {
+            let next = {
+                let mut g = self.regs.lock();
+                g.get_mut(slot).and_then(|r| r.take())
+            };
+            let Some(mr) = next else { break };
+            if mr.state() != MrState::Registered {
+                self.put_mr(mr);
+                continue;
+            }
+            i += 1;
+            let last = i == n;
+            if failed {
+                self.inv_done(slot, mr, last);
+                continue;
+            }
+            let mut wr = SendWr::local_inv(SendOpCtx::Inv {
+                wr: MrWr::new(mr),
+                slot: tag,
+                last,
+            });
+            if last || chain.len() + 1 == MAX_SEND_CHAIN {
+                wr = wr.signaled();
+            }
+            let _ = chain.push(wr);
+            if last || chain.len() == MAX_SEND_CHAIN {
+                // A failed post hands the WRs back as Aborted.
+                failed = qp.post_send(core::mem::take(&mut chain)).is_err();
+            }
+        }
+    }
+
+    /// Takes everything out of `slot` (MRs to the pool) and resets it;
+    /// returns the XID and how the RPC was to end.
+    fn drain_slot(&self, slot: usize) -> (u32, Option<Finish>) {
+        loop {
+            let next = {
+                let mut g = self.regs.lock();
+                g.get_mut(slot).and_then(|r| r.take())
+            };
+            match next {
+                Some(mr) => self.put_mr(mr),
+                None => break,
+            }
+        }
+        let mut g = self.regs.lock();
+        match g.get_mut(slot) {
+            Some(r) => {
+                let out = (r.xid, if r.inv_failed { None } else { r.finish });
+                r.reset();
+                out
+            }
+            None => (0, None),
+        }
+    }
+
+    /// A REG_MR of `slot` came back.
+    fn reg_done(&self, qp: &Qp<ConnQp>, slot: usize, mr: Mr) {
+        let (start, extra) = {
+            let mut g = self.regs.lock();
+            match g.get_mut(slot) {
+                Some(r) => {
+                    let extra = r.store(mr).err();
+                    r.in_flight = r.in_flight.saturating_sub(1);
+                    let go =
+                        r.in_flight == 0 && r.finish.is_some() && !r.invalidating && !r.releasing;
+                    r.invalidating |= go;
+                    (go, extra)
+                }
+                None => (false, Some(mr)),
+            }
+        };
+        if let Some(mr) = extra {
+            self.put_mr(mr);
+        }
+        if start {
+            self.start_inv(qp, slot);
+        }
+    }
+
+    /// A LOCAL_INV of `slot` came back (or was never posted).
+    fn inv_done(&self, slot: usize, mr: Mr, last: bool) {
+        let ok = mr.state() == MrState::Invalidated;
+        self.put_mr(mr);
+        if !ok {
+            if let Some(r) = self.regs.lock().get_mut(slot) {
+                r.inv_failed = true;
+            }
+        }
+        if last {
+            let (xid, f) = self.drain_slot(slot);
+            if let Some(f) = f {
+                self.finish(xid, f);
+            }
+        }
+    }
+
+    /// Copies an inline reply into request `xid` and ends it.
+    fn deliver_inline(&self, qp: &Qp<ConnQp>, xid: u32, payload: &[u8]) {
+        let copied = self
+            .xprt
+            .with_rqst(xid.to_be(), |rqst: &Rqst| rqst.copy_reply(payload));
+        let f = match copied {
+            None => {
+                // A late reply for an RPC that was already
+                // retransmitted or abandoned: nothing waits for it.
+                pr_debug!(
+                    "reply: no request waits for xid {:#010x}
+",
+                    xid
+                );
+                return;
+            }
+            Some(Ok(())) => {
+                self.stats
+                    .reply_bytes
+                    .fetch_add(payload.len() as u64, Relaxed);
+                Finish::Complete(payload.len() as i32)
+            }
+            Some(Err(e)) => {
+                self.stats.too_big.fetch_add(1, Relaxed);
+                if crate::sunrpc::ratelimit() {
+                    pr_err!(
+                        "reply: {} bytes do not fit the receive buffer ({:?})\n",
+                        payload.len(),
+                        e
+                    );
+                }
+                Finish::Fail(e.to_errno())
+            }
+        };
+        self.end_rpc(qp, xid, f);
+    }
+
+    /// A reply that uses chunks: checks it against what RPC `xid`
+    /// registered, then ends the RPC.
+    fn deliver_chunked(&self, qp: &Qp<ConnQp>, xid: u32, h: &crate::xdr::header::Header<'_>) {
+        let checked = {
+            let g = self.regs.lock();
+            g.iter()
+                .find(|r| r.active && r.xid == xid)
+                .and_then(|r| Some(r.plan?.check_reply(r.segs.get(..r.nsegs)?, h)))
+        };
+        let f = match checked {
+            Some(Ok(ReplyData::Inline { payload })) => {
+                return self.deliver_inline(qp, xid, payload);
+            }
+            Some(Ok(ReplyData::Long { len })) => {
+                self.stats
+                    .reply_chunk_bytes
+                    .fetch_add(u64::from(len), Relaxed);
+                self.stats.reply_bytes.fetch_add(u64::from(len), Relaxed);
+                Finish::Complete(i32::try_from(len).unwrap_or(i32::MAX))
+            }
+            Some(Ok(ReplyData::Written { .. })) | None => {
+                // No Write chunk is offered yet; chunks for an RPC that
+                // registered none are the responder's error.
+                self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
+                if crate::sunrpc::ratelimit() {
+                    pr_err!(
+                        "reply: xid {:#010x} uses chunks it was not offered (-EIO)\n",
+                        xid
+                    );
+                }
+                Finish::Fail(EIO.to_errno())
+            }
+            Some(Err(e)) => {
+                self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
+                if crate::sunrpc::ratelimit() {
+                    pr_err!(
+                        "reply: xid {:#010x} does not match its chunks: {:?} ({})\n",
+                        xid,
+                        e,
+                        e.errno().to_kernel()
+                    );
+                }
+                Finish::Fail(e.errno().to_kernel())
+            }
+        };
+        self.end_rpc(qp, xid, f);
+    }
+
     /// Acts on one received message (the reply handler).
-    fn handle(&self, data: &[u8]) -> u32 {
+    fn handle(&self, qp: &Qp<ConnQp>, data: &[u8]) -> u32 {
         let out = self.proto.lock().receive(data);
         if let Some(u) = out.credits {
             self.xprt.set_cwnd(u.credits, false);
@@ -304,34 +725,8 @@ impl QpState {
             self.xprt.write_space();
         }
         match out.reply {
-            Reply::Deliver { xid, payload } => {
-                let done = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
-                    match rqst.copy_reply(payload) {
-                        Ok(()) => {
-                            self.stats
-                                .reply_bytes
-                                .fetch_add(payload.len() as u64, Relaxed);
-                            rqst.complete(&self.xprt, payload.len() as i32);
-                        }
-                        Err(e) => {
-                            self.stats.too_big.fetch_add(1, Relaxed);
-                            if crate::sunrpc::ratelimit() {
-                                pr_err!(
-                                    "reply: {} bytes do not fit the receive buffer ({:?})\n",
-                                    payload.len(),
-                                    e
-                                );
-                            }
-                            rqst.fail(&self.xprt, e.to_errno());
-                        }
-                    }
-                });
-                if done.is_none() {
-                    // A late reply for an RPC that was already
-                    // retransmitted or abandoned: nothing waits for it.
-                    pr_debug!("reply: no request waits for xid {:#010x}\n", xid);
-                }
-            }
+            Reply::Deliver { xid, payload } => self.deliver_inline(qp, xid, payload),
+            Reply::Chunked { xid, header } => self.deliver_chunked(qp, xid, &header),
             Reply::Fail { xid, errno, cause } => {
                 if crate::sunrpc::ratelimit() {
                     if cause == proto::Cause::RdmaError(crate::xdr::header::ErrorBody::BadXdr) {
@@ -347,9 +742,7 @@ impl QpState {
                         );
                     }
                 }
-                let _ = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
-                    rqst.fail(&self.xprt, errno.to_kernel())
-                });
+                self.end_rpc(qp, xid, Finish::Fail(errno.to_kernel()));
             }
             Reply::Resend { xid } => {
                 pr_info!(
@@ -384,10 +777,10 @@ impl QpState {
 }
 
 impl QpHandler for ConnQp {
-    type SendCtx = SendBuf;
+    type SendCtx = SendOpCtx;
     type RecvCtx = RecvBuf;
 
-    fn send_done(&self, _qp: &Qp<Self>, ctx: SendBuf, c: Completion<'_>) {
+    fn send_done(&self, qp: &Qp<Self>, ctx: SendOpCtx, c: Completion<'_>) {
         let this = &*self.0;
         if let Completion::Done(wc) = &c {
             if !wc.is_success() {
@@ -397,7 +790,24 @@ impl QpHandler for ConnQp {
                 this.xprt.force_disconnect();
             }
         }
-        let _ = this.sends.lock().push(ctx);
+        match ctx {
+            SendOpCtx::Buf(b) => {
+                let _ = this.sends.lock().push(b);
+            }
+            SendOpCtx::Reg { wr, slot } => {
+                if let Some(mr) = wr.done() {
+                    this.reg_done(qp, usize::from(slot), mr);
+                }
+            }
+            SendOpCtx::Inv { wr, slot, last } => {
+                if let Some(mr) = wr.done() {
+                    this.inv_done(usize::from(slot), mr, last);
+                }
+            }
+            SendOpCtx::SyncInv(wr) => {
+                let _ = wr.done();
+            }
+        }
         this.xprt.write_space();
     }
 
@@ -407,7 +817,7 @@ impl QpHandler for ConnQp {
             Completion::Done(wc) if wc.is_success() => {
                 let len = (wc.byte_len() as usize).min(ctx.0.len());
                 ctx.0.sync_for_cpu(len);
-                let more = this.handle(&ctx.0.as_slice()[..len]);
+                let more = this.handle(qp, &ctx.0.as_slice()[..len]);
                 let _ = this.recvs.lock().push(ctx);
                 // Keep the peer's credits backed (in batches, as asked).
                 this.post_receives(qp, more);
@@ -459,10 +869,26 @@ impl Conn {
         id.resolve_route(RESOLVE_TIMEOUT_MS)?;
         cm.wait_for(Step::RouteResolved, "route resolution")?;
 
+        // FRWR for chunks; without it the connection is inline only.
+        let frwr = id.device().and_then(|d| FrwrCaps::query(d).ok());
+        let max_wr = id
+            .device()
+            .map_or(0, |d| d.max_qp_wr().min(d.max_cqe()).max(0) as u32);
+        let segs = frwr.map_or(0, |c| {
+            proto::Limits::segs_for_depth(mr::page_size() as u32, c.depth).min(c.max_segs)
+        });
+        proto_state.lock().set_max_segs(segs);
+        // One Read chunk and one Reply chunk per RPC at most.
+        let mrs_per_rpc = 2 * segs as usize;
+
         let nrecv = config.recv_queue_depth();
         let nsend = config.max_requests as usize + 2;
+        // Each RPC: its Send, and a REG_MR and a LOCAL_INV per MR.
+        let send_wr = (nsend * (1 + 2 * mrs_per_rpc))
+            .min(max_wr.saturating_sub(1) as usize)
+            .max(nsend);
         let caps = QpCaps {
-            max_send_wr: nsend as u32,
+            max_send_wr: send_wr as u32,
             max_recv_wr: nrecv,
             max_send_sge: 1,
             max_recv_sge: 1,
@@ -473,8 +899,19 @@ impl Conn {
             nrecv as usize,
             proto_state.clone(),
             stats.clone(),
+            config.max_requests as usize,
+            mrs_per_rpc,
         )?;
         let ep = Endpoint::new(id, &caps, PollContext::Workqueue, qp)?;
+        if let Some(frwr) = frwr.filter(|_| segs > 0) {
+            // The C client registers at most a few hundred MRs per
+            // connection up front; a Send that finds none waits.
+            let size = (config.max_requests as usize * segs as usize).clamp(1, MR_POOL_MAX);
+            let pool = MrPool::new(ep.pd(), frwr, size)?;
+            stats.mrs_allocated.fetch_add(size as u64, Relaxed);
+            let c = Arc::new(Chunking { caps: frwr, pool }, GFP_KERNEL)?;
+            *ep.qp().handler().0.chunking.lock() = Some(c);
+        }
 
         // Buffers: every Receive buffer and Send buffer of the connection
         // is allocated and DMA-mapped now; the data path never allocates.
@@ -528,18 +965,36 @@ impl Conn {
         Ok(Conn { ep, limits })
     }
 
-    /// Marshals `rqst` as an inline RDMA_MSG (v1) or RDMA2_MSG (v2) and
-    /// posts it.
-    pub fn send(&self, rqst: &Rqst, stats: &ConnStats) -> Result {
+    /// Marshals `rqst` (in request slot `slot`) and posts it: inline as
+    /// `RDMA_MSG` / `RDMA2_MSG`, or with a Reply chunk over the whole
+    /// receive buffer (Long Reply) and/or as `RDMA_NOMSG` with a
+    /// Position-Zero Read chunk over the whole Call (Long Call). The MRs
+    /// are registered by REG_MR WRs chained before the signalled Send.
+    pub fn send(&self, rqst: &Rqst, slot: u16, stats: &ConnStats) -> Result {
         let q = &self.ep.qp().handler().0;
-        let call_len = rqst.call_len();
+        // Registrations left from an earlier transmission on this
+        // connection (the v2 probe sent again in v1) go first.
+        self.release(slot);
         let xid = u32::from_be(rqst.xid());
-        let plan = q.proto.lock().prepare_call(
-            xid,
-            u32::try_from(call_len).unwrap_or(u32::MAX),
-            u32::try_from(rqst.reply_buflen()).unwrap_or(u32::MAX),
-        );
-        let plan = match plan {
+        let chunking = q.chunking();
+        let rpc = rqst.chunk_rpc();
+        let page_size = mr::page_size() as u32;
+        let depth = chunking.as_ref().map_or(1, |c| c.caps.depth);
+        if let Some(c) = &chunking {
+            // Make sure the MRs are there before the Call is counted as
+            // sent: a Send that finds the pool empty waits for space.
+            let p = q.proto.lock();
+            let limits = proto::Limits::new(p.config(), page_size, depth);
+            let need = proto::chunks::plan(&rpc, p.thresholds(), &limits)
+                .map_or(0, |pl| pl.ranges().len());
+            drop(p);
+            if need > c.pool.available() {
+                stats.no_mrs.fetch_add(1, Relaxed);
+                return Err(crate::errno::enobufs());
+            }
+        }
+        let plan = q.proto.lock().prepare_rpc(xid, &rpc, page_size, depth);
+        let (plan, chunks) = match plan {
             Ok(p) => p,
             Err(CallError::NoCredits) => {
                 stats.no_credits.fetch_add(1, Relaxed);
@@ -547,16 +1002,26 @@ impl Conn {
             }
             Err(CallError::NotConnected) => return Err(crate::errno::enotconn()),
             Err(CallError::TooBig(t)) => {
-                // Read chunks come with FRWR; until then a Call that does
-                // not fit inline fails cleanly.
                 stats.too_big.fetch_add(1, Relaxed);
                 if crate::sunrpc::ratelimit() {
                     pr_err!(
-                        "send: {:?} of {} bytes exceeds the inline limit of {} and chunks are not supported yet (-EMSGSIZE)\n",
+                        "send: {:?} of {} bytes exceeds the inline limit of {} and this connection has no chunks (-EMSGSIZE)\n",
                         t.direction, t.len, t.limit
                     );
                 }
                 return Err(crate::errno::emsgsize());
+            }
+            Err(CallError::Plan(e)) => {
+                stats.too_big.fetch_add(1, Relaxed);
+                if crate::sunrpc::ratelimit() {
+                    pr_err!(
+                        "send: xid {:#010x} cannot be sent: {:?} ({})\n",
+                        xid,
+                        e,
+                        e.errno().to_kernel()
+                    );
+                }
+                return Err(Error::from_errno(e.errno().to_kernel()));
             }
         };
         if plan.probe {
@@ -568,12 +1033,37 @@ impl Conn {
         let Some(mut sb) = q.sends.lock().pop() else {
             return Err(crate::errno::enobufs());
         };
+        let n = chunks.ranges().len();
+        if n > 0 {
+            if let Err(e) = self.register(rqst, slot, xid, &chunks, chunking.as_deref()) {
+                let _ = q.sends.lock().push(sb);
+                self.release(slot);
+                return Err(e);
+            }
+        }
         let r = (|| {
+            let g = q.regs.lock();
+            let segs = match g.get(usize::from(slot)) {
+                Some(r) if n > 0 => r.segs.get(..r.nsegs).ok_or(EINVAL)?,
+                _ => &[],
+            };
+            let lists = chunks.chunk_lists(segs, false).map_err(|_| EINVAL)?;
+            let spec = crate::xdr::header::MsgSpec {
+                kind: chunks.kind(),
+                chunks: lists.lists(),
+                inv_handle: lists.inv_handle(),
+                ..plan.msg_spec(xid)
+            };
             let buf = sb.buf.as_mut_slice();
-            let n =
-                header::encode_msg(buf, plan.protocol, &plan.msg_spec(xid)).map_err(|_| EINVAL)?;
-            let total = n.checked_add(call_len).ok_or(EINVAL)?;
-            let body = buf.get_mut(n..total).ok_or(EINVAL)?;
+            let hdr = header::encode_msg(buf, plan.protocol, &spec).map_err(|_| EINVAL)?;
+            drop(g);
+            let layout = chunks.send_layout();
+            if layout.is_empty() {
+                return Ok(hdr);
+            }
+            let call_len = rqst.call_len();
+            let total = hdr.checked_add(call_len).ok_or(EINVAL)?;
+            let body = buf.get_mut(hdr..total).ok_or(EINVAL)?;
             rqst.copy_call(body)?;
             Ok(total)
         })();
@@ -581,14 +1071,179 @@ impl Conn {
             Ok(t) => t,
             Err(e) => {
                 let _ = q.sends.lock().push(sb);
+                self.release(slot);
                 return Err(e);
             }
         };
         sb.len = total;
         sb.buf.sync_for_device(total);
-        stats.pullup.fetch_add(1, Relaxed);
-        stats.req_bytes.fetch_add(call_len as u64, Relaxed);
-        self.ep.qp().post_send_one(SendWr::send(sb).signaled())
+        match chunks.call() {
+            proto::CallForm::Long => stats.nomsg_calls.fetch_add(1, Relaxed),
+            _ => stats.pullup.fetch_add(1, Relaxed),
+        };
+        if chunks.reply() == proto::ReplyForm::Long {
+            stats.reply_chunks.fetch_add(1, Relaxed);
+        }
+        stats.req_bytes.fetch_add(rqst.call_len() as u64, Relaxed);
+        self.post_with_regs(slot, n, sb)
+    }
+
+    /// Maps every range of `chunks` into an MR from the pool and keeps
+    /// the MRs and their segments in `slot`.
+    fn register(
+        &self,
+        rqst: &Rqst,
+        slot: u16,
+        xid: u32,
+        chunks: &ChunkPlan,
+        chunking: Option<&Chunking>,
+    ) -> Result {
+        let q = &self.ep.qp().handler().0;
+        let c = chunking.ok_or(EIO)?;
+        let i = usize::from(slot);
+        {
+            let mut g = q.regs.lock();
+            let r = g.get_mut(i).ok_or(EINVAL)?;
+            r.reset();
+            r.active = true;
+            r.xid = xid;
+            r.plan = Some(*chunks);
+        }
+        let nread = chunks.read_ranges().len();
+        for (k, range) in chunks.ranges().iter().enumerate() {
+            if range.part == Part::WritePad {
+                return Err(EINVAL);
+            }
+            let Some(mut mr) = c.pool.get() else {
+                return Err(crate::errno::enobufs());
+            };
+            let (side, access) = if k < nread {
+                (XdrSide::Call, MrAccess::RemoteRead)
+            } else {
+                (XdrSide::Reply, MrAccess::RemoteWrite)
+            };
+            if let Err(e) = rqst.map_range(side, range, &mut mr, access, xid) {
+                c.pool.put(mr);
+                if crate::sunrpc::ratelimit() {
+                    pr_err!(
+                        "send: xid {:#010x}: mapping {:?} failed ({:?})\n",
+                        xid,
+                        range,
+                        e
+                    );
+                }
+                return Err(e);
+            }
+            let seg = mr.segment().ok_or(EIO)?;
+            let mut g = q.regs.lock();
+            let r = g.get_mut(i).ok_or(EINVAL)?;
+            let Some(place) = r.segs.get_mut(k) else {
+                drop(g);
+                c.pool.put(mr);
+                return Err(EINVAL);
+            };
+            *place = seg;
+            r.nsegs = k + 1;
+            if let Err(mr) = r.store(mr) {
+                drop(g);
+                c.pool.put(mr);
+                return Err(EINVAL);
+            }
+        }
+        Ok(())
+    }
+
+    /// Posts the REG_MRs of `slot`'s `n` MRs chained before the
+    /// signalled Send `sb`.
+    fn post_with_regs(&self, slot: u16, n: usize, sb: SendBuf) -> Result {
+        let q = &self.ep.qp().handler().0;
+        let qp = self.ep.qp();
+        if n == 0 {
+            return qp.post_send_one(SendWr::send(SendOpCtx::Buf(sb)).signaled());
+        }
+        let i = usize::from(slot);
+        if let Some(r) = q.regs.lock().get_mut(i) {
+            r.in_flight = n as u32;
+        }
+        let mut chain = SendChain::new();
+        loop {
+            let next = q.regs.lock().get_mut(i).and_then(|r| r.take());
+            let Some(mr) = next else { break };
+            let wr = SendWr::reg_mr(SendOpCtx::Reg {
+                wr: MrWr::new(mr),
+                slot,
+            });
+            let _ = chain.push(wr);
+            if chain.len() + 1 == MAX_SEND_CHAIN {
+                // REG_MRs alone: retired by the Send's completion.
+                if let Err(e) = qp.post_send(core::mem::take(&mut chain)) {
+                    let _ = q.sends.lock().push(sb);
+                    self.release(slot);
+                    return Err(e);
+                }
+            }
+        }
+        let _ = chain.push(SendWr::send(SendOpCtx::Buf(sb)).signaled());
+        let r = qp.post_send(chain);
+        if r.is_err() {
+            // Everything came back as Aborted.
+            self.release(slot);
+        }
+        r
+    }
+
+    /// Invalidates and releases whatever `slot` still has registered
+    /// (an abandoned RPC, `buf_free`; or before sending again). Waits
+    /// for MRs still in the Send queue. Process context.
+    pub fn release(&self, slot: u16) {
+        let q = &self.ep.qp().handler().0;
+        let i = usize::from(slot);
+        let mut waited = 0u32;
+        loop {
+            let busy = match q.regs.lock().get_mut(i) {
+                Some(r) if r.active => {
+                    // Keeps a reply from starting an invalidation.
+                    r.releasing = true;
+                    r.in_flight > 0 || r.invalidating
+                }
+                _ => return,
+            };
+            if !busy {
+                break;
+            }
+            if waited >= 10_000 {
+                pr_err!(
+                    "release: the MRs of slot {} did not come back in 10 s\n",
+                    slot
+                );
+                return;
+            }
+            crate::sunrpc::msleep(1);
+            waited += 1;
+        }
+        let mut mrs = KVec::new();
+        loop {
+            let next = q.regs.lock().get_mut(i).and_then(|r| r.take());
+            let Some(mr) = next else { break };
+            if mr.state() == MrState::Registered {
+                // Without memory the MR is dropped, which deregisters it.
+                let _ = mrs.push(mr, GFP_KERNEL);
+            } else {
+                q.put_mr(mr);
+            }
+        }
+        if !mrs.is_empty() {
+            match mr::invalidate_sync(self.ep.qp(), mrs, SendOpCtx::SyncInv) {
+                Ok(back) | Err((_, back)) => {
+                    for mr in back {
+                        q.put_mr(mr);
+                    }
+                }
+            }
+        }
+        if let Some(r) = q.regs.lock().get_mut(i) {
+            r.reset();
+        }
     }
 
     /// Starts a disconnect (the drop of the connection completes it).

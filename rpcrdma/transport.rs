@@ -137,6 +137,9 @@ impl RdmaXprt {
                 proto::VersionPolicy::TryV2
             },
             max_requests: max_reqs.into(),
+            // Remote invalidation is not handled yet: every MR is
+            // invalidated locally.
+            remote_invalidate: false,
             ..proto::Config::DEFAULT
         }
         .validated()
@@ -258,7 +261,14 @@ impl Transport for RdmaXprt {
         Ok(())
     }
 
-    fn buf_free(_this: &XprtBox<Self>, _slot: &SlotBox<Slot>) {}
+    fn buf_free(this: &XprtBox<Self>, slot: &SlotBox<Slot>) {
+        // An RPC abandoned with MRs still registered (a signal, a soft
+        // timeout): invalidate them before its memory is reused. A
+        // connection that is gone took its MRs with it (deregistered).
+        if let Some(conn) = this.data.current_conn() {
+            conn.release(slot.data.index);
+        }
+    }
 
     fn send_request(this: &XprtBox<Self>, slot: &SlotBox<Slot>) -> Result {
         let xprt = this.xprt();
@@ -278,7 +288,7 @@ impl Transport for RdmaXprt {
             Self::close(this);
             return Err(crate::errno::enotconn());
         }
-        match conn.send(rqst, &this.data.conn_stats) {
+        match conn.send(rqst, slot.data.index, &this.data.conn_stats) {
             Ok(()) => {}
             Err(e) if e == crate::errno::enobufs() => {
                 this.data.stats.empty_sendq.fetch_add(1, Relaxed);
@@ -338,14 +348,17 @@ impl Transport for RdmaXprt {
         let _ = this.xprt().write_generic_stats(seq);
         let _ = writeln!(
             seq,
-            "0 0 0 {} {} {} 0 {} {} {} 0 0 0 0 0 {} 0",
+            "0 0 {} {} {} {} 0 {} {} {} {} 0 0 {} 0 {} 0",
+            c.reply_chunks.load(Relaxed),
             c.req_bytes.load(Relaxed),
             c.reply_bytes.load(Relaxed),
             c.pullup.load(Relaxed),
             s.hardway.load(Relaxed),
             s.failed_marshal.load(Relaxed),
-            this.data.proto.lock().stats().bad_reply,
-            s.empty_sendq.load(Relaxed),
+            this.data.proto.lock().stats().bad_reply + c.bad_chunk_replies.load(Relaxed),
+            c.nomsg_calls.load(Relaxed),
+            c.mrs_allocated.load(Relaxed),
+            s.empty_sendq.load(Relaxed) + c.no_mrs.load(Relaxed),
         );
     }
 

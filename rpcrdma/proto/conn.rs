@@ -23,6 +23,7 @@ use super::super::xdr::header::{self, Body, Flags, Header, MsgKind, MsgSpec, Pro
 use super::super::xdr::props::TransportProperties;
 use super::super::xdr::pvtdata::Peer;
 use super::super::xdr::{v1, v2};
+use super::chunks::{self, ChunkPlan, Limits, PlanError, Rpc};
 use super::config::Config;
 use super::credits::{CreditState, CreditUpdate, Grant};
 use super::errno::Errno;
@@ -60,6 +61,9 @@ pub struct Stats {
     pub unsupported: u64,
     /// Connections closed for a protocol error.
     pub disconnects: u64,
+    /// Replies using chunks handed to the transport for checking
+    /// ([`Reply::Chunked`]).
+    pub chunked_replies: u64,
 }
 
 /// What to do before `rdma_connect`.
@@ -114,6 +118,9 @@ pub enum CallError {
     NoCredits,
     /// The RPC does not fit inline: `-EMSGSIZE` (see [`TooBig::errno`]).
     TooBig(TooBig),
+    /// The RPC cannot be planned with chunks ([`Transport::prepare_rpc`]):
+    /// see [`PlanError::errno`].
+    Plan(PlanError),
 }
 
 impl CallError {
@@ -123,6 +130,7 @@ impl CallError {
             Self::NotConnected => Errno::ENOTCONN,
             Self::NoCredits => Errno::EAGAIN,
             Self::TooBig(t) => t.errno(),
+            Self::Plan(e) => e.errno(),
         }
     }
 }
@@ -336,6 +344,67 @@ impl Transport {
         })
     }
 
+    /// Sets the segments per chunk (`Config::max_segs`, clamped as
+    /// [`Config::validated`] does) once the device is known: 0 turns
+    /// chunks off (inline only).
+    pub fn set_max_segs(&mut self, max_segs: u32) {
+        self.config.max_segs = max_segs;
+        self.config = self.config.validated();
+    }
+
+    /// Decides how to send RPC `xid` described by `rpc`, with chunks when
+    /// `Config::max_segs` > 0 (see [`chunks::plan`]); `page_size` and
+    /// `max_mr_pages` are the host's and the device's (FRWR depth). On
+    /// success the Call is counted as sent, as with
+    /// [`Self::prepare_call`]; the [`ChunkPlan`] says what to register and
+    /// what follows the header ([`ChunkPlan::kind`],
+    /// [`ChunkPlan::send_layout`]). The v2 probe is always sent inline: an
+    /// RPC that needs chunks while the probe is pending opens the
+    /// connection in version 1 if it may, as one too big for the probe
+    /// does.
+    pub fn prepare_rpc(
+        &mut self,
+        xid: u32,
+        rpc: &Rpc,
+        page_size: u32,
+        max_mr_pages: u32,
+    ) -> Result<(CallPlan, ChunkPlan), CallError> {
+        let Some(mut protocol) = self.neg.protocol() else {
+            return Err(CallError::NotConnected);
+        };
+        if !self.established {
+            return Err(CallError::NotConnected);
+        }
+        if !self.credits.may_send() {
+            return Err(CallError::NoCredits);
+        }
+        let limits = Limits::new(&self.config, page_size, max_mr_pages);
+        let mut plan = chunks::plan(rpc, &self.thresholds, &limits).map_err(CallError::Plan)?;
+        if self.neg.phase() == (Phase::Probing { probe: None }) && !plan.is_inline() {
+            if !self.neg.settle_v1_for_size() {
+                return Err(CallError::NoCredits);
+            }
+            self.stats.probe_too_big = self.stats.probe_too_big.wrapping_add(1);
+            self.credits.set_protocol(Protocol::V1);
+            self.refresh_thresholds();
+            protocol = Protocol::V1;
+            plan = chunks::plan(rpc, &self.thresholds, &limits).map_err(CallError::Plan)?;
+        }
+        let probe = self.neg.on_send(xid);
+        if probe {
+            self.stats.probes = self.stats.probes.wrapping_add(1);
+        }
+        Ok((
+            CallPlan {
+                protocol,
+                credit: self.credits.on_send(),
+                hdr_len: plan.header_len(),
+                probe,
+            },
+            plan,
+        ))
+    }
+
     /// Handles one successful Receive: `buf` is exactly the received
     /// bytes (`wc->byte_len`).
     pub fn receive<'a>(&mut self, buf: &'a [u8]) -> Outcome<'a> {
@@ -381,6 +450,7 @@ impl Transport {
         let bump = |c: &mut u64| *c = c.wrapping_add(1);
         match *r {
             Reply::Deliver { .. } => {}
+            Reply::Chunked { .. } => bump(&mut s.chunked_replies),
             Reply::Resend { .. } => {
                 bump(&mut s.err_vers);
                 bump(&mut s.v1_fallbacks);
@@ -461,7 +531,19 @@ impl Transport {
                     // The probe was answered: settled on v2.
                     self.refresh_thresholds();
                 }
-                let reply = classify(h);
+                let mut reply = classify(h);
+                if let Reply::Fail {
+                    cause: Cause::Chunks(_),
+                    xid,
+                    ..
+                } = reply
+                {
+                    if self.config.max_segs > 0 {
+                        // Chunks are offered: the transport checks the
+                        // reply against what the RPC registered.
+                        reply = Reply::Chunked { xid, header: *h };
+                    }
+                }
                 match reply {
                     Reply::Fail {
                         cause: Cause::Continuation,

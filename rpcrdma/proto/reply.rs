@@ -194,6 +194,17 @@ pub enum Reply<'a> {
         /// The RPC Call message.
         payload: &'a [u8],
     },
+    /// A reply that uses chunks, on a transport that offers them
+    /// (`Config::max_segs` > 0): look up `xid`; if a request waits for
+    /// it, check `header` against what that request registered with
+    /// [`super::chunks::ChunkPlan::check_reply`] (which also checks the
+    /// v2 flags) and deliver what it says; otherwise drop the message.
+    Chunked {
+        /// The RPC's XID.
+        xid: u32,
+        /// The decoded header.
+        header: Header<'a>,
+    },
     /// A connection-level message, already processed.
     Control(Control),
     /// Drop the message; count it if [`Cause::is_bad_reply`].
@@ -209,7 +220,7 @@ impl Reply<'_> {
     pub const fn answers_call(&self) -> bool {
         matches!(
             self,
-            Self::Deliver { .. } | Self::Fail { .. } | Self::Resend { .. }
+            Self::Deliver { .. } | Self::Chunked { .. } | Self::Fail { .. } | Self::Resend { .. }
         )
     }
 
@@ -218,6 +229,7 @@ impl Reply<'_> {
         match *self {
             Self::Fail { cause, .. } | Self::Drop(cause) | Self::Disconnect(cause) => Some(cause),
             Self::Deliver { .. }
+            | Self::Chunked { .. }
             | Self::Resend { .. }
             | Self::ReverseCall { .. }
             | Self::Control(_) => None,

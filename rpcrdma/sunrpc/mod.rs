@@ -65,6 +65,13 @@ pub fn ratelimit() -> bool {
     unsafe { bindings::__printk_ratelimit(c"rpcrdma2".as_ptr().cast()) != 0 }
 }
 
+/// Sleeps for about `ms` milliseconds (process context).
+pub fn msleep(ms: u32) {
+    // SAFETY: FFI call without preconditions; callers are in process
+    // context.
+    unsafe { bindings::msleep(ms) }
+}
+
 /// Looks a netid up in SUNRPC's transport list and returns its ident.
 ///
 /// This is what NFS does for `proto=`; it may `request_module()` a

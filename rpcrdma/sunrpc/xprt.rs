@@ -22,7 +22,7 @@ use core::marker::PhantomData;
 use core::pin::Pin;
 use core::ptr::{addr_of_mut, NonNull};
 use core::sync::atomic::{AtomicUsize, Ordering};
-use kernel::alloc::{flags::GFP_KERNEL, KBox};
+use kernel::alloc::{flags::GFP_KERNEL, KBox, KVec};
 use kernel::init::PinInit;
 use kernel::prelude::*;
 use kernel::types::Opaque;
@@ -219,6 +219,16 @@ impl Xprt {
     }
 }
 
+/// Which `xdr_buf` of a request: the Call (`rq_snd_buf`) or the Reply
+/// (`rq_rcv_buf`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XdrSide {
+    /// `rq_snd_buf`.
+    Call,
+    /// `rq_rcv_buf` (whose memory `rq_private_buf` shares).
+    Reply,
+}
+
 /// An RPC request, seen from SUNRPC: the `struct rpc_rqst`.
 ///
 /// # Invariants
@@ -256,6 +266,130 @@ impl Rqst {
     pub fn reply_buflen(&self) -> usize {
         // SAFETY: the rqst is alive (type invariant).
         unsafe { (*self.raw()).rq_rcv_buf.buflen as usize }
+    }
+
+    fn xdr_buf(&self, side: XdrSide) -> *mut bindings::xdr_buf {
+        // SAFETY: the rqst is alive (type invariant); only the address is
+        // taken.
+        unsafe {
+            match side {
+                XdrSide::Call => addr_of_mut!((*self.raw()).rq_snd_buf),
+                XdrSide::Reply => addr_of_mut!((*self.raw()).rq_rcv_buf),
+            }
+        }
+    }
+
+    /// The geometry of both `xdr_buf`s, for chunk planning. Direct data
+    /// placement is not offered yet (`call_ddp`, `reply_ddp` and
+    /// `ddp_allowed` are false): a large RPC travels as a Long Call and a
+    /// large Reply as a Long Reply.
+    pub fn chunk_rpc(&self) -> crate::proto::Rpc {
+        let geo = |side| {
+            // SAFETY: the rqst is alive and owned by the sending task,
+            // which does not change its buffers while it is being sent.
+            let b = unsafe { &*self.xdr_buf(side) };
+            let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+            crate::proto::Geometry {
+                head: len(b.head[0].iov_len),
+                page_base: b.page_base,
+                page_len: b.page_len,
+                tail: len(b.tail[0].iov_len),
+            }
+        };
+        crate::proto::Rpc {
+            call: geo(XdrSide::Call),
+            call_ddp: false,
+            reply: geo(XdrSide::Reply),
+            reply_buflen: u32::try_from(self.reply_buflen()).unwrap_or(u32::MAX),
+            reply_ddp: false,
+            ddp_allowed: false,
+        }
+    }
+
+    /// Maps `range` of the `side` buffer into `mr` for the peer to access
+    /// as `access` (the iova tagged with `xid`, host order). The whole
+    /// range must fit the MR (the chunk plan sizes ranges by the FRWR
+    /// depth); `EINVAL` for a range outside the buffer, `ENOMEM` if the
+    /// page list cannot be allocated, `EIO` if the MR took only part of
+    /// it.
+    ///
+    /// The caller must invalidate (or drop) the MR before the request is
+    /// completed or its buffers freed: the memory belongs to the request.
+    pub fn map_range(
+        &self,
+        side: XdrSide,
+        range: &crate::proto::Range,
+        mr: &mut crate::ib::mr::Mr,
+        access: crate::ib::mr::MrAccess,
+        xid: u32,
+    ) -> Result {
+        use crate::proto::Part;
+        // SAFETY: as in `chunk_rpc`.
+        let b = unsafe { &*self.xdr_buf(side) };
+        let off = range.offset as usize;
+        let len = range.len as usize;
+        let end = off.checked_add(len).ok_or(EINVAL)?;
+        match range.part {
+            Part::Head | Part::Tail => {
+                let iov = if range.part == Part::Head {
+                    &b.head[0]
+                } else {
+                    &b.tail[0]
+                };
+                if iov.iov_base.is_null() || end > iov.iov_len || len == 0 {
+                    return Err(EINVAL);
+                }
+                // SAFETY: `[off, end)` lies in the kvec, which is kernel
+                // memory of the request (`rq_buffer` / `rq_rbuffer`,
+                // kmalloc'ed) valid until `buf_free`; the caller
+                // invalidates the MR before that (see above).
+                unsafe {
+                    mr.map_kva(
+                        iov.iov_base.cast::<u8>().cast_const().add(off),
+                        len,
+                        access,
+                        xid,
+                    )
+                }
+            }
+            Part::Pages => {
+                if end > b.page_len as usize || len == 0 || b.pages.is_null() {
+                    return Err(EINVAL);
+                }
+                let ps = crate::ib::mr::page_size();
+                let start = (b.page_base as usize).checked_add(off).ok_or(EINVAL)?;
+                let (mut idx, mut in_page) = (start / ps, start % ps);
+                let npages = (in_page + len).div_ceil(ps);
+                let mut segs = KVec::with_capacity(npages, kernel::alloc::flags::GFP_NOWAIT)?;
+                let mut left = len;
+                while left > 0 {
+                    let take = (ps - in_page).min(left);
+                    // SAFETY: `idx` indexes the page array, which covers
+                    // `page_base + page_len` bytes (checked above).
+                    let page = unsafe { *b.pages.add(idx) };
+                    segs.push(
+                        crate::ib::mr::PageSeg {
+                            page,
+                            offset: in_page as u32,
+                            len: take as u32,
+                        },
+                        kernel::alloc::flags::GFP_NOWAIT,
+                    )?;
+                    left -= take;
+                    idx += 1;
+                    in_page = 0;
+                }
+                // SAFETY: the pages belong to the request until it
+                // completes; the caller invalidates the MR before that.
+                let n = unsafe { mr.map_pages(&segs, access, xid)? };
+                if n != segs.len() {
+                    let _ = mr.unmap();
+                    return Err(EIO);
+                }
+                Ok(())
+            }
+            Part::WritePad => Err(EINVAL),
+        }
     }
 
     /// The call and reply sizes SUNRPC asks `buf_alloc` for.

@@ -275,6 +275,7 @@ fn run(kind: Kind, cfg: Config, n: u32, seed: u64, reconnect_every: usize) -> (T
                         res.failed.push((xid, tb.errno()));
                     }
                     Err(CallError::NotConnected) => panic!("not connected"),
+                    Err(CallError::Plan(e)) => panic!("prepare_call planned chunks: {e:?}"),
                 }
             }
             1 => server.reply_one(&mut rng),
