@@ -65,6 +65,7 @@ pub const SELF_TESTS: &[SelfTest] = &[
     case!(version_mismatch_disconnects),
     case!(lost_probes_bound_the_loop),
     case!(probe_too_big_opens_v1),
+    case!(prepare_rpc_long_call_and_reply),
     case!(v1_credit_window),
     case!(v2_credit_accounting),
     case!(v2_advertisement),
@@ -475,6 +476,105 @@ fn probe_too_big_opens_v1() -> TestResult {
     );
     check!(matches!(e, Err(err) if err.errno() == Errno::EMSGSIZE));
     check!(t.phase() == Phase::Probing { probe: None });
+    Ok(())
+}
+
+fn prepare_rpc_long_call_and_reply() -> TestResult {
+    // Chunks on, v1 with the server's 4096-byte thresholds.
+    let v1 = Config {
+        policy: VersionPolicy::ForceV1,
+        ..Config::default()
+    };
+    let mut t = up(v1, peer(4096, 4096, false));
+    t.set_max_segs(8);
+    // A small RPC stays inline.
+    let small = Rpc {
+        call: Geometry {
+            head: 200,
+            ..Geometry::default()
+        },
+        reply: Geometry {
+            head: 1000,
+            ..Geometry::default()
+        },
+        reply_buflen: 1000,
+        ..Rpc::default()
+    };
+    let r = t.prepare_rpc(XID, &small, 4096, 32);
+    check!(
+        matches!(r, Ok((c, p)) if p.is_inline() && c.hdr_len == 28 && p.kind() == header::MsgKind::Msg)
+    );
+    // An 8 KiB Call and a 68 KiB Reply buffer: Long Call + Long Reply.
+    let big = Rpc {
+        call: Geometry {
+            head: 200,
+            page_base: 0,
+            page_len: 8192,
+            tail: 0,
+        },
+        reply: Geometry {
+            head: 4096,
+            page_base: 0,
+            page_len: 65536,
+            tail: 0,
+        },
+        reply_buflen: 4096 + 65536,
+        ..Rpc::default()
+    };
+    let r = t.prepare_rpc(XID + 1, &big, 4096, 32);
+    check!(r.is_ok());
+    let Ok((call, plan)) = r else {
+        return Ok(());
+    };
+    check!(call.protocol == Protocol::V1 && !call.probe);
+    check!(plan.call() == CallForm::Long && plan.reply() == ReplyForm::Long);
+    check!(plan.kind() == header::MsgKind::NoMsg);
+    check!(plan.send_layout().is_empty());
+    check!(call.hdr_len == plan.header_len());
+    check!(plan.read_ranges().len() == 2 && plan.reply_ranges().len() == 2);
+    let seg = |handle: u32, length: u32| Segment {
+        handle,
+        length,
+        offset: 0x1000_0000_0000 + u64::from(handle),
+    };
+    let segs = [seg(1, 200), seg(2, 8192), seg(3, 4096), seg(4, 65536)];
+    check!(plan.chunk_lists(&segs, false).is_ok());
+    // The server wrote 4196 bytes through the Reply chunk: RDMA_NOMSG.
+    let x = XID + 1;
+    let msg = Wire::new(&[
+        x, 1, 32, 1, 0, 0, 1, 2, 3, 4096, 0x1000, 3, 4, 100, 0x1000, 4,
+    ]);
+    let o = t.receive(msg.bytes());
+    let Reply::Chunked { xid, header: h } = o.reply else {
+        return Err(Failure {
+            line: line!(),
+            what: "a NOMSG reply with a Reply chunk is not Reply::Chunked",
+        });
+    };
+    check!(xid == x && t.stats().chunked_replies == 1);
+    check!(plan.check_reply(&segs, &h) == Ok(ReplyData::Long { len: 4196 }));
+    // More than registered: refused.
+    let msg = Wire::new(&[x, 1, 32, 1, 0, 0, 1, 1, 3, 4097, 0x1000, 3]);
+    let o = t.receive(msg.bytes());
+    check!(matches!(o.reply, Reply::Chunked { header: h, .. }
+        if matches!(plan.check_reply(&segs, &h), Err(ReplyError::Overrun { .. }))));
+    // Without chunks the same reply fails its RPC, as before.
+    let mut t = up(v1, peer(4096, 4096, false));
+    let msg = Wire::new(&[
+        x, 1, 32, 1, 0, 0, 1, 2, 3, 4096, 0x1000, 3, 4, 100, 0x1000, 4,
+    ]);
+    let o = t.receive(msg.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Fail {
+            cause: Cause::Chunks(_),
+            ..
+        }
+    ));
+    check!(matches!(
+        t.prepare_rpc(x, &big, 4096, 32),
+        Err(CallError::Plan(PlanError::TooBig(_)))
+    ));
     Ok(())
 }
 

@@ -15,7 +15,9 @@
 #   3. a symlink with a 4000-byte target read back (READLINK);
 #   4. /proc/self/mountstats counts reply chunks, Long (nomsg) calls and
 #      allocated MRs, and no bad replies; rpcrdma2 logged no error;
-#   5. rmmod rpcrdma2 succeeds; run.sh fails the test on any kernel
+#   5. NFSv3: disconnects injected (fail_sunrpc) while a 3 MiB file is
+#      written and read back with O_DIRECT: the data arrives intact;
+#   6. rmmod rpcrdma2 succeeds; run.sh fails the test on any kernel
 #      warning in the client's log.
 
 set -euo pipefail
@@ -94,6 +96,46 @@ for vers in 3 4.1; do
 	fi
 	tb_log "vers=$vers: ${#SIZES[@]} files, O_DIRECT, a 1000-entry directory and a long symlink verified"
 done
+
+# Disconnects injected while Long Calls and Long Replies are in flight:
+# registrations of the old connection are dropped with it, the RPCs are
+# sent again (registered anew) on the next one, and the data arrives
+# intact.
+F=/sys/kernel/debug/fail_sunrpc
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+if [ -d "$F" ]; then
+	inject() { # N: N disconnects, one every 5 transmissions, quietly
+		echo 0 >"$F/verbose"
+		echo 0 >"$F/probability"
+		echo 5 >"$F/interval"
+		echo "$1" >"$F/times"
+		echo 100 >"$F/probability"
+	}
+	tb_log "=== NFS vers=3, default rsize/wsize, disconnects during chunked I/O"
+	dmesg -C
+	tb_mount 3 rdma "$MNT"
+	ls "$MNT" >/dev/null
+	inject 3
+	tb_step "copy 3 MiB while disconnects are injected" timeout 300 cp "$REF/f3145728" "$MNT/ref"
+	sync
+	inject 3
+	timeout 300 dd if="$MNT/ref" of=/tmp/back bs=1M iflag=direct status=none ||
+		tb_die "O_DIRECT read across disconnects failed"
+	echo 0 >"$F/probability"
+	cmp -s "$REF/f3145728" /tmp/back || tb_die "data read across disconnects differs"
+	tb_umount "$MNT"
+	tb_drop_caches
+	tb_mount 3 rdma "$MNT"
+	cmp -s "$REF/f3145728" "$MNT/ref" || tb_die "data written across disconnects differs"
+	n=$(dmesg | grep -c "rpcrdma2: inject_disconnect: disconnecting" || true)
+	c=$(dmesg | grep -c "rpcrdma2: connected to" || true)
+	tb_log "chunked I/O: $n disconnects injected, $c connects"
+	((n >= 1)) || tb_die "no disconnect was injected"
+	rm -f "$MNT/ref"
+	tb_umount "$MNT"
+else
+	tb_log "no $F (CONFIG_FAIL_SUNRPC): disconnects during chunked I/O not tested"
+fi
 
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
 tb_log "rpcrdma2 chunks: all checks passed"
