@@ -53,7 +53,7 @@ for vers in 3 4.1; do
 	dmesg -C
 	tb_mount "$vers" rdma "$MNT"
 	tb_assert_proto "$MNT" rdma
-	dmesg | grep -q "rpcrdma2: connected to $NFS_SERVER:$NFS_RDMA_PORT" ||
+	dmesg | grep "rpcrdma2: connected to $NFS_SERVER:$NFS_RDMA_PORT" >/dev/null ||
 		tb_die "vers=$vers: the mount did not connect through rpcrdma2"
 	grep -E "^(opts|	xprt):?" /proc/self/mountstats | tail -2 || true
 	for s in "${SIZES[@]}"; do
