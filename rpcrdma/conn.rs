@@ -41,31 +41,51 @@ pub type ProtoState = SpinLock<proto::Transport>;
 /// Connection statistics shared with the transport.
 #[derive(Default)]
 pub struct ConnStats {
-    /// Bytes of RPC Calls sent inline.
+    /// Bytes of RPC Calls copied into Send buffers (C:
+    /// `pullup_copy_count`; every inline byte is copied here).
     pub req_bytes: AtomicU64,
-    /// Bytes of RPC Replies received inline.
+    /// Bytes of RPC Replies copied out of Receive buffers (C:
+    /// `fixup_copy_count`).
     pub reply_bytes: AtomicU64,
     /// Calls or replies too large for the inline path.
     pub too_big: AtomicU64,
-    /// Whole-message copies into the Send buffer (C: pullup).
-    pub pullup: AtomicU64,
     /// Backchannel calls received and dropped (not supported yet).
     pub bc_dropped: AtomicU64,
     /// Sends refused for lack of v2 credits (waited for buffer space).
     pub no_credits: AtomicU64,
-    /// Calls sent with a Reply chunk (C: `reply_chunk_count`).
+    /// Read chunk segments sent (C: `read_chunk_count`).
+    pub read_chunks: AtomicU64,
+    /// Write chunk segments offered (C: `write_chunk_count`).
+    pub write_chunks: AtomicU64,
+    /// Reply chunk segments offered (C: `reply_chunk_count`).
     pub reply_chunks: AtomicU64,
+    /// Bytes registered for the responder to write: Write and Reply
+    /// chunks (C: `total_rdma_request`).
+    pub rdma_request: AtomicU64,
+    /// Bytes the responder wrote through Write and Reply chunks (C:
+    /// `total_rdma_reply`).
+    pub rdma_reply: AtomicU64,
     /// Long Calls: `RDMA_NOMSG` with a Position-Zero Read chunk (C:
     /// `nomsg_call_count`).
     pub nomsg_calls: AtomicU64,
-    /// Bytes received through Reply chunks.
-    pub reply_chunk_bytes: AtomicU64,
+    /// LOCAL_INV WRs posted after replies (C: `local_inv_needed`).
+    pub local_inv: AtomicU64,
+    /// MRs the responder invalidated (Send With Invalidate of one of the
+    /// RPC's rkeys): no LOCAL_INV needed.
+    pub remote_inv: AtomicU64,
+    /// Send With Invalidate naming an rkey that is not one of the RPC's
+    /// (the responder's error; all MRs are invalidated locally).
+    pub remote_inv_foreign: AtomicU64,
     /// MRs allocated for chunks (C: `mrs_allocated`).
     pub mrs_allocated: AtomicU64,
     /// Replies whose chunks did not match what the Call registered.
     pub bad_chunk_replies: AtomicU64,
     /// Sends that found the MR pool empty (waited for buffer space).
     pub no_mrs: AtomicU64,
+    /// MRs deregistered instead of reused because a registration or an
+    /// invalidation failed (C: `mrs_orphaned`); replaced when the next
+    /// connection builds its pool.
+    pub mrs_orphaned: AtomicU64,
 }
 
 /// Where the connect worker's handshake stands.
@@ -283,6 +303,9 @@ struct Regs {
     /// The reply arrived: end the RPC this way once the MRs are
     /// invalidated.
     finish: Option<Finish>,
+    /// The rkey the responder invalidated with the reply (Send With
+    /// Invalidate), already checked to be one of this RPC's.
+    remote_rkey: Option<u32>,
 }
 
 impl Regs {
@@ -303,6 +326,7 @@ impl Regs {
             releasing: false,
             inv_failed: false,
             finish: None,
+            remote_rkey: None,
         })
     }
 
@@ -315,6 +339,7 @@ impl Regs {
         self.releasing = false;
         self.inv_failed = false;
         self.finish = None;
+        self.remote_rkey = None;
     }
 
     /// Stores an MR that came back; gives it back if there is no room.
@@ -333,12 +358,24 @@ impl Regs {
         self.mrs.iter_mut().find_map(|m| m.take())
     }
 
-    fn registered(&self) -> usize {
-        self.mrs
+    /// Marks the MR the responder invalidated (if any) as such; then
+    /// counts the MRs that still need a LOCAL_INV.
+    fn registered(&mut self) -> (usize, bool) {
+        let mut remote = false;
+        if let Some(rkey) = self.remote_rkey.take() {
+            for m in self.mrs.iter_mut().flatten() {
+                if m.state() == MrState::Registered && m.rkey() == rkey {
+                    remote = m.remote_invalidated(rkey).is_ok();
+                }
+            }
+        }
+        let n = self
+            .mrs
             .iter()
             .flatten()
             .filter(|m| m.state() == MrState::Registered)
-            .count()
+            .count();
+        (n, remote)
     }
 }
 
@@ -468,7 +505,13 @@ impl QpState {
     /// Gives an MR back to the pool (deregisters it if it is not clean).
     fn put_mr(&self, mr: Mr) {
         match self.chunking() {
-            Some(c) => c.pool.put(mr),
+            Some(c) => {
+                let lost = c.pool.lost();
+                c.pool.put(mr);
+                if c.pool.lost() > lost {
+                    self.stats.mrs_orphaned.fetch_add(1, Relaxed);
+                }
+            }
             None => drop(mr),
         }
     }
@@ -491,8 +534,11 @@ impl QpState {
 
     /// Ends RPC `xid` as `f` says once its MRs, if it has any, are
     /// invalidated (C: `frwr_unmap_async`, then `rpcrdma_complete_rqst`).
-    fn end_rpc(&self, qp: &Qp<ConnQp>, xid: u32, f: Finish) {
+    fn end_rpc(&self, qp: &Qp<ConnQp>, xid: u32, f: Finish, inv: Option<u32>) {
         let Some(slot) = self.slot_of(xid) else {
+            if inv.is_some() {
+                self.remote_inv_foreign(xid, inv);
+            }
             self.finish(xid, f);
             return;
         };
@@ -501,6 +547,7 @@ impl QpState {
             match g.get_mut(slot) {
                 Some(r) if r.active && r.xid == xid => {
                     r.finish = Some(f);
+                    r.remote_rkey = inv;
                     let go = r.in_flight == 0 && !r.invalidating && !r.releasing;
                     r.invalidating |= go;
                     go
@@ -518,11 +565,15 @@ impl QpState {
     fn start_inv(&self, qp: &Qp<ConnQp>, slot: usize) {
         let tag = u16::try_from(slot).unwrap_or(u16::MAX);
         // MRs that are not registered need no invalidation.
-        let n = {
+        let (n, remote) = {
             let mut g = self.regs.lock();
             let Some(r) = g.get_mut(slot) else { return };
             r.registered()
         };
+        if remote {
+            self.stats.remote_inv.fetch_add(1, Relaxed);
+        }
+        self.stats.local_inv.fetch_add(n as u64, Relaxed);
         if n == 0 {
             let (xid, f) = self.drain_slot(slot);
             if let Some(f) = f {
@@ -631,7 +682,7 @@ impl QpState {
     }
 
     /// Copies an inline reply into request `xid` and ends it.
-    fn deliver_inline(&self, qp: &Qp<ConnQp>, xid: u32, payload: &[u8]) {
+    fn deliver_inline(&self, qp: &Qp<ConnQp>, xid: u32, payload: &[u8], inv: Option<u32>) {
         let copied = self
             .xprt
             .with_rqst(xid.to_be(), |rqst: &Rqst| rqst.copy_reply(payload));
@@ -664,32 +715,99 @@ impl QpState {
                 Finish::Fail(e.to_errno())
             }
         };
-        self.end_rpc(qp, xid, f);
+        self.end_rpc(qp, xid, f, inv);
+    }
+
+    /// A Send With Invalidate named `rkey`, which is none of RPC `xid`'s
+    /// MRs: counted and logged; the RPC's MRs are invalidated locally.
+    fn remote_inv_foreign(&self, xid: u32, rkey: Option<u32>) {
+        self.stats.remote_inv_foreign.fetch_add(1, Relaxed);
+        if crate::sunrpc::ratelimit() {
+            pr_err!(
+                "reply: xid {:#010x}: the server invalidated rkey {:#x}, which is not one of the RPC's\n",
+                xid,
+                rkey.unwrap_or(0)
+            );
+        }
     }
 
     /// A reply that uses chunks: checks it against what RPC `xid`
     /// registered, then ends the RPC.
-    fn deliver_chunked(&self, qp: &Qp<ConnQp>, xid: u32, h: &crate::xdr::header::Header<'_>) {
+    fn deliver_chunked(
+        &self,
+        qp: &Qp<ConnQp>,
+        xid: u32,
+        h: &crate::xdr::header::Header<'_>,
+        inv: Option<u32>,
+    ) {
+        // Check the reply against the registration and the remotely
+        // invalidated rkey against the RPC's MRs.
         let checked = {
             let g = self.regs.lock();
-            g.iter()
-                .find(|r| r.active && r.xid == xid)
-                .and_then(|r| Some(r.plan?.check_reply(r.segs.get(..r.nsegs)?, h)))
+            g.iter().find(|r| r.active && r.xid == xid).and_then(|r| {
+                let plan = r.plan?;
+                let segs = r.segs.get(..r.nsegs)?;
+                let ours = inv.map(|k| plan.invalidated(segs, k));
+                Some((plan.check_reply(segs, h), ours))
+            })
+        };
+        let (checked, inv) = match checked {
+            Some((c, Some(proto::chunks::Invalidated::NotOurs))) => {
+                self.remote_inv_foreign(xid, inv);
+                (Some(c), None)
+            }
+            Some((c, _)) => (Some(c), inv),
+            None => (None, inv),
         };
         let f = match checked {
             Some(Ok(ReplyData::Inline { payload })) => {
-                return self.deliver_inline(qp, xid, payload);
+                return self.deliver_inline(qp, xid, payload, inv);
             }
             Some(Ok(ReplyData::Long { len })) => {
-                self.stats
-                    .reply_chunk_bytes
-                    .fetch_add(u64::from(len), Relaxed);
-                self.stats.reply_bytes.fetch_add(u64::from(len), Relaxed);
+                self.stats.rdma_reply.fetch_add(u64::from(len), Relaxed);
                 Finish::Complete(i32::try_from(len).unwrap_or(i32::MAX))
             }
-            Some(Ok(ReplyData::Written { .. })) | None => {
-                // No Write chunk is offered yet; chunks for an RPC that
-                // registered none are the responder's error.
+            Some(Ok(ReplyData::Written {
+                head,
+                written,
+                tail,
+                ..
+            })) => {
+                let placed = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
+                    rqst.place_written(head, written, tail)
+                });
+                match placed {
+                    None => {
+                        pr_debug!("reply: no request waits for xid {:#010x}\n", xid);
+                        // Its MRs (if still registered) go with the slot.
+                        Finish::Fail(EIO.to_errno())
+                    }
+                    Some(Ok(len)) => {
+                        self.stats.rdma_reply.fetch_add(u64::from(written), Relaxed);
+                        self.stats
+                            .reply_bytes
+                            .fetch_add((head.len() + tail.len()) as u64, Relaxed);
+                        Finish::Complete(i32::try_from(len).unwrap_or(i32::MAX))
+                    }
+                    Some(Err(e)) => {
+                        self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
+                        if crate::sunrpc::ratelimit() {
+                            pr_err!(
+                                "reply: xid {:#010x}: {} written bytes with {} + {} inline do not fit the receive buffer ({:?})\n",
+                                xid,
+                                written,
+                                head.len(),
+                                tail.len(),
+                                e
+                            );
+                        }
+                        Finish::Fail(e.to_errno())
+                    }
+                }
+            }
+            None => {
+                // Chunks for an RPC that registered none are the
+                // responder's error.
                 self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
                 if crate::sunrpc::ratelimit() {
                     pr_err!(
@@ -712,11 +830,11 @@ impl QpState {
                 Finish::Fail(e.errno().to_kernel())
             }
         };
-        self.end_rpc(qp, xid, f);
+        self.end_rpc(qp, xid, f, inv);
     }
 
     /// Acts on one received message (the reply handler).
-    fn handle(&self, qp: &Qp<ConnQp>, data: &[u8]) -> u32 {
+    fn handle(&self, qp: &Qp<ConnQp>, data: &[u8], inv: Option<u32>) -> u32 {
         let out = self.proto.lock().receive(data);
         if let Some(u) = out.credits {
             self.xprt.set_cwnd(u.credits, false);
@@ -725,8 +843,8 @@ impl QpState {
             self.xprt.write_space();
         }
         match out.reply {
-            Reply::Deliver { xid, payload } => self.deliver_inline(qp, xid, payload),
-            Reply::Chunked { xid, header } => self.deliver_chunked(qp, xid, &header),
+            Reply::Deliver { xid, payload } => self.deliver_inline(qp, xid, payload, inv),
+            Reply::Chunked { xid, header } => self.deliver_chunked(qp, xid, &header, inv),
             Reply::Fail { xid, errno, cause } => {
                 if crate::sunrpc::ratelimit() {
                     if cause == proto::Cause::RdmaError(crate::xdr::header::ErrorBody::BadXdr) {
@@ -742,7 +860,7 @@ impl QpState {
                         );
                     }
                 }
-                self.end_rpc(qp, xid, Finish::Fail(errno.to_kernel()));
+                self.end_rpc(qp, xid, Finish::Fail(errno.to_kernel()), inv);
             }
             Reply::Resend { xid } => {
                 pr_info!(
@@ -817,7 +935,7 @@ impl QpHandler for ConnQp {
             Completion::Done(wc) if wc.is_success() => {
                 let len = (wc.byte_len() as usize).min(ctx.0.len());
                 ctx.0.sync_for_cpu(len);
-                let more = this.handle(qp, &ctx.0.as_slice()[..len]);
+                let more = this.handle(qp, &ctx.0.as_slice()[..len], wc.invalidated_rkey());
                 let _ = this.recvs.lock().push(ctx);
                 // Keep the peer's credits backed (in batches, as asked).
                 this.post_receives(qp, more);
@@ -977,7 +1095,10 @@ impl Conn {
         self.release(slot);
         let xid = u32::from_be(rqst.xid());
         let chunking = q.chunking();
-        let rpc = rqst.chunk_rpc();
+        // Receive pages the upper layer left to the transport.
+        rqst.fill_sparse_pages()?;
+        let mut rpc = rqst.chunk_rpc();
+        rpc.ddp_allowed &= crate::sunrpc::param_ddp();
         let page_size = mr::page_size() as u32;
         let depth = chunking.as_ref().map_or(1, |c| c.caps.depth);
         if let Some(c) = &chunking {
@@ -1047,7 +1168,8 @@ impl Conn {
                 Some(r) if n > 0 => r.segs.get(..r.nsegs).ok_or(EINVAL)?,
                 _ => &[],
             };
-            let lists = chunks.chunk_lists(segs, false).map_err(|_| EINVAL)?;
+            let remote_inv = q.proto.lock().thresholds().remote_invalidation;
+            let lists = chunks.chunk_lists(segs, remote_inv).map_err(|_| EINVAL)?;
             let spec = crate::xdr::header::MsgSpec {
                 kind: chunks.kind(),
                 chunks: lists.lists(),
@@ -1061,10 +1183,9 @@ impl Conn {
             if layout.is_empty() {
                 return Ok(hdr);
             }
-            let call_len = rqst.call_len();
-            let total = hdr.checked_add(call_len).ok_or(EINVAL)?;
+            let total = hdr.checked_add(layout.len() as usize).ok_or(EINVAL)?;
             let body = buf.get_mut(hdr..total).ok_or(EINVAL)?;
-            rqst.copy_call(body)?;
+            rqst.copy_call_layout(body, &layout)?;
             Ok(total)
         })();
         let total = match r {
@@ -1077,14 +1198,26 @@ impl Conn {
         };
         sb.len = total;
         sb.buf.sync_for_device(total);
-        match chunks.call() {
-            proto::CallForm::Long => stats.nomsg_calls.fetch_add(1, Relaxed),
-            _ => stats.pullup.fetch_add(1, Relaxed),
-        };
-        if chunks.reply() == proto::ReplyForm::Long {
-            stats.reply_chunks.fetch_add(1, Relaxed);
+        if chunks.call() == proto::CallForm::Long {
+            stats.nomsg_calls.fetch_add(1, Relaxed);
         }
-        stats.req_bytes.fetch_add(rqst.call_len() as u64, Relaxed);
+        let sum = |r: &[proto::Range]| r.iter().map(|r| u64::from(r.len)).sum::<u64>();
+        stats
+            .read_chunks
+            .fetch_add(chunks.read_ranges().len() as u64, Relaxed);
+        stats
+            .write_chunks
+            .fetch_add(chunks.write_ranges().len() as u64, Relaxed);
+        stats
+            .reply_chunks
+            .fetch_add(chunks.reply_ranges().len() as u64, Relaxed);
+        stats.rdma_request.fetch_add(
+            sum(chunks.write_ranges()) + sum(chunks.reply_ranges()),
+            Relaxed,
+        );
+        stats
+            .req_bytes
+            .fetch_add(u64::from(chunks.send_layout().len()), Relaxed);
         self.post_with_regs(slot, n, sb)
     }
 

@@ -8,6 +8,8 @@
 #include <linux/module.h>
 #include <linux/sunrpc/clnt.h>
 #include <linux/sunrpc/xprt.h>
+#include <linux/sunrpc/auth.h>
+#include <linux/gfp.h>
 #include <linux/workqueue.h>
 
 #include "shim.h"
@@ -39,6 +41,16 @@ MODULE_PARM_DESC(force_v1,
 bool rpcrdma2_shim_param_force_v1(void)
 {
 	return READ_ONCE(force_v1);
+}
+
+static bool ddp = true;
+module_param(ddp, bool, 0644);
+MODULE_PARM_DESC(ddp,
+		 "Direct data placement: NFS WRITE data in Read chunks, READ and READLINK results in Write chunks (default); off, large RPCs travel as Long Calls and Long Replies (read per RPC)");
+
+bool rpcrdma2_shim_param_ddp(void)
+{
+	return READ_ONCE(ddp);
 }
 
 const struct xprt_class *rpcrdma2_shim_class(void)
@@ -119,4 +131,39 @@ void rpcrdma2_shim_queue_connect_work(struct delayed_work *dwork, unsigned long 
 void rpcrdma2_shim_cancel_connect_work(struct delayed_work *dwork)
 {
 	cancel_delayed_work_sync(dwork);
+}
+
+/*
+ * Direct data placement is off under GSS integrity and privacy, whose
+ * checksums cover the payload (test_bit() is a static inline).
+ */
+bool rpcrdma2_shim_rqst_ddp_allowed(struct rpc_rqst *rqst)
+{
+	return !test_bit(RPCAUTH_AUTH_DATATOUCH,
+			 &rqst->rq_cred->cr_auth->au_flags);
+}
+
+/*
+ * An xdr_buf flagged XDRBUF_SPARSE_PAGES (NFSv3 GETACL, LISTXATTRS)
+ * leaves its receive pages for the transport to allocate: fill the holes
+ * in the page range the reply may use. The upper layer frees them. May
+ * not sleep (called from ->send_request): -ENOBUFS makes the caller wait
+ * for buffer space and try again.
+ */
+int rpcrdma2_shim_fill_sparse_pages(struct xdr_buf *buf)
+{
+	struct page **ppages = buf->pages + (buf->page_base >> PAGE_SHIFT);
+	unsigned int n = PAGE_ALIGN(offset_in_page(buf->page_base) +
+				    buf->page_len) >> PAGE_SHIFT;
+
+	if (!(buf->flags & XDRBUF_SPARSE_PAGES) || !buf->page_len)
+		return 0;
+	for (; n; n--, ppages++) {
+		if (*ppages)
+			continue;
+		*ppages = alloc_page(GFP_NOWAIT | __GFP_NOWARN);
+		if (!*ppages)
+			return -ENOBUFS;
+	}
+	return 0;
 }

@@ -29,6 +29,7 @@ const struct xprt_class *rpcrdma2_shim_class(void);
 
 /* Module parameters (6.12's Rust module! has none). */
 bool rpcrdma2_shim_param_force_v1(void);
+bool rpcrdma2_shim_param_ddp(void);
 int rpcrdma2_shim_module_get(void);
 void rpcrdma2_shim_module_put(void);
 
@@ -40,6 +41,11 @@ void rpcrdma2_shim_xprt_set_bound(struct rpc_xprt *xprt);
 int rpcrdma2_shim_rpc_reply_expected(struct rpc_task *task);
 
 unsigned long rpcrdma2_shim_jiffies(void);
+
+struct rpc_rqst;
+struct xdr_buf;
+bool rpcrdma2_shim_rqst_ddp_allowed(struct rpc_rqst *rqst);
+int rpcrdma2_shim_fill_sparse_pages(struct xdr_buf *buf);
 void rpcrdma2_shim_spin_lock(spinlock_t *lock);
 void rpcrdma2_shim_spin_unlock(spinlock_t *lock);
 

@@ -137,9 +137,9 @@ impl RdmaXprt {
                 proto::VersionPolicy::TryV2
             },
             max_requests: max_reqs.into(),
-            // Remote invalidation is not handled yet: every MR is
-            // invalidated locally.
-            remote_invalidate: false,
+            // Advertise the R bit (RFC 8797): the server may invalidate
+            // an MR with Send With Invalidate.
+            remote_invalidate: true,
             ..proto::Config::DEFAULT
         }
         .validated()
@@ -341,24 +341,36 @@ impl Transport for RdmaXprt {
         let s = &this.data.stats;
         let c = &this.data.conn_stats;
         // The C client's layout (transport.c xprt_rdma_print_stats):
-        // generic fields; read/write/reply chunks, request/reply bytes,
-        // pullup, fixup, hardway, failed marshal, bad reply, nomsg calls;
-        // MRs recycled/orphaned/allocated, local_inv_needed,
-        // empty_sendctx_q, and a constant 0.
+        // generic fields; read/write/reply chunk segments, bytes offered
+        // to and written by the server (total_rdma_request/reply), bytes
+        // copied into Sends (pullup) and out of Receives (fixup),
+        // hardway, failed marshal, bad reply, nomsg calls; MRs recycled
+        // (never: a failed MR is orphaned and replaced with the next
+        // connection's pool), orphaned, allocated, local_inv_needed,
+        // empty_sendctx_q, a constant 0 (was reply_waits_for_send); then
+        // one field of rpcrdma2's own: MRs the server invalidated
+        // (remote invalidation), which C does not count.
         let _ = this.xprt().write_generic_stats(seq);
+        let ld = |a: &core::sync::atomic::AtomicU64| a.load(Relaxed);
         let _ = writeln!(
             seq,
-            "0 0 {} {} {} {} 0 {} {} {} {} 0 0 {} 0 {} 0",
-            c.reply_chunks.load(Relaxed),
-            c.req_bytes.load(Relaxed),
-            c.reply_bytes.load(Relaxed),
-            c.pullup.load(Relaxed),
-            s.hardway.load(Relaxed),
-            s.failed_marshal.load(Relaxed),
-            this.data.proto.lock().stats().bad_reply + c.bad_chunk_replies.load(Relaxed),
-            c.nomsg_calls.load(Relaxed),
-            c.mrs_allocated.load(Relaxed),
-            s.empty_sendq.load(Relaxed) + c.no_mrs.load(Relaxed),
+            "{} {} {} {} {} {} {} {} {} {} {} 0 {} {} {} {} 0 {}",
+            ld(&c.read_chunks),
+            ld(&c.write_chunks),
+            ld(&c.reply_chunks),
+            ld(&c.rdma_request),
+            ld(&c.rdma_reply),
+            ld(&c.req_bytes),
+            ld(&c.reply_bytes),
+            ld(&s.hardway),
+            ld(&s.failed_marshal),
+            this.data.proto.lock().stats().bad_reply + ld(&c.bad_chunk_replies),
+            ld(&c.nomsg_calls),
+            ld(&c.mrs_orphaned),
+            ld(&c.mrs_allocated),
+            ld(&c.local_inv),
+            ld(&s.empty_sendq) + ld(&c.no_mrs),
+            ld(&c.remote_inv),
         );
     }
 

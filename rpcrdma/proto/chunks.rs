@@ -12,9 +12,13 @@
 //!   pages if DDP is allowed, the buffer is flagged `XDRBUF_READ` and head
 //!   plus tail are below the reply threshold (`rpcrdma_nonpayload_inline`);
 //!   else a **Reply chunk** over head, pages and tail (Long Reply). A
-//!   Write chunk over a page list whose length is not a multiple of four
-//!   gets one more segment: the transport's persistent 4-byte pad MR
-//!   ([`Part::WritePad`]; C: `re_write_pad_mr`, rpc_rdma.c:435).
+//!   Write chunk is exactly the pages: the Requester MUST NOT provision
+//!   space for XDR roundup (-00 §4.4.6 "Write Chunk Roundup"; RFC 8166
+//!   §3.4.6). Only with [`Limits::write_pad`] (the C client's behaviour,
+//!   for responders that write the roundup anyway) does a Write chunk
+//!   over a page list whose length is not a multiple of four get one
+//!   more segment: a persistent 4-byte pad MR ([`Part::WritePad`]; C:
+//!   `re_write_pad_mr`, rpc_rdma.c:435). rpcrdma2 does not set it.
 //! * Call: inline if `rq_snd_buf.len` fits the call threshold (and the
 //!   exact header plus the Call fit the Send); else a **Read chunk** at
 //!   position = head length over the pages if DDP is allowed and the
@@ -113,6 +117,9 @@ pub struct Limits {
     /// to [`MAX_CHUNK_SEGS`]). 0 turns chunks off: an RPC that does not
     /// fit inline is refused with [`PlanError::TooBig`], as before.
     pub max_segs: u32,
+    /// Append a [`Part::WritePad`] segment to a Write chunk of unaligned
+    /// length (C client compatibility; off per -00 §4.4.6).
+    pub write_pad: bool,
 }
 
 /// Largest RPC payload the C client plans for (`xprt->max_payload`:
@@ -125,6 +132,7 @@ impl Limits {
         page_size: 4096,
         max_mr_pages: 256,
         max_segs: 0,
+        write_pad: false,
     };
 
     /// The limits of a transport: `config.max_segs` (validated) with the
@@ -134,6 +142,7 @@ impl Limits {
             page_size,
             max_mr_pages,
             max_segs: config.validated().max_segs,
+            write_pad: false,
         }
     }
 
@@ -454,7 +463,7 @@ pub fn plan(rpc: &Rpc, th: &Thresholds, limits: &Limits) -> Result<ChunkPlan, Pl
     let (reply, nwrite, nreply) = if rpc.reply_buflen <= max_reply {
         (ReplyForm::Inline, 0, 0)
     } else if rpc.ddp_allowed && rpc.reply_ddp && rpc.reply.page_len > 0 && nonpayload < max_reply {
-        let pad = u32::from(rpc.reply.page_len & 3 != 0);
+        let pad = u32::from(limits.write_pad && rpc.reply.page_len & 3 != 0);
         let n = page_ranges(rpc.reply.page_base, rpc.reply.page_len, limits).saturating_add(pad);
         (ReplyForm::Write, n, 0)
     } else {
@@ -539,7 +548,8 @@ pub fn plan(rpc: &Rpc, th: &Thresholds, limits: &Limits) -> Result<ChunkPlan, Pl
         ReplyForm::Inline => true,
         ReplyForm::Write => {
             push_pages(&mut out, rpc.reply.page_base, rpc.reply.page_len, limits)
-                && (rpc.reply.page_len & 3 == 0
+                && (!limits.write_pad
+                    || rpc.reply.page_len & 3 == 0
                     || out.push(Range {
                         part: Part::WritePad,
                         offset: 0,

@@ -1075,6 +1075,7 @@ const CHUNK_LIMITS: Limits = Limits {
     page_size: 4096,
     max_mr_pages: 1,
     max_segs: 16,
+    write_pad: true,
 };
 
 fn geometry(head: u32, page_len: u32, tail: u32) -> Geometry {
@@ -1198,6 +1199,22 @@ fn chunk_reply_forms() -> TestResult {
     );
     let c = chunk_plan(&chunk_rpc(SMALL, false, geometry(100, 636, 0), true));
     check!(c.is_some_and(|c| c.write_ranges().len() == 1));
+    // without write_pad (the kernel's setting, -00 §4.4.6) no roundup
+    let spec = Limits {
+        write_pad: false,
+        ..CHUNK_LIMITS
+    };
+    let b2 = chunks::plan(
+        &chunk_rpc(SMALL, false, geometry(100, 633, 0), true),
+        &chunk_th(Protocol::V2),
+        &spec,
+    );
+    check!(b2.is_ok_and(|b| b.write_ranges()
+        == [Range {
+            part: Part::Pages,
+            offset: 0,
+            len: 633
+        }]));
     // head + tail must stay below the reply limit
     let d = chunk_plan(&chunk_rpc(SMALL, false, geometry(732, 4096, 0), true));
     check!(d.is_some_and(|d| d.reply() == ReplyForm::Long));

@@ -59,6 +59,12 @@ pub fn param_force_v1() -> bool {
     unsafe { bindings::rpcrdma2_shim_param_force_v1() }
 }
 
+/// The `ddp` module parameter (defined in `shim.c`).
+pub fn param_ddp() -> bool {
+    // SAFETY: FFI call without preconditions.
+    unsafe { bindings::rpcrdma2_shim_param_ddp() }
+}
+
 /// Whether a rate-limited message may be printed now (`printk_ratelimit`).
 pub fn ratelimit() -> bool {
     // SAFETY: the name is a NUL-terminated static string.

@@ -279,11 +279,16 @@ impl Rqst {
         }
     }
 
-    /// The geometry of both `xdr_buf`s, for chunk planning. Direct data
-    /// placement is not offered yet (`call_ddp`, `reply_ddp` and
-    /// `ddp_allowed` are false): a large RPC travels as a Long Call and a
-    /// large Reply as a Long Reply.
+    /// The geometry of both `xdr_buf`s and their DDP eligibility, for
+    /// chunk planning: the Call's pages are NFS WRITE data when
+    /// `rq_snd_buf` is flagged `XDRBUF_WRITE`, the Reply's pages receive
+    /// READ (or READLINK) data when `rq_rcv_buf` is flagged
+    /// `XDRBUF_READ`; DDP is off under GSS integrity and privacy.
     pub fn chunk_rpc(&self) -> crate::proto::Rpc {
+        let flags = |side| {
+            // SAFETY: as below.
+            unsafe { (*self.xdr_buf(side)).flags }
+        };
         let geo = |side| {
             // SAFETY: the rqst is alive and owned by the sending task,
             // which does not change its buffers while it is being sent.
@@ -296,14 +301,140 @@ impl Rqst {
                 tail: len(b.tail[0].iov_len),
             }
         };
+        // SAFETY: the rqst is alive and has a credential while it is being
+        // sent (`rq_cred` is set in `rpc_init_task`/`call_refresh`).
+        let ddp_allowed = unsafe { bindings::rpcrdma2_shim_rqst_ddp_allowed(self.raw()) };
         crate::proto::Rpc {
             call: geo(XdrSide::Call),
-            call_ddp: false,
+            call_ddp: flags(XdrSide::Call) & bindings::XDRBUF_WRITE != 0,
             reply: geo(XdrSide::Reply),
             reply_buflen: u32::try_from(self.reply_buflen()).unwrap_or(u32::MAX),
-            reply_ddp: false,
-            ddp_allowed: false,
+            reply_ddp: flags(XdrSide::Reply) & bindings::XDRBUF_READ != 0,
+            ddp_allowed,
         }
+    }
+
+    /// Allocates the missing pages of a receive buffer flagged
+    /// `XDRBUF_SPARSE_PAGES` (the upper layer frees them); `ENOBUFS` when
+    /// a page cannot be had without sleeping.
+    pub fn fill_sparse_pages(&self) -> Result {
+        // SAFETY: the rqst is alive and owned by the sending task.
+        let ret =
+            unsafe { bindings::rpcrdma2_shim_fill_sparse_pages(self.xdr_buf(XdrSide::Reply)) };
+        kernel::error::to_result(ret)
+    }
+
+    /// Copies the inline part of the Call described by `layout` (head
+    /// bytes, the pages or none of them, then tail bytes from
+    /// `tail_offset`) into `out`, which must be exactly `layout.len()`
+    /// bytes.
+    pub fn copy_call_layout(&self, out: &mut [u8], layout: &crate::proto::SendLayout) -> Result {
+        if out.len() != layout.len() as usize {
+            return Err(EINVAL);
+        }
+        // SAFETY: the rqst is alive and owned by the sending task.
+        let (head_len, page_len) = unsafe {
+            let b = &*self.xdr_buf(XdrSide::Call);
+            (
+                u32::try_from(b.head[0].iov_len).map_err(|_| EINVAL)?,
+                b.page_len,
+            )
+        };
+        if layout.head > head_len || (layout.pages != 0 && layout.pages != page_len) {
+            return Err(EINVAL);
+        }
+        let tail_at = head_len
+            .checked_add(page_len)
+            .and_then(|n| n.checked_add(layout.tail_offset))
+            .ok_or(EINVAL)?;
+        let parts = [
+            (0, layout.head),
+            (head_len, layout.pages),
+            (tail_at, layout.tail),
+        ];
+        let mut at = 0usize;
+        for (base, len) in parts {
+            if len == 0 {
+                continue;
+            }
+            let dst = out.get_mut(at..at + len as usize).ok_or(EINVAL)?;
+            // SAFETY: the rqst is alive; `dst` is valid for `len` bytes
+            // and `read_bytes_from_xdr_buf` checks the range against the
+            // buffer.
+            let ret = unsafe {
+                bindings::read_bytes_from_xdr_buf(
+                    addr_of_mut!((*self.raw()).rq_snd_buf),
+                    base,
+                    dst.as_mut_ptr().cast(),
+                    len,
+                )
+            };
+            kernel::error::to_result(ret)?;
+            at += len as usize;
+        }
+        Ok(())
+    }
+
+    /// Assembles a Reply whose payload the responder wrote into the reply
+    /// pages through a Write chunk: `head` goes to the start of the
+    /// receive buffer (a head shorter than `head[0].iov_len` trims
+    /// `head[0]`, in `rq_rcv_buf` and `rq_private_buf` alike, so that the
+    /// pages follow it directly, as C `rpcrdma_inline_fixup` does), the
+    /// `written` payload bytes are already in the pages, and `tail` (the
+    /// inline bytes after the payload) goes right after the payload and
+    /// its XDR roundup, where a contiguous Reply would have it. Returns
+    /// the Reply's length for [`Rqst::complete`].
+    ///
+    /// `EINVAL` if `written` exceeds the pages or the parts do not fit.
+    pub fn place_written(&self, head: &[u8], written: u32, tail: &[u8]) -> Result<u32> {
+        let h = u32::try_from(head.len()).map_err(|_| EINVAL)?;
+        let t = u32::try_from(tail.len()).map_err(|_| EINVAL)?;
+        // SAFETY: the rqst is alive and pinned by the caller of
+        // `with_rqst`; no one else touches its receive buffer until it is
+        // completed.
+        unsafe {
+            let rcv = addr_of_mut!((*self.raw()).rq_rcv_buf);
+            let private = addr_of_mut!((*self.raw()).rq_private_buf);
+            if written > (*rcv).page_len {
+                return Err(EINVAL);
+            }
+            let planned = (*rcv).head[0].iov_len;
+            if head.len() < planned {
+                if t != 0 {
+                    return Err(EINVAL);
+                }
+                let delta = planned - head.len();
+                for b in [rcv, private] {
+                    (*b).head[0].iov_len = head.len();
+                    (*b).buflen = (*b).buflen.saturating_sub(delta as u32);
+                }
+            } else if head.len() != planned {
+                return Err(EINVAL);
+            }
+        }
+        let payload_end = h
+            .checked_add(written.checked_next_multiple_of(4).ok_or(EINVAL)?)
+            .ok_or(EINVAL)?;
+        let total = payload_end.checked_add(t).ok_or(EINVAL)?;
+        if total as usize > self.reply_buflen() {
+            return Err(crate::errno::emsgsize());
+        }
+        for (at, bytes, len) in [(0, head, h), (payload_end, tail, t)] {
+            if len == 0 {
+                continue;
+            }
+            // SAFETY: as in `copy_reply`.
+            let ret = unsafe {
+                bindings::write_bytes_to_xdr_buf(
+                    addr_of_mut!((*self.raw()).rq_private_buf),
+                    at,
+                    bytes.as_ptr().cast_mut().cast(),
+                    len,
+                )
+            };
+            kernel::error::to_result(ret)?;
+        }
+        Ok(total)
     }
 
     /// Maps `range` of the `side` buffer into `mr` for the peer to access

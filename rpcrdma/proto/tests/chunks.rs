@@ -23,6 +23,7 @@ fn limits(depth: u32) -> Limits {
         page_size: PS,
         max_mr_pages: depth,
         max_segs: 16,
+        write_pad: true,
     }
 }
 
@@ -288,6 +289,33 @@ fn write_chunk_conditions() {
 }
 
 #[test]
+fn write_chunk_has_no_roundup_by_default() {
+    // -00 §4.4.6: no space for XDR roundup in a Write chunk.
+    for proto in [Protocol::V1, Protocol::V2] {
+        for odd in 0..=3 {
+            let l = Limits {
+                write_pad: false,
+                ..limits(256)
+            };
+            let a = plan(&reply(100, 0, 8192 - odd, 4, true), &th(proto), &l).unwrap();
+            assert_eq!(a.reply(), ReplyForm::Write);
+            assert_eq!(
+                a.write_ranges(),
+                &[Range {
+                    part: Part::Pages,
+                    offset: 0,
+                    len: 8192 - odd
+                }]
+            );
+            assert_eq!(a.header_len(), header_len(proto, 0, 1, 0));
+        }
+    }
+    assert!(!Limits::new(&Config::default(), 4096, 256).write_pad);
+    let inline_only = Limits::INLINE_ONLY;
+    assert!(!inline_only.write_pad);
+}
+
+#[test]
 fn write_pad_rule() {
     let a = p(&reply(100, 0, 8192, 0, true));
     assert_eq!(
@@ -490,6 +518,7 @@ fn limits_from_config_and_depth() {
             page_size: PS,
             max_mr_pages: depth,
             max_segs: segs,
+            write_pad: true,
         };
         for base in [0, 1, 4095] {
             let w = plan(&call(120, base, 1 << 20, 0), &th(Protocol::V1), &l).unwrap();
@@ -1217,6 +1246,7 @@ fn random_plans() {
             page_size: PS,
             max_mr_pages: depth,
             max_segs,
+            write_pad: true,
         };
         let t = th(protocol);
         let a = match plan(&rpc, &t, &l) {

@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# integration-test: rpcrdma2 Long Call / Long Reply chunks: NFSv3 and NFSv4.1 with the default rsize/wsize
-# run.sh-options: --timeout 900
+# integration-test: rpcrdma2 chunks (Read, Write, Reply, Long Call) and remote invalidation: NFSv3 and NFSv4.1 with the default rsize/wsize
+# run.sh-options: --timeout 900 --server-script tools/testing/integration/server/trace-chunks.sh
 #
 # Client script for tools/testing/vm/run.sh (runs in the client guest),
-# rpcrdma2 on the client, stock nfsd/svcrdma on the server. For NFSv3
-# and NFSv4.1, mounted with the default (1 MiB) rsize/wsize, so that
-# large Calls go as Long Calls (RDMA_NOMSG + Position-Zero Read chunk)
-# and large Replies come through a Reply chunk:
-#   1. files of 0, 1, 4097, 65537, 1 MiB + 13 and 3 MiB bytes written,
-#      caches dropped, remounted, read back and compared by SHA-256;
-#      1 MiB written and read back with O_DIRECT;
+# rpcrdma2 on the client, stock nfsd/svcrdma on the server (which traces
+# the chunks it decodes, the Write chunks it returns and its Sends With
+# Invalidate: server/trace-chunks.sh). For NFSv3 and NFSv4.1, mounted
+# with the default (1 MiB) rsize/wsize:
+#   1. files of 0, 1, 4097, 65537, 1 MiB + 13 and 3 MiB bytes written
+#      (NFS WRITE data in Read chunks at the data's XDR position),
+#      caches dropped, remounted, read back (READ data in Write chunks,
+#      unaligned lengths included) and compared by SHA-256; 1 MiB
+#      written and read back with O_DIRECT;
 #   2. a 1000-entry directory listed (READDIR replies in Reply chunks);
-#   3. a symlink with a 4000-byte target read back (READLINK);
-#   4. /proc/self/mountstats counts reply chunks, Long (nomsg) calls and
-#      allocated MRs, and no bad replies; rpcrdma2 logged no error;
-#   5. NFSv3: disconnects injected (fail_sunrpc) while a 3 MiB file is
+#   3. a symlink with a 4000-byte target created (its target in a Read
+#      chunk) and read back (READLINK);
+#   4. a short fio random read/write run with verify=crc32c;
+#   5. /proc/self/mountstats (the C client's rdma fields, plus rpcrdma2's
+#      remote-invalidation count) shows Read, Write and Reply chunk
+#      segments, Long Calls, bytes written by the server, MRs invalidated
+#      by the server and locally, no bad replies and no orphaned MRs;
+#      rpcrdma2 logged no error;
+#   6. NFSv3 with rpcrdma2's ddp=0: the same files written as Long
+#      Calls (RDMA_NOMSG, Position-Zero Read chunk) and read back as Long
+#      Replies (Reply chunk), no Write chunk;
+#   7. the server's trace shows Read segments at position 0 (Long Call)
+#      and at a non-zero position (Read chunk), Write chunk segments
+#      returned, and Sends With Invalidate;
+#   8. NFSv3: disconnects injected (fail_sunrpc) while a 3 MiB file is
 #      written and read back with O_DIRECT: the data arrives intact;
-#   6. rmmod rpcrdma2 succeeds; run.sh fails the test on any kernel
+#   9. rmmod rpcrdma2 succeeds; run.sh fails the test on any kernel
 #      warning in the client's log.
 
 set -euo pipefail
@@ -39,14 +52,27 @@ done
 head -c 1048576 /dev/urandom >"$REF/direct"
 TARGET=$(printf 'x/%.0s' $(seq 1 2000))
 
-# The rdma fields of the xprt: line, counted from its end (C layout,
-# xprt_rdma_print_stats): $(NF - k).
-rdma_field() {
-	awk -v m="$MNT" -v k="$1" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $(NF - k); exit}' \
+# A field of the mount's "xprt: rdma" line in /proc/self/mountstats, by
+# name: the C client's layout (transport.c xprt_rdma_print_stats), then
+# rpcrdma2's remote_inv. Fails on a line of another length.
+FIELDS=(port bind connect connect_time idle sends recvs bad_xids req_u bklog_u
+	read_chunk write_chunk reply_chunk rdma_request rdma_reply pullup fixup
+	hardway failed_marshal bad_reply nomsg recycled orphaned mrs_allocated
+	local_inv empty_sendctx zero remote_inv)
+rdma_line() {
+	awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" && $2 == "rdma" {print; exit}' \
 		/proc/self/mountstats
 }
-# k for: reply_chunk_count, bad_reply_count, nomsg_call_count, mrs_allocated
-K_REPLY=14 K_BAD=7 K_NOMSG=6 K_MRS=3
+rdma_field() {
+	local line i
+	read -r -a line <<<"$(rdma_line)"
+	((${#line[@]} == ${#FIELDS[@]} + 2)) ||
+		tb_die "xprt line has ${#line[@]} fields, expected $((${#FIELDS[@]} + 2)): ${line[*]}"
+	for i in "${!FIELDS[@]}"; do
+		[ "${FIELDS[$i]}" = "$1" ] && { echo "${line[$((i + 2))]}"; return; }
+	done
+	tb_die "no mountstats field $1"
+}
 
 for vers in 3 4.1; do
 	tb_log "=== NFS vers=$vers, default rsize/wsize"
@@ -64,10 +90,11 @@ for vers in 3 4.1; do
 	mkdir "$MNT/dir"
 	for i in $(seq 1 1000); do : >"$MNT/dir/entry-with-a-longish-name-$i"; done
 	ln -s "$TARGET" "$MNT/link"
-	# Counters are per mount: the writes' Long Calls are counted here.
-	nomsg=$(rdma_field $K_NOMSG) bad=$(rdma_field $K_BAD)
-	tb_log "vers=$vers: writes: mountstats nomsg_calls=$nomsg bad_replies=$bad"
-	((nomsg > 0)) || tb_die "vers=$vers: no Long Call (nomsg) counted"
+	# Counters are per mount: the writes' chunks are counted here.
+	rdma_line
+	rd=$(rdma_field read_chunk) nomsg=$(rdma_field nomsg) bad=$(rdma_field bad_reply)
+	tb_log "vers=$vers: writes: read_chunk_segments=$rd nomsg_calls=$nomsg bad_replies=$bad"
+	((rd > 0)) || tb_die "vers=$vers: no Read chunk segment counted"
 	((bad == 0)) || tb_die "vers=$vers: $bad bad replies"
 	tb_umount "$MNT"
 	tb_drop_caches
@@ -83,18 +110,68 @@ for vers in 3 4.1; do
 	[ "$n" = 1000 ] || tb_die "vers=$vers: listed $n entries, expected 1000"
 	[ "$(readlink "$MNT/link")" = "$TARGET" ] ||
 		tb_die "vers=$vers: the 4000-byte symlink target differs"
-	grep "xprt:" /proc/self/mountstats | grep rdma || true
-	reply=$(rdma_field $K_REPLY) mrs=$(rdma_field $K_MRS) bad=$(rdma_field $K_BAD)
-	tb_log "vers=$vers: reads: mountstats reply_chunks=$reply mrs_allocated=$mrs bad_replies=$bad"
-	((reply > 0)) || tb_die "vers=$vers: no reply chunk counted"
+	tb_step "fio randrw 4k-64k verify=crc32c" timeout 300 fio --name=verify --directory="$MNT" \
+		--rw=randrw --bsrange=4k-64k --size=8m --numjobs=2 --iodepth=8 --ioengine=libaio \
+		--direct=1 --verify=crc32c --verify_fatal=1 --do_verify=1 --output=/tmp/fio.out
+	rdma_line
+	wr=$(rdma_field write_chunk) reply=$(rdma_field reply_chunk) mrs=$(rdma_field mrs_allocated)
+	bad=$(rdma_field bad_reply) written=$(rdma_field rdma_reply) offered=$(rdma_field rdma_request)
+	rinv=$(rdma_field remote_inv) linv=$(rdma_field local_inv) orphaned=$(rdma_field orphaned)
+	tb_log "vers=$vers: reads: write_chunk_segments=$wr reply_chunk_segments=$reply" \
+		"bytes offered=$offered written=$written MRs=$mrs remote_inv=$rinv local_inv=$linv" \
+		"orphaned=$orphaned bad_replies=$bad"
+	((wr > 0)) || tb_die "vers=$vers: no Write chunk segment counted"
+	((reply > 0)) || tb_die "vers=$vers: no Reply chunk segment counted"
+	((written > 0 && written <= offered)) || tb_die "vers=$vers: bytes written $written, offered $offered"
 	((mrs > 0)) || tb_die "vers=$vers: no MR allocated"
+	((rinv > 0)) || tb_die "vers=$vers: the server invalidated no MR (remote invalidation)"
+	((linv > 0)) || tb_die "vers=$vers: no MR was invalidated locally"
+	((orphaned == 0)) || tb_die "vers=$vers: $orphaned MRs orphaned"
 	((bad == 0)) || tb_die "vers=$vers: $bad bad replies"
-	rm -rf "$MNT"/f* "$MNT/dir" "$MNT/link" "$MNT/direct"
+	rm -rf "$MNT"/f* "$MNT/dir" "$MNT/link" "$MNT/direct" "$MNT"/verify.*
 	tb_umount "$MNT"
 	if dmesg | grep -E "rpcrdma2: (send|reply|release): "; then
 		tb_die "vers=$vers: rpcrdma2 logged errors"
 	fi
 	tb_log "vers=$vers: ${#SIZES[@]} files, O_DIRECT, a 1000-entry directory and a long symlink verified"
+done
+
+# Without direct data placement: Long Calls and Long Replies.
+tb_log "=== NFS vers=3, default rsize/wsize, ddp=0"
+echo 0 >/sys/module/rpcrdma2/parameters/ddp
+tb_mount 3 rdma "$MNT"
+for s in "${SIZES[@]}"; do
+	cp "$REF/f$s" "$MNT/f$s"
+done
+nomsg=$(rdma_field nomsg) rd=$(rdma_field read_chunk)
+tb_log "ddp=0: writes: nomsg_calls=$nomsg read_chunk_segments=$rd"
+((nomsg > 0)) || tb_die "ddp=0: no Long Call (nomsg) counted"
+tb_umount "$MNT"
+tb_drop_caches
+tb_mount 3 rdma "$MNT"
+for s in "${SIZES[@]}"; do
+	cmp -s "$REF/f$s" "$MNT/f$s" || tb_die "ddp=0: f$s differs after the round trip"
+done
+rdma_line
+reply=$(rdma_field reply_chunk) wr=$(rdma_field write_chunk) bad=$(rdma_field bad_reply)
+tb_log "ddp=0: reads: reply_chunk_segments=$reply write_chunk_segments=$wr"
+((reply > 0)) || tb_die "ddp=0: no Reply chunk segment counted"
+((wr == 0)) || tb_die "ddp=0: $wr Write chunk segments although DDP is off"
+((bad == 0)) || tb_die "ddp=0: $bad bad replies"
+rm -f "$MNT"/f*
+tb_umount "$MNT"
+echo 1 >/sys/module/rpcrdma2/parameters/ddp
+
+# What the server saw: Read segments at position 0 (Long Calls) and at
+# a non-zero position (NFS WRITE data), Write chunk segments it filled,
+# and Sends With Invalidate (the R bit in our private data).
+TRACE=/results/ctl/server-trace.txt
+[ -s "$TRACE" ] || tb_die "no server trace in $TRACE"
+for pat in 'svcrdma_decode_rseg:.* position=0 ' 'svcrdma_decode_rseg:.* position=[1-9]' \
+	'svcrdma_encode_wseg:' 'svcrdma_post_send:.* inv_rkey=0x'; do
+	n=$(grep -c -E "$pat" "$TRACE" || true)
+	tb_log "server trace: $n events matching '$pat'"
+	((n > 0)) || tb_die "the server's trace has no '$pat'"
 done
 
 # Disconnects injected while Long Calls and Long Replies are in flight:
