@@ -10,7 +10,7 @@
 
 use crate::ib::cm::{CmEvent, CmHandler, CmId, ConnParam, SockAddr};
 use crate::ib::dma::{DmaBuf, DmaDir};
-use crate::ib::mr::{self, FrwrCaps, Mr, MrAccess, MrPool, MrState, MrWr, Segment};
+use crate::ib::mr::{self, FrwrCaps, Mr, MrAccess, MrPool, MrState, MrWr, PageSeg, Segment};
 use crate::ib::qp::{
     Completion, Endpoint, Qp, QpCaps, QpHandler, RecvBatch, RecvCtx, SendChain, SendCtx, SendWr,
     SgeList, MAX_SEND_CHAIN,
@@ -306,10 +306,14 @@ struct Regs {
     /// The rkey the responder invalidated with the reply (Send With
     /// Invalidate), already checked to be one of this RPC's.
     remote_rkey: Option<u32>,
+    /// Scratch page list for mapping one range (room for an MR's depth,
+    /// allocated at connect so that the data path never allocates).
+    pages: KVec<PageSeg>,
 }
 
 impl Regs {
-    fn new(n: usize) -> Result<Self> {
+    fn new(n: usize, depth: usize) -> Result<Self> {
+        let pages = KVec::with_capacity(depth, GFP_KERNEL)?;
         let mut mrs = KVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
             mrs.push(None, GFP_KERNEL)?;
@@ -327,6 +331,7 @@ impl Regs {
             inv_failed: false,
             finish: None,
             remote_rkey: None,
+            pages,
         })
     }
 
@@ -377,6 +382,16 @@ impl Regs {
             .count();
         (n, remote)
     }
+}
+
+/// How much chunk-registration state a connection keeps.
+struct RegSizing {
+    /// Request slots.
+    slots: usize,
+    /// MRs one RPC may use.
+    mrs_per_rpc: usize,
+    /// Pages per MR.
+    depth: usize,
 }
 
 /// FRWR for chunks: the device's sizing and the connection's MR pool.
@@ -447,12 +462,11 @@ impl ConnQp {
         nrecv: usize,
         proto: Arc<ProtoState>,
         stats: Arc<ConnStats>,
-        nslots: usize,
-        mrs_per_rpc: usize,
+        sizing: RegSizing,
     ) -> Result<Self> {
-        let mut regs = KVec::with_capacity(nslots, GFP_KERNEL)?;
-        for _ in 0..nslots {
-            regs.push(Regs::new(mrs_per_rpc)?, GFP_KERNEL)?;
+        let mut regs = KVec::with_capacity(sizing.slots, GFP_KERNEL)?;
+        for _ in 0..sizing.slots {
+            regs.push(Regs::new(sizing.mrs_per_rpc, sizing.depth)?, GFP_KERNEL)?;
         }
         let state = Arc::pin_init(
             try_pin_init!(QpState {
@@ -1017,8 +1031,11 @@ impl Conn {
             nrecv as usize,
             proto_state.clone(),
             stats.clone(),
-            config.max_requests as usize,
-            mrs_per_rpc,
+            RegSizing {
+                slots: config.max_requests as usize,
+                mrs_per_rpc,
+                depth: frwr.map_or(0, |c| c.depth as usize),
+            },
         )?;
         let ep = Endpoint::new(id, &caps, PollContext::Workqueue, qp)?;
         if let Some(frwr) = frwr.filter(|_| segs > 0) {
@@ -1234,14 +1251,33 @@ impl Conn {
         let q = &self.ep.qp().handler().0;
         let c = chunking.ok_or(EIO)?;
         let i = usize::from(slot);
-        {
+        let mut pages = {
             let mut g = q.regs.lock();
             let r = g.get_mut(i).ok_or(EINVAL)?;
             r.reset();
             r.active = true;
             r.xid = xid;
             r.plan = Some(*chunks);
+            core::mem::take(&mut r.pages)
+        };
+        let ret = self.register_ranges(rqst, slot, xid, chunks, c, &mut pages);
+        if let Some(r) = q.regs.lock().get_mut(i) {
+            r.pages = pages;
         }
+        ret
+    }
+
+    fn register_ranges(
+        &self,
+        rqst: &Rqst,
+        slot: u16,
+        xid: u32,
+        chunks: &ChunkPlan,
+        c: &Chunking,
+        pages: &mut KVec<PageSeg>,
+    ) -> Result {
+        let q = &self.ep.qp().handler().0;
+        let i = usize::from(slot);
         let nread = chunks.read_ranges().len();
         for (k, range) in chunks.ranges().iter().enumerate() {
             if range.part == Part::WritePad {
@@ -1255,7 +1291,7 @@ impl Conn {
             } else {
                 (XdrSide::Reply, MrAccess::RemoteWrite)
             };
-            if let Err(e) = rqst.map_range(side, range, &mut mr, access, xid) {
+            if let Err(e) = rqst.map_range(side, range, &mut mr, access, xid, pages) {
                 c.pool.put(mr);
                 if crate::sunrpc::ratelimit() {
                     pr_err!(

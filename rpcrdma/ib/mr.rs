@@ -192,6 +192,13 @@ pub struct PageSeg {
     pub len: u32,
 }
 
+// SAFETY: a `struct page` pointer names a kernel page, which may be used
+// from any thread; `PageSeg` only carries it (the users of the page are
+// the `unsafe` mapping functions, whose callers vouch for its lifetime).
+unsafe impl Send for PageSeg {}
+// SAFETY: as above; shared access only reads the pointer value.
+unsafe impl Sync for PageSeg {}
+
 /// Where an [`Mr`] is in its life (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]

@@ -438,11 +438,12 @@ impl Rqst {
     }
 
     /// Maps `range` of the `side` buffer into `mr` for the peer to access
-    /// as `access` (the iova tagged with `xid`, host order). The whole
-    /// range must fit the MR (the chunk plan sizes ranges by the FRWR
-    /// depth); `EINVAL` for a range outside the buffer, `ENOMEM` if the
-    /// page list cannot be allocated, `EIO` if the MR took only part of
-    /// it.
+    /// as `access` (the iova tagged with `xid`, host order), building the
+    /// page list in `pages` (which needs room for the range's pages: the
+    /// chunk plan sizes ranges by the FRWR depth, and the caller sizes
+    /// `pages` by it, so no allocation happens here). `EINVAL` for a range
+    /// outside the buffer, `ENOMEM` if `pages` is too small, `EIO` if the
+    /// MR took only part of it.
     ///
     /// The caller must invalidate (or drop) the MR before the request is
     /// completed or its buffers freed: the memory belongs to the request.
@@ -453,6 +454,7 @@ impl Rqst {
         mr: &mut crate::ib::mr::Mr,
         access: crate::ib::mr::MrAccess,
         xid: u32,
+        pages: &mut KVec<crate::ib::mr::PageSeg>,
     ) -> Result {
         use crate::proto::Part;
         // SAFETY: as in `chunk_rpc`.
@@ -491,7 +493,13 @@ impl Rqst {
                 let start = (b.page_base as usize).checked_add(off).ok_or(EINVAL)?;
                 let (mut idx, mut in_page) = (start / ps, start % ps);
                 let npages = (in_page + len).div_ceil(ps);
-                let mut segs = KVec::with_capacity(npages, kernel::alloc::flags::GFP_NOWAIT)?;
+                if npages > pages.capacity() {
+                    return Err(ENOMEM);
+                }
+                // SAFETY: 0 is within the capacity; `PageSeg` is `Copy`, so
+                // the old entries need no drop.
+                unsafe { pages.set_len(0) };
+                let segs = pages;
                 let mut left = len;
                 while left > 0 {
                     let take = (ps - in_page).min(left);
@@ -504,6 +512,7 @@ impl Rqst {
                             offset: in_page as u32,
                             len: take as u32,
                         },
+                        // Within the capacity checked above: never allocates.
                         kernel::alloc::flags::GFP_NOWAIT,
                     )?;
                     left -= take;
@@ -512,7 +521,7 @@ impl Rqst {
                 }
                 // SAFETY: the pages belong to the request until it
                 // completes; the caller invalidates the MR before that.
-                let n = unsafe { mr.map_pages(&segs, access, xid)? };
+                let n = unsafe { mr.map_pages(segs, access, xid)? };
                 if n != segs.len() {
                     let _ = mr.unmap();
                     return Err(EIO);

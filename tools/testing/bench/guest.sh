@@ -9,11 +9,9 @@
 #     raw     perftest ib_write_bw / ib_read_bw (1 MiB) and ib_send_lat (4 KiB)
 #     tcp     NFSv4.1 over TCP, default rsize/wsize
 #     c       stock C client rpcrdma.ko, default rsize/wsize
+#     r2      rpcrdma2, default rsize/wsize (chunks, DDP)
 #     c-1k    stock C client, rsize=1024,wsize=1024
 #     r2-1k   rpcrdma2, rsize=1024,wsize=1024 (all RPCs inline)
-#   then once more per job, stopping at the first failure:
-#     r2      rpcrdma2 with the default rsize/wsize (needs chunks; until
-#             they exist the jobs fail, and that failure is recorded)
 #
 # fio runs samples/fio/{randread-4k,seqread-1m,seqwrite-1m}.fio on each NFS
 # configuration.  The repeat loop is outermost so that a drift in host load
@@ -49,11 +47,8 @@ OUT=$RESULTS/bench
 RUNS=$OUT/runs.tsv
 SMALL=rsize=1024,wsize=1024
 # fio may block in the kernel; this bounds every job (ramp + runtime + the
-# time to drain iodepth 1 MiB I/Os at rsize 1024 + slack); the rpcrdma2
-# default-size probe, which is expected to fail, gets less slack.
+# time to drain iodepth 1 MiB I/Os at rsize 1024 + slack).
 JOB_LIMIT=$((RAMP + RUNTIME + 120))
-PROBE_LIMIT=$((RAMP + RUNTIME + 30))
-STUCK=0
 mkdir -p "$OUT"
 printf 'kind\tconfig\tjob\trepeat\tstatus\tfile\tmount_options\n' >"$RUNS"
 
@@ -221,30 +216,12 @@ tb_log "bench: repeats $REPEATS, runtime ${RUNTIME}s + ramp ${RAMP}s, file size 
 for ((rep = 1; rep <= REPEATS; rep++)); do
 	tb_log "===== repeat $rep of $REPEATS"
 	has raw && run_raw "$rep"
-	for cfg in tcp c c-1k r2-1k; do
+	for cfg in tcp c r2 c-1k r2-1k; do
 		has "$cfg" && run_config "$cfg" "$rep"
 	done
 done
 
-# rpcrdma2 at the default rsize/wsize: each job up to N times, stopping at
-# its first failure (expected until Read/Write/Reply chunks exist).
-if has r2; then
-	tb_log "===== rpcrdma2, default rsize/wsize"
-	if use_module rpcrdma2 && opts=$(bench_mount r2); then
-		tb_log "r2 mounted: $opts"
-		for job in "${JOBS[@]}"; do
-			for ((rep = 1; rep <= REPEATS; rep++)); do
-				run_fio r2 "$job" "$rep" "$opts" "$PROBE_LIMIT" || break
-			done
-		done
-		bench_umount || { tb_log "umount of r2 failed"; STUCK=1; }
-	else
-		dmesg >"$OUT/mount.r2.dmesg"
-		for job in "${JOBS[@]}"; do record fio r2 "$job" 1 mount-failed - -; done
-		bench_umount
-	fi
-fi
 # (a mount that would not go away keeps rpcrdma2 busy; the guest powers off)
-((STUCK)) || ! loaded rpcrdma2 || (tb_rmmod rpcrdma2) || tb_log "rmmod rpcrdma2 failed"
+! loaded rpcrdma2 || (tb_rmmod rpcrdma2) || tb_log "rmmod rpcrdma2 failed"
 loaded rpcrdma && { (tb_rmmod rpcrdma) || tb_log "rmmod rpcrdma failed"; }
 tb_log "bench: done ($(($(wc -l <"$RUNS") - 1)) runs recorded)"
