@@ -23,7 +23,10 @@ use crate::sunrpc::xprt::{Rqst, XdrSide, XprtRef};
 use crate::xdr::header::{self, Protocol};
 use crate::xdr::pvtdata;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use kernel::alloc::{flags::GFP_KERNEL, KVec};
+use kernel::alloc::{
+    flags::{GFP_KERNEL, GFP_NOWAIT},
+    KVec,
+};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex, SpinLock};
 use kernel::{new_condvar, new_mutex, new_spinlock};
@@ -270,6 +273,10 @@ impl SendCtx for SendOpCtx {
     }
 }
 
+/// Inline Reply bytes that follow a Write chunk's payload, and the offset
+/// in the Reply where they go.
+type Tail = (u32, KVec<u8>);
+
 /// How an RPC whose MRs are being invalidated ends afterwards.
 #[derive(Clone, Copy, Debug)]
 enum Finish {
@@ -306,6 +313,10 @@ struct Regs {
     /// The rkey the responder invalidated with the reply (Send With
     /// Invalidate), already checked to be one of this RPC's.
     remote_rkey: Option<u32>,
+    /// Inline bytes that follow a Write chunk's payload in the Reply,
+    /// and their offset: written into the Reply after the MRs are
+    /// invalidated and unmapped (they may land in the DMA-mapped pages).
+    tail: Option<Tail>,
     /// Scratch page list for mapping one range (room for an MR's depth,
     /// allocated at connect so that the data path never allocates).
     pages: KVec<PageSeg>,
@@ -331,6 +342,7 @@ impl Regs {
             inv_failed: false,
             finish: None,
             remote_rkey: None,
+            tail: None,
             pages,
         })
     }
@@ -345,6 +357,7 @@ impl Regs {
         self.inv_failed = false;
         self.finish = None;
         self.remote_rkey = None;
+        self.tail = None;
     }
 
     /// Stores an MR that came back; gives it back if there is no room.
@@ -530,10 +543,17 @@ impl QpState {
         }
     }
 
-    /// Ends request `xid` (host order) as `f` says, if it still waits.
-    fn finish(&self, xid: u32, f: Finish) {
+    /// Ends request `xid` (host order) as `f` says, if it still waits,
+    /// after writing a deferred Reply `tail` (see [`Regs::tail`]).
+    fn finish(&self, xid: u32, f: Finish, tail: Option<Tail>) {
         let _ = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| match f {
-            Finish::Complete(len) => rqst.complete(&self.xprt, len),
+            Finish::Complete(len) => match tail {
+                Some((at, bytes)) => match rqst.write_reply_at(at, &bytes) {
+                    Ok(()) => rqst.complete(&self.xprt, len),
+                    Err(e) => rqst.fail(&self.xprt, e.to_errno()),
+                },
+                None => rqst.complete(&self.xprt, len),
+            },
             Finish::Fail(e) => rqst.fail(&self.xprt, e),
         });
     }
@@ -553,7 +573,7 @@ impl QpState {
             if inv.is_some() {
                 self.remote_inv_foreign(xid, inv);
             }
-            self.finish(xid, f);
+            self.finish(xid, f, None);
             return;
         };
         let start = {
@@ -589,9 +609,9 @@ impl QpState {
         }
         self.stats.local_inv.fetch_add(n as u64, Relaxed);
         if n == 0 {
-            let (xid, f) = self.drain_slot(slot);
+            let (xid, f, tail) = self.drain_slot(slot);
             if let Some(f) = f {
-                self.finish(xid, f);
+                self.finish(xid, f, tail);
             }
             return;
         }
@@ -632,7 +652,7 @@ impl QpState {
 
     /// Takes everything out of `slot` (MRs to the pool) and resets it;
     /// returns the XID and how the RPC was to end.
-    fn drain_slot(&self, slot: usize) -> (u32, Option<Finish>) {
+    fn drain_slot(&self, slot: usize) -> (u32, Option<Finish>, Option<Tail>) {
         loop {
             let next = {
                 let mut g = self.regs.lock();
@@ -646,11 +666,15 @@ impl QpState {
         let mut g = self.regs.lock();
         match g.get_mut(slot) {
             Some(r) => {
-                let out = (r.xid, if r.inv_failed { None } else { r.finish });
+                let out = (
+                    r.xid,
+                    if r.inv_failed { None } else { r.finish },
+                    r.tail.take(),
+                );
                 r.reset();
                 out
             }
-            None => (0, None),
+            None => (0, None, None),
         }
     }
 
@@ -688,9 +712,9 @@ impl QpState {
             }
         }
         if last {
-            let (xid, f) = self.drain_slot(slot);
+            let (xid, f, tail) = self.drain_slot(slot);
             if let Some(f) = f {
-                self.finish(xid, f);
+                self.finish(xid, f, tail);
             }
         }
     }
@@ -730,6 +754,24 @@ impl QpState {
             }
         };
         self.end_rpc(qp, xid, f, inv);
+    }
+
+    /// Keeps a copy of the inline bytes that follow a Write chunk's
+    /// payload (none with Linux's NFS client, whose COMPOUNDs end with
+    /// READ) for [`QpState::finish`] to write at offset `at`.
+    fn defer_tail(&self, xid: u32, at: u32, tail: &[u8]) -> Result {
+        if tail.is_empty() {
+            return Ok(());
+        }
+        let mut v = KVec::with_capacity(tail.len(), GFP_NOWAIT)?;
+        v.extend_from_slice(tail, GFP_NOWAIT)?;
+        let mut g = self.regs.lock();
+        let r = g
+            .iter_mut()
+            .find(|r| r.active && r.xid == xid)
+            .ok_or(EINVAL)?;
+        r.tail = Some((at, v));
+        Ok(())
     }
 
     /// A Send With Invalidate named `rkey`, which is none of RPC `xid`'s
@@ -788,7 +830,7 @@ impl QpState {
                 ..
             })) => {
                 let placed = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
-                    rqst.place_written(head, written, tail)
+                    rqst.place_written(head, written, tail.len() as u32)
                 });
                 match placed {
                     None => {
@@ -796,13 +838,26 @@ impl QpState {
                         // Its MRs (if still registered) go with the slot.
                         Finish::Fail(EIO.to_errno())
                     }
-                    Some(Ok(len)) => {
-                        self.stats.rdma_reply.fetch_add(u64::from(written), Relaxed);
-                        self.stats
-                            .reply_bytes
-                            .fetch_add((head.len() + tail.len()) as u64, Relaxed);
-                        Finish::Complete(i32::try_from(len).unwrap_or(i32::MAX))
-                    }
+                    Some(Ok((at, len))) => match self.defer_tail(xid, at, tail) {
+                        Ok(()) => {
+                            self.stats.rdma_reply.fetch_add(u64::from(written), Relaxed);
+                            self.stats
+                                .reply_bytes
+                                .fetch_add((head.len() + tail.len()) as u64, Relaxed);
+                            Finish::Complete(i32::try_from(len).unwrap_or(i32::MAX))
+                        }
+                        Err(e) => {
+                            if crate::sunrpc::ratelimit() {
+                                pr_err!(
+                                    "reply: xid {:#010x}: no memory for {} inline bytes after the payload ({:?})\n",
+                                    xid,
+                                    tail.len(),
+                                    e
+                                );
+                            }
+                            Finish::Fail(e.to_errno())
+                        }
+                    },
                     Some(Err(e)) => {
                         self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
                         if crate::sunrpc::ratelimit() {

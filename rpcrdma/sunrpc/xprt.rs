@@ -375,20 +375,23 @@ impl Rqst {
         Ok(())
     }
 
-    /// Assembles a Reply whose payload the responder wrote into the reply
-    /// pages through a Write chunk: `head` goes to the start of the
-    /// receive buffer (a head shorter than `head[0].iov_len` trims
+    /// Starts assembling a Reply whose payload the responder wrote into
+    /// the reply pages through a Write chunk: `head` goes to the start of
+    /// the receive buffer (a head shorter than `head[0].iov_len` trims
     /// `head[0]`, in `rq_rcv_buf` and `rq_private_buf` alike, so that the
-    /// pages follow it directly, as C `rpcrdma_inline_fixup` does), the
-    /// `written` payload bytes are already in the pages, and `tail` (the
-    /// inline bytes after the payload) goes right after the payload and
-    /// its XDR roundup, where a contiguous Reply would have it. Returns
-    /// the Reply's length for [`Rqst::complete`].
+    /// pages follow it directly, as C `rpcrdma_inline_fixup` does), and the
+    /// `written` payload bytes are already in the pages. The `tail_len`
+    /// inline bytes after the payload belong right after the payload and
+    /// its XDR roundup, where a contiguous Reply has them; that offset
+    /// (which may lie in the pages) and the Reply's length for
+    /// [`Rqst::complete`] are returned. The caller writes the tail there
+    /// with [`Rqst::write_reply_at`] once the pages are no longer mapped
+    /// for DMA (unmapping a bounce-buffered mapping copies the device's
+    /// view back over the pages).
     ///
     /// `EINVAL` if `written` exceeds the pages or the parts do not fit.
-    pub fn place_written(&self, head: &[u8], written: u32, tail: &[u8]) -> Result<u32> {
+    pub fn place_written(&self, head: &[u8], written: u32, tail_len: u32) -> Result<(u32, u32)> {
         let h = u32::try_from(head.len()).map_err(|_| EINVAL)?;
-        let t = u32::try_from(tail.len()).map_err(|_| EINVAL)?;
         // SAFETY: the rqst is alive and pinned by the caller of
         // `with_rqst`; no one else touches its receive buffer until it is
         // completed.
@@ -400,7 +403,7 @@ impl Rqst {
             }
             let planned = (*rcv).head[0].iov_len;
             if head.len() < planned {
-                if t != 0 {
+                if tail_len != 0 {
                     return Err(EINVAL);
                 }
                 let delta = planned - head.len();
@@ -415,26 +418,37 @@ impl Rqst {
         let payload_end = h
             .checked_add(written.checked_next_multiple_of(4).ok_or(EINVAL)?)
             .ok_or(EINVAL)?;
-        let total = payload_end.checked_add(t).ok_or(EINVAL)?;
+        let total = payload_end.checked_add(tail_len).ok_or(EINVAL)?;
         if total as usize > self.reply_buflen() {
             return Err(crate::errno::emsgsize());
         }
-        for (at, bytes, len) in [(0, head, h), (payload_end, tail, t)] {
-            if len == 0 {
-                continue;
-            }
-            // SAFETY: as in `copy_reply`.
-            let ret = unsafe {
-                bindings::write_bytes_to_xdr_buf(
-                    addr_of_mut!((*self.raw()).rq_private_buf),
-                    at,
-                    bytes.as_ptr().cast_mut().cast(),
-                    len,
-                )
-            };
-            kernel::error::to_result(ret)?;
+        self.write_reply_at(0, head)?;
+        Ok((payload_end, total))
+    }
+
+    /// Writes `bytes` at offset `at` of the Reply (`rq_private_buf`,
+    /// which shares its memory with `rq_rcv_buf`); `EMSGSIZE` past its
+    /// end.
+    pub fn write_reply_at(&self, at: u32, bytes: &[u8]) -> Result {
+        let len = u32::try_from(bytes.len()).map_err(|_| EINVAL)?;
+        if len == 0 {
+            return Ok(());
         }
-        Ok(total)
+        if at as usize + bytes.len() > self.reply_buflen() {
+            return Err(crate::errno::emsgsize());
+        }
+        // SAFETY: the rqst is alive and pinned by the caller of
+        // `with_rqst`; `bytes` is valid for `len` bytes; the function
+        // checks the range against the xdr_buf.
+        let ret = unsafe {
+            bindings::write_bytes_to_xdr_buf(
+                addr_of_mut!((*self.raw()).rq_private_buf),
+                at,
+                bytes.as_ptr().cast_mut().cast(),
+                len,
+            )
+        };
+        kernel::error::to_result(ret)
     }
 
     /// Maps `range` of the `side` buffer into `mr` for the peer to access
@@ -577,22 +591,7 @@ impl Rqst {
     /// (`rq_private_buf`, which shares its memory with `rq_rcv_buf`).
     /// Fails with `EMSGSIZE` if it does not fit.
     pub fn copy_reply(&self, data: &[u8]) -> Result {
-        if data.len() > self.reply_buflen() {
-            return Err(crate::errno::emsgsize());
-        }
-        let len = u32::try_from(data.len()).map_err(|_| EINVAL)?;
-        // SAFETY: the rqst is alive and pinned by the caller of
-        // `with_rqst`; `data` is valid for `len` bytes; the function
-        // checks the range against the xdr_buf.
-        let ret = unsafe {
-            bindings::write_bytes_to_xdr_buf(
-                addr_of_mut!((*self.raw()).rq_private_buf),
-                0,
-                data.as_ptr().cast_mut().cast(),
-                len,
-            )
-        };
-        kernel::error::to_result(ret)
+        self.write_reply_at(0, data)
     }
 
     /// Completes the request with a reply of `len` bytes (or a negative
