@@ -284,6 +284,21 @@ impl Transport {
         }
     }
 
+    /// The version a Call may be sent in now: the connection is
+    /// established, the version known and a credit free.
+    fn sendable(&self) -> Result<Protocol, CallError> {
+        let Some(protocol) = self.neg.protocol() else {
+            return Err(CallError::NotConnected);
+        };
+        if !self.established {
+            return Err(CallError::NotConnected);
+        }
+        if !self.credits.may_send() {
+            return Err(CallError::NoCredits);
+        }
+        Ok(protocol)
+    }
+
     /// Decides how to send Call `xid`: `call_len` is the RPC Call
     /// (`rq_snd_buf.len`), `reply_buflen` the largest expected Reply
     /// (`rq_rcv_buf.buflen`). On success the Call is counted as sent:
@@ -295,15 +310,7 @@ impl Transport {
         call_len: u32,
         reply_buflen: u32,
     ) -> Result<CallPlan, CallError> {
-        let Some(mut protocol) = self.neg.protocol() else {
-            return Err(CallError::NotConnected);
-        };
-        if !self.established {
-            return Err(CallError::NotConnected);
-        }
-        if !self.credits.may_send() {
-            return Err(CallError::NoCredits);
-        }
+        let mut protocol = self.sendable()?;
         // Without chunks (max_segs == 0) a Reply buffer larger than the
         // reply threshold is not refused here: most replies are far
         // smaller than their buffer (READLINK, READDIR, GETACL), and one
@@ -369,15 +376,7 @@ impl Transport {
         page_size: u32,
         max_mr_pages: u32,
     ) -> Result<(CallPlan, ChunkPlan), CallError> {
-        let Some(mut protocol) = self.neg.protocol() else {
-            return Err(CallError::NotConnected);
-        };
-        if !self.established {
-            return Err(CallError::NotConnected);
-        }
-        if !self.credits.may_send() {
-            return Err(CallError::NoCredits);
-        }
+        let mut protocol = self.sendable()?;
         let limits = Limits::new(&self.config, page_size, max_mr_pages);
         let mut plan = chunks::plan(rpc, &self.thresholds, &limits).map_err(CallError::Plan)?;
         if self.neg.phase() == (Phase::Probing { probe: None }) && !plan.is_inline() {
