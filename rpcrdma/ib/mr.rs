@@ -928,7 +928,9 @@ fn post_inv_chain<Q: QpHandler>(
         // The chain is posted when full, so there is room.
         let _ = chain.push(wr);
         if last || chain.len() == MAX_SEND_CHAIN {
-            res = qp.post_send(core::mem::take(&mut chain));
+            // In place: a second chain (a moved-out copy) would double the
+            // stack this takes.
+            res = qp.post_send_chain(&mut chain);
         }
     }
     res

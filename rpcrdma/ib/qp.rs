@@ -42,9 +42,12 @@ use super::mr::{Mr, MrOp};
 use super::verbs::{Cq, Pd, PollContext};
 use super::{errno, Device};
 use crate::bindings;
+use core::convert::Infallible;
 use core::ffi::c_void;
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use kernel::alloc::Flags;
+use kernel::init::init_array_from_fn;
 use kernel::prelude::*;
 use kernel::sync::{Arc, SpinLock};
 use kernel::types::Opaque;
@@ -440,6 +443,15 @@ impl<C: SendCtx> SendChain<C> {
         }
     }
 
+    /// An empty chain on the heap, initialised in place: with large
+    /// contexts a chain takes a few KiB, which [`SendChain::new`] followed
+    /// by a move into a box would put on the stack first. Post it with
+    /// [`Qp::post_send_chain`].
+    pub fn new_boxed(flags: Flags) -> Result<KBox<Self>> {
+        let wrs = init_array_from_fn::<_, MAX_SEND_CHAIN, _, Infallible>(|_| None);
+        KBox::init(init!(SendChain { wrs <- wrs, len: 0 }), flags)
+    }
+
     /// Appends a WR; gives it back when the chain is full.
     pub fn push(&mut self, wr: SendWr<C>) -> core::result::Result<(), SendWr<C>> {
         match self.wrs.get_mut(self.len) {
@@ -523,11 +535,13 @@ union SendWrBuf {
     rdma: bindings::ib_rdma_wr,
 }
 
-/// A Send-ring slot: the context and the MR operation its WR started
-/// (set only when the post moved the MR's state, so only that WR's
-/// completion moves it on).
+/// A Send-ring slot: the WR as posted (context, operation, flags) and the
+/// MR operation it started (set only when the post moved the MR's state,
+/// so only that WR's completion moves it on).
 struct SendSlot<C> {
     ctx: C,
+    op: SendOp,
+    flags: i32,
     mr_op: Option<MrOp>,
 }
 
@@ -538,6 +552,17 @@ impl<C: SendCtx> SendSlot<C> {
             mr.end_op(op, c);
         }
         self.ctx
+    }
+
+    /// A WR that was never posted: undoes its MR operation, if any, and
+    /// gives the WR back.
+    fn unpost(self) -> SendWr<C> {
+        let (op, flags) = (self.op, self.flags);
+        SendWr {
+            ctx: self.finish(&Completion::Aborted),
+            op,
+            flags,
+        }
     }
 }
 
@@ -886,8 +911,32 @@ impl<Q: QpHandler> Qp<Q> {
     /// Failure is as for [`Qp::post_recv`], through
     /// [`QpHandler::send_done`]. WRs the provider accepted before one it
     /// refused stay posted and complete normally.
+    ///
+    /// A chain is large (up to [`MAX_SEND_CHAIN`] WRs with their contexts
+    /// inline): callers on deep stacks should keep theirs somewhere else
+    /// (e.g. in a `KBox`) and use [`Qp::post_send_chain`].
     pub fn post_send(&self, mut chain: SendChain<Q::SendCtx>) -> Result {
-        let n = chain.len;
+        self.post_send_chain(&mut chain)
+    }
+
+    /// Posts the WRs of `chain` as [`Qp::post_send`] does, in place: the
+    /// chain is empty afterwards (every WR was posted or handed back), so
+    /// it can be reused. Needs no stack for the WRs themselves.
+    pub fn post_send_chain(&self, chain: &mut SendChain<Q::SendCtx>) -> Result {
+        let n = chain.len.min(MAX_SEND_CHAIN);
+        chain.len = 0;
+        let wrs = chain.wrs.get_mut(..n).unwrap_or_default();
+        self.post_wrs(wrs)
+    }
+
+    /// Posts `wrs` (all `Some`), linked in order, in one `ib_post_send()`.
+    /// Every WR is taken out of `wrs`: posted, or handed back through
+    /// [`QpHandler::send_done`] as [`Completion::Aborted`]. The WRs not
+    /// posted are put back into their own entries of `wrs` under the lock
+    /// (not into a local array), so a post uses little stack whatever the
+    /// size of the contexts.
+    fn post_wrs(&self, wrs: &mut [Option<SendWr<Q::SendCtx>>]) -> Result {
+        let n = wrs.len().min(MAX_SEND_CHAIN);
         // Slots filled by this call, and how many of those were posted.
         let (mut filled, mut posted) = (0, 0);
         let mut guard = self.send.lock();
@@ -909,20 +958,26 @@ impl<Q: QpHandler> Qp<Q> {
             let mut sge_at = 0;
             for i in 0..n {
                 let slot = wrap(st.head + i, cap);
-                let Some(wr) = chain.wrs.get_mut(i).and_then(|w| w.take()) else {
+                let Some(wr) = wrs.get_mut(i).and_then(|w| w.take()) else {
                     return Err(EINVAL);
                 };
                 let (op, flags) = (wr.op, wr.flags);
                 let (Some(dst), Some(cqe)) = (st.ctxs.get_mut(slot), self.send_cqes.get(slot))
                 else {
+                    // Unreachable (the ring and the cqes have `cap` entries).
+                    if let Some(w) = wrs.get_mut(i) {
+                        *w = Some(wr);
+                    }
                     return Err(EINVAL);
                 };
                 *dst = Some(SendSlot {
                     ctx: wr.ctx,
+                    op,
+                    flags,
                     mr_op: None,
                 });
                 filled = i + 1;
-                let Some(SendSlot { ctx, mr_op }) = dst.as_mut() else {
+                let Some(SendSlot { ctx, mr_op, .. }) = dst.as_mut() else {
                     return Err(EINVAL);
                 };
                 let max = st.max_sge;
@@ -1052,25 +1107,22 @@ impl<Q: QpHandler> Qp<Q> {
             }
             Ok(())
         })();
-        // Contexts not posted: those still in the chain, and those moved to
-        // slots beyond the head.
-        let mut back: [Option<SendSlot<Q::SendCtx>>; MAX_SEND_CHAIN] =
-            core::array::from_fn(|_| None);
+        // WRs not posted: those moved to slots beyond the head go back to
+        // their entries of `wrs` (their MR operations undone), next to
+        // those never taken out.
         if res.is_err() {
             let cap = st.cap();
             for i in posted..filled {
                 let slot = wrap(st.head + i - posted, cap);
-                if let (Some(src), Some(dst)) = (st.ctxs.get_mut(slot), back.get_mut(i)) {
-                    *dst = src.take();
+                if let (Some(src), Some(dst)) = (st.ctxs.get_mut(slot), wrs.get_mut(i)) {
+                    if let Some(s) = src.take() {
+                        *dst = Some(s.unpost());
+                    }
                 }
             }
         }
         drop(guard);
-        for slot in back.iter_mut().filter_map(|c| c.take()) {
-            let ctx = slot.finish(&Completion::Aborted);
-            self.handler.send_done(self, ctx, Completion::Aborted);
-        }
-        for wr in chain.wrs.iter_mut().filter_map(|w| w.take()) {
+        for wr in wrs.iter_mut().filter_map(|w| w.take()) {
             self.handler.send_done(self, wr.ctx, Completion::Aborted);
         }
         res
@@ -1078,10 +1130,8 @@ impl<Q: QpHandler> Qp<Q> {
 
     /// Posts one Send-queue WR.
     pub fn post_send_one(&self, wr: SendWr<Q::SendCtx>) -> Result {
-        let mut c = SendChain::new();
-        // A new chain has room for one.
-        let _ = c.push(wr);
-        self.post_send(c)
+        // Not a `SendChain`: that would put MAX_SEND_CHAIN WRs on the stack.
+        self.post_wrs(&mut [Some(wr)])
     }
 
     /// A Send-queue completion: retire every earlier unsignalled WR, then
