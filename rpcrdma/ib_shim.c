@@ -10,6 +10,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/netdevice.h>
+#include <linux/sched/task_stack.h>
 #include <net/net_namespace.h>
 
 #include "ib_shim.h"
@@ -212,4 +213,21 @@ void *rpcrdma2_shim_page_address(struct page *page)
 unsigned long rpcrdma2_shim_page_size(void)
 {
 	return PAGE_SIZE;
+}
+
+unsigned long rpcrdma2_shim_stack_max_used(bool *end_intact)
+{
+	unsigned long *end = end_of_stack(current);
+	unsigned long *top = (unsigned long *)((char *)task_stack_page(current) + THREAD_SIZE);
+	unsigned long *n = end + 1;
+
+	*end_intact = *end == STACK_END_MAGIC;
+	while (n < top && !*n)
+		n++;
+	return (unsigned long)top - (unsigned long)n;
+}
+
+unsigned long rpcrdma2_shim_stack_size(void)
+{
+	return THREAD_SIZE;
 }

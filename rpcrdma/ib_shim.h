@@ -2,8 +2,8 @@
 /*
  * C side of the RDMA layer (rpcrdma/ib/): real functions for the
  * static inlines and macros of ib_verbs.h and rdma_cm.h that Rust cannot
- * call, the module's struct ib_client, and one netdev address lookup for
- * the KUnit loopback test.
+ * call, the module's struct ib_client, and one netdev address lookup and
+ * a stack-use probe for the KUnit loopback tests.
  *
  * rpcrdma2_shim_*  are implemented in C (ib_shim.c) and called from Rust.
  * rpcrdma2_rs_*    are implemented in Rust (#[no_mangle]) and called from C.
@@ -97,5 +97,12 @@ struct page *rpcrdma2_shim_alloc_page(void);
 void rpcrdma2_shim_free_page(struct page *page);
 void *rpcrdma2_shim_page_address(struct page *page);
 unsigned long rpcrdma2_shim_page_size(void);
+/*
+ * The most bytes of the current task's stack ever used (its stack is
+ * zeroed at allocation; counts from the top down to the lowest non-zero
+ * word above the end marker), and whether STACK_END_MAGIC is intact.
+ */
+unsigned long rpcrdma2_shim_stack_max_used(bool *end_intact);
+unsigned long rpcrdma2_shim_stack_size(void);
 
 #endif /* RPCRDMA2_IB_SHIM_H */

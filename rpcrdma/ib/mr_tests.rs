@@ -12,9 +12,6 @@
 //! rkey fails, and that a registration flushed by a dead QP makes the MR
 //! `Broken`, which the pool deregisters and replaces.
 
-// The loopback case and its helpers are disabled (see the suite below).
-#![allow(dead_code)]
-
 use super::cm::{CmId, ConnParam, Incoming, Listener, SockAddr};
 use super::dma::{DmaBuf, DmaDir};
 use super::mr::{
@@ -25,23 +22,18 @@ use super::qp::{
     Completion, Endpoint, Qp, QpCaps, QpHandler, RecvBatch, RecvCtx, SendChain, SendCtx, SendWr,
     SgeList, WcOpcode,
 };
-use super::tests::{device_and_ip, step, CmLog, Seen, STEP_MS};
+use super::tests::{check_stack_headroom, device_and_ip, step, CmLog, Seen, STEP_MS};
 use super::verbs::{Pd, PollContext};
-use super::Net;
+use super::{DeviceRef, Net};
 use crate::bindings;
 use crate::kunit::{Failure, TestResult};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex};
 
-// frwr_loopback is out of the suite until a memory-corruption bug is
-// found: in about one run in three the guest crashed during or just after
-// it (twice with RIP inside test MR A's buffer, after the server's RDMA
-// Write through A's invalidated rkey), which would take down every test
-// that loads the module. FRWR is not used by the transport yet (issue 5);
-// re-enable the case together with the fix.
 kunit_suite!(rpcrdma2_frwr {
     frwr_sizing,
     frwr_map_rules,
+    frwr_loopback,
 });
 
 /// `frwr_query_device()`'s arithmetic, and the device's numbers.
@@ -432,13 +424,79 @@ fn sends(s: &Shared, n: usize) -> bool {
     s.wait(|l| l.sends.len() >= n)
 }
 
+/// The connected client and server of [`frwr_loopback`] (fields drop in
+/// this order: the endpoints before their listener).
+struct Pair {
+    client: Ep,
+    server: Ep,
+    listener: Listener,
+    /// What the client's and the server's QP handlers got back.
+    cs: Arc<Shared>,
+    ss: Arc<Shared>,
+}
+
 /// Registration, remote access, three ways of invalidation, reuse refusal,
 /// a failing access after invalidation, and recovery of a broken MR.
+///
+/// Each phase is a function of its own that is never inlined, and the
+/// chains are boxed: a KUnit case runs on a 16 KiB kernel stack without a
+/// guard page (no `CONFIG_VMAP_STACK` in the testbed), and all of this in
+/// one frame (9.4 KiB) plus a post and rxe under it once ran off the end
+/// of the stack and corrupted the memory below it (see design-ib.rst).
 fn frwr_loopback() -> TestResult {
     // Declared first so that it is dropped last, after every MR.
     let mut pages = Pages::new()?;
     let (dev, ip) = device_and_ip()?;
     let caps = step!(FrwrCaps::query(&dev), "FRWR device query");
+    let p = connect_pair(&dev, ip)?;
+    // The client's MRs: A (kmalloc buffer, the peer writes), B (three
+    // page pieces, the peer reads), C (small buffer, async LOCAL_INV).
+    let pool = step!(
+        MrPool::new(p.client.pd(), caps, 4),
+        "allocating the MR pool"
+    );
+    kassert_eq!(pool.available(), 4);
+    let (sa, sb, sc, b_len) = register_and_advertise(&p, &pool, &mut pages)?;
+    server_write_read(&p, sa, sb, b_len)?;
+    let (a, b) = remote_and_sync_invalidation(&p, sa, sb)?;
+    let c = async_invalidation(&p, sc)?;
+    write_after_invalidation(&p, sa)?;
+    unmap_all(&pool, a, b, c)?;
+    broken_mr(&p, &pool)?;
+
+    let _ = p.server.disconnect();
+    let Pair {
+        client,
+        server,
+        listener,
+        cs,
+        ss,
+    } = p;
+    drop(client);
+    drop(server);
+    drop(listener);
+    for (name, s, sent) in [("client", &cs, 0usize), ("server", &ss, 0usize)] {
+        let log = s.log.lock();
+        pr_info!(
+            "frwr {}: {} received, {} flushed/aborted, {} send completions\n",
+            name,
+            log.received.len(),
+            log.recv_other,
+            log.sends.len()
+        );
+        kassert_eq!(log.received.len() + log.recv_other, RECVS);
+        kassert_eq!(log.mrs.len(), sent);
+    }
+    drop(pool);
+    kassert!(Arc::into_unique_or_drop(cs).is_some());
+    kassert!(Arc::into_unique_or_drop(ss).is_some());
+    check_stack_headroom()
+}
+
+/// Connects a client endpoint to a server endpoint through a listener on
+/// `ip`, with Receives posted on both.
+#[inline(never)]
+fn connect_pair(dev: &DeviceRef, ip: [u8; 4]) -> core::result::Result<Pair, Failure> {
     let listener = step!(
         Listener::new(Net::init(), &SockAddr::ipv4(ip, 0), 4),
         "creating the listener"
@@ -497,11 +555,24 @@ fn frwr_loopback() -> TestResult {
         scm.wait(|e| matches!(e, Seen::Established(_))),
         Some(Seen::Established(_))
     ));
+    Ok(Pair {
+        client,
+        server,
+        listener,
+        cs,
+        ss,
+    })
+}
 
-    // The client's MRs: A (kmalloc buffer, the peer writes), B (three
-    // page pieces, the peer reads), C (small buffer, async LOCAL_INV).
-    let pool = step!(MrPool::new(client.pd(), caps, 4), "allocating the MR pool");
-    kassert_eq!(pool.available(), 4);
+/// Maps A, B and C from `pool` and posts REG_MR x3 chained in front of the
+/// Send that advertises them (one post); returns their segments and B's
+/// length. The MRs end up `Registered` in the client's log.
+#[inline(never)]
+fn register_and_advertise(
+    p: &Pair,
+    pool: &MrPool,
+    pages: &mut Pages,
+) -> core::result::Result<(Segment, Segment, Segment, usize), Failure> {
     const A_LEN: usize = 6000;
     let mut a = step!(pool.get().ok_or(ENOMEM), "taking an MR");
     let mut a_buf = step!(KVec::from_elem(0xaau8, A_LEN, GFP_KERNEL), "allocating");
@@ -539,8 +610,8 @@ fn frwr_loopback() -> TestResult {
         },
     ];
     let mut b = step!(pool.get().ok_or(ENOMEM), "taking an MR");
-    // SAFETY: `pages` outlives every MR of this test (declared first) and
-    // is not touched by the CPU while B is mapped.
+    // SAFETY: `pages` outlives every MR of this test (frwr_loopback
+    // declares it first) and is not touched by the CPU while B is mapped.
     let n = step!(
         unsafe { b.map_pages(&segs, MrAccess::RemoteRead, XID + 1) },
         "mapping pages"
@@ -574,17 +645,20 @@ fn frwr_loopback() -> TestResult {
     for s in [&sa, &sb, &sc] {
         step!(seg_bytes(s, &mut ad), "encoding");
     }
-    let mut chain = SendChain::new();
+    let ad_ctx = buf(p.client.pd(), ad.len(), DmaDir::ToDevice, 1, |i| ad[i])?;
+    let mut chain = step!(SendChain::new_boxed(GFP_KERNEL), "allocating");
     kassert!(chain.push(SendWr::reg_mr(Ctx::Mr(MrWr::new(a)))).is_ok());
     kassert!(chain.push(SendWr::reg_mr(Ctx::Mr(MrWr::new(b)))).is_ok());
     kassert!(chain.push(SendWr::reg_mr(Ctx::Mr(MrWr::new(c)))).is_ok());
-    let ad_len = ad.len();
-    let ad_ctx = buf(client.pd(), ad_len, DmaDir::ToDevice, 1, |i| ad[i])?;
     kassert!(chain.push(SendWr::send(ad_ctx).signaled()).is_ok());
-    step!(client.qp().post_send(chain), "posting REG_MR x3 + Send");
-    kassert!(sends(&cs, 4));
+    step!(
+        p.client.qp().post_send_chain(&mut chain),
+        "posting REG_MR x3 + Send"
+    );
+    kassert!(chain.is_empty());
+    kassert!(sends(&p.cs, 4));
     {
-        let log = cs.log.lock();
+        let log = p.cs.log.lock();
         // The three unsignalled REG_MRs were retired by the Send's completion.
         kassert_eq!(
             log.sends.as_slice(),
@@ -598,50 +672,71 @@ fn frwr_loopback() -> TestResult {
         kassert_eq!(log.mrs.len(), 3);
         kassert!(log.mrs.iter().all(|m| m.state() == MrState::Registered));
     }
+    Ok((sa, sb, sc, b_len))
+}
 
-    // Server: read the advertisement, RDMA Write into A, RDMA Read B.
-    kassert!(ss.wait(|l| !l.received.is_empty()));
+/// The server reads the advertisement, RDMA-Writes a pattern into A and
+/// RDMA-Reads B (bytes checked).
+#[inline(never)]
+fn server_write_read(p: &Pair, sa: Segment, sb: Segment, b_len: usize) -> TestResult {
+    kassert!(p.ss.wait(|l| !l.received.is_empty()));
     let (ra, rb) = {
-        let log = ss.log.lock();
+        let log = p.ss.log.lock();
         let msg = &log.received[0].0;
         kassert_eq!(msg.len(), 48);
         (seg_from(&msg[0..16]), seg_from(&msg[16..32]))
     };
     kassert_eq!(ra, Some(sa));
     kassert_eq!(rb, Some(sb));
-    let w = buf(server.pd(), A_LEN, DmaDir::ToDevice, 10, |i| {
-        (i as u8) ^ 0x5a
-    })?;
-    let r = buf(server.pd(), b_len, DmaDir::FromDevice, 11, |_| 0)?;
-    let mut chain = SendChain::new();
+    let w = buf(
+        p.server.pd(),
+        sa.length as usize,
+        DmaDir::ToDevice,
+        10,
+        |i| (i as u8) ^ 0x5a,
+    )?;
+    let r = buf(p.server.pd(), b_len, DmaDir::FromDevice, 11, |_| 0)?;
+    let mut chain = step!(SendChain::new_boxed(GFP_KERNEL), "allocating");
     kassert!(chain
         .push(SendWr::rdma_write(w, sa.offset, sa.handle))
         .is_ok());
     kassert!(chain
         .push(SendWr::rdma_read(r, sb.offset, sb.handle).signaled())
         .is_ok());
-    step!(server.qp().post_send(chain), "posting RDMA Write + Read");
-    kassert!(sends(&ss, 2));
-    {
-        let log = ss.log.lock();
-        kassert_eq!(
-            log.sends.as_slice(),
-            &[(10, 1, None), (11, 0, Some(WcOpcode::RdmaRead))][..]
-        );
-        kassert_eq!(log.reads.len(), 1);
-        let data = &log.reads[0].1;
-        kassert_eq!(data.len(), b_len);
-        let bad = data
-            .iter()
-            .enumerate()
-            .position(|(i, x)| *x != b_pattern(i));
-        kassert_eq!(bad, None);
-    }
-
-    // Remote invalidation: Send With Invalidate of B's rkey.
-    let inv = buf(server.pd(), 8, DmaDir::ToDevice, 12, |_| 0x11)?;
     step!(
-        server
+        p.server.qp().post_send_chain(&mut chain),
+        "posting RDMA Write + Read"
+    );
+    kassert!(sends(&p.ss, 2));
+    let log = p.ss.log.lock();
+    kassert_eq!(
+        log.sends.as_slice(),
+        &[(10, 1, None), (11, 0, Some(WcOpcode::RdmaRead))][..]
+    );
+    kassert_eq!(log.reads.len(), 1);
+    let data = &log.reads[0].1;
+    kassert_eq!(data.len(), b_len);
+    let bad = data
+        .iter()
+        .enumerate()
+        .position(|(i, x)| *x != b_pattern(i));
+    kassert_eq!(bad, None);
+    Ok(())
+}
+
+/// Send With Invalidate of B's rkey (remote invalidation), synchronous
+/// LOCAL_INV of A, and REG_MR of the invalidated A refused; returns A and
+/// B, both `Invalidated`.
+#[inline(never)]
+fn remote_and_sync_invalidation(
+    p: &Pair,
+    sa: Segment,
+    sb: Segment,
+) -> core::result::Result<(Mr, Mr), Failure> {
+    let (cs, client) = (&p.cs, &p.client);
+    let inv = buf(p.server.pd(), 8, DmaDir::ToDevice, 12, |_| 0x11)?;
+    step!(
+        p.server
             .qp()
             .post_send_one(SendWr::send_with_inv(inv, sb.handle).signaled()),
         "posting Send With Invalidate"
@@ -683,40 +778,52 @@ fn frwr_loopback() -> TestResult {
         .qp()
         .post_send_one(SendWr::reg_mr(Ctx::Mr(MrWr::new(a))));
     kassert_eq!(res, Err(EBUSY));
-    kassert!(sends(&cs, before + 1));
+    kassert!(sends(cs, before + 1));
     kassert_eq!(cs.log.lock().sends[before], (sa.handle, 3, None));
-    let mut a = step!(cs.take_mr(sa.handle).ok_or(ENOENT), "finding A");
+    let a = step!(cs.take_mr(sa.handle).ok_or(ENOENT), "finding A");
     kassert_eq!(a.state(), MrState::Invalidated);
+    Ok((a, b))
+}
 
-    // Asynchronous LOCAL_INV of C: comes back through send_done, last.
+/// Asynchronous LOCAL_INV of C: comes back through send_done, last.
+#[inline(never)]
+fn async_invalidation(p: &Pair, sc: Segment) -> core::result::Result<Mr, Failure> {
+    let cs = &p.cs;
     let c = step!(cs.take_mr(sc.handle).ok_or(ENOENT), "finding C");
     let mut list = KVec::new();
     step!(list.push(c, GFP_KERNEL), "allocating");
     step!(
-        post_local_inv(client.qp(), list, Ctx::Mr),
+        post_local_inv(p.client.qp(), list, Ctx::Mr),
         "posting LOCAL_INV"
     );
     kassert!(cs.wait(|l| l.inv_last));
-    let mut c = step!(cs.take_mr(sc.handle).ok_or(ENOENT), "finding C");
+    let c = step!(cs.take_mr(sc.handle).ok_or(ENOENT), "finding C");
     kassert_eq!(c.state(), MrState::Invalidated);
+    Ok(c)
+}
 
-    // The server's RDMA Write through A's invalidated rkey fails.
-    let w = buf(server.pd(), 64, DmaDir::ToDevice, 13, |_| 0x33)?;
+/// The server's RDMA Write through A's invalidated rkey fails.
+#[inline(never)]
+fn write_after_invalidation(p: &Pair, sa: Segment) -> TestResult {
+    let w = buf(p.server.pd(), 64, DmaDir::ToDevice, 13, |_| 0x33)?;
     step!(
-        server
+        p.server
             .qp()
             .post_send_one(SendWr::rdma_write(w, sa.offset, sa.handle).signaled()),
         "posting RDMA Write after invalidation"
     );
-    kassert!(sends(&ss, 4));
-    {
-        let log = ss.log.lock();
-        pr_info!("frwr: write after invalidation: {:?}\n", log.sends[3]);
-        kassert_eq!(log.sends[2], (12, 0, Some(WcOpcode::Send)));
-        kassert_eq!((log.sends[3].0, log.sends[3].1), (13, 2));
-    }
+    kassert!(sends(&p.ss, 4));
+    let log = p.ss.log.lock();
+    pr_info!("frwr: write after invalidation: {:?}\n", log.sends[3]);
+    kassert_eq!(log.sends[2], (12, 0, Some(WcOpcode::Send)));
+    kassert_eq!((log.sends[3].0, log.sends[3].1), (13, 2));
+    Ok(())
+}
 
-    // Unmapped, the memory shows the first Write and not the refused one.
+/// Unmapped, A's memory shows the first Write and not the refused one,
+/// C's is untouched; all three go back to the pool.
+#[inline(never)]
+fn unmap_all(pool: &MrPool, mut a: Mr, mut b: Mr, mut c: Mr) -> TestResult {
     let a_bytes = step!(a.unmap(), "unmapping A");
     let Some(a_bytes) = a_bytes else {
         kassert!(false);
@@ -735,10 +842,15 @@ fn frwr_loopback() -> TestResult {
     pool.put(b);
     pool.put(c);
     kassert_eq!((pool.available(), pool.lost()), (4, 0));
+    Ok(())
+}
 
-    // A registration the QP flushes (the client's QP is in the error
-    // state after its disconnect) leaves the MR Broken: the pool
-    // deregisters it and a refill replaces it.
+/// A registration the QP flushes (the client's QP is in the error state
+/// after its disconnect) leaves the MR Broken: the pool deregisters it
+/// and a refill replaces it.
+#[inline(never)]
+fn broken_mr(p: &Pair, pool: &MrPool) -> TestResult {
+    let (cs, client) = (&p.cs, &p.client);
     step!(client.disconnect(), "rdma_disconnect (client)");
     let mut d = step!(pool.get().ok_or(ENOMEM), "taking an MR");
     let d_buf = step!(KVec::from_elem(0u8, 64, GFP_KERNEL), "allocating");
@@ -748,7 +860,7 @@ fn frwr_loopback() -> TestResult {
     let res = client
         .qp()
         .post_send_one(SendWr::reg_mr(Ctx::Mr(MrWr::new(d))).signaled());
-    kassert!(sends(&cs, before + 1));
+    kassert!(sends(cs, before + 1));
     let d = step!(cs.take_mr(dk).ok_or(ENOENT), "finding D");
     pr_info!(
         "frwr: REG_MR after disconnect: post {:?}, MR {:?}\n",
@@ -765,25 +877,5 @@ fn frwr_loopback() -> TestResult {
         kassert_eq!(state, MrState::Mapped);
     }
     kassert_eq!((pool.available(), pool.lost()), (4, 0));
-
-    let _ = server.disconnect();
-    drop(client);
-    drop(server);
-    drop(listener);
-    for (name, s, sent) in [("client", &cs, 0usize), ("server", &ss, 0usize)] {
-        let log = s.log.lock();
-        pr_info!(
-            "frwr {}: {} received, {} flushed/aborted, {} send completions\n",
-            name,
-            log.received.len(),
-            log.recv_other,
-            log.sends.len()
-        );
-        kassert_eq!(log.received.len() + log.recv_other, RECVS);
-        kassert_eq!(log.mrs.len(), sent);
-    }
-    drop(pool);
-    kassert!(Arc::into_unique_or_drop(cs).is_some());
-    kassert!(Arc::into_unique_or_drop(ss).is_some());
     Ok(())
 }

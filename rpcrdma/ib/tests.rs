@@ -24,6 +24,7 @@ use super::qp::{
 };
 use super::verbs::{Pd, PollContext};
 use super::{DeviceRef, Net};
+use crate::bindings;
 use crate::kunit::{Failure, TestResult};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex};
@@ -79,6 +80,29 @@ pub(super) fn device_and_ip() -> core::result::Result<(DeviceRef, [u8; 4]), Fail
         }
     };
     Ok((dev, ip))
+}
+
+/// Fails the case if its thread has used more than half of its kernel
+/// stack so far, or overran it.
+///
+/// Each case runs in a thread of its own, whose stack is zeroed when it is
+/// allocated, so the lowest non-zero word is about the deepest the case
+/// went (return addresses are never zero; locals that stayed zero at the
+/// very bottom are not seen). Call it last. Kernel stacks are 16 KiB on x86_64 and, without
+/// `CONFIG_VMAP_STACK` (the testbed kernel), have no guard page: a case
+/// that runs off its stack silently corrupts whatever memory lies below,
+/// often another task's stack, and the guest crashes somewhere else later.
+/// The RDMA cases post and complete work through rxe on this stack.
+pub(super) fn check_stack_headroom() -> TestResult {
+    let mut end_intact = false;
+    // SAFETY: only reads the current task's own (live) stack.
+    let used = unsafe { bindings::rpcrdma2_shim_stack_max_used(&mut end_intact) } as usize;
+    // SAFETY: no preconditions.
+    let size = unsafe { bindings::rpcrdma2_shim_stack_size() } as usize;
+    pr_info!("stack: at most {} of {} bytes used\n", used, size);
+    kassert!(end_intact);
+    kassert!(used <= size / 2);
+    Ok(())
 }
 
 /// An rdma_cm event, copied out of the handler.
@@ -599,7 +623,7 @@ fn loopback_rc() -> TestResult {
     kassert!(Arc::into_unique_or_drop(scm).is_some());
     kassert!(Arc::into_unique_or_drop(cqp).is_some());
     kassert!(Arc::into_unique_or_drop(sqp).is_some());
-    Ok(())
+    check_stack_headroom()
 }
 
 /// Connecting to a port nobody listens on ends in an error event (a CM
