@@ -13,7 +13,7 @@ use crate::ib::dma::{DmaBuf, DmaDir};
 use crate::ib::mr::{self, FrwrCaps, Mr, MrAccess, MrPool, MrState, MrWr, PageSeg, Segment};
 use crate::ib::qp::{
     Completion, Endpoint, Qp, QpCaps, QpHandler, RecvBatch, RecvCtx, SendChain, SendCtx, SendWr,
-    SgeList, MAX_SEND_CHAIN,
+    SgeList, MAX_RECV_BATCH, MAX_SEND_CHAIN,
 };
 use crate::ib::verbs::PollContext;
 use crate::ib::Net;
@@ -37,6 +37,9 @@ const RESOLVE_TIMEOUT_MS: u32 = 5000;
 const CM_STEP_TIMEOUT_MS: u32 = 30_000;
 /// Most MRs in one connection's pool.
 const MR_POOL_MAX: usize = 256;
+/// Send chains a connection keeps for posting REG_MRs and LOCAL_INVs (more
+/// are allocated when they are all in use, and freed after).
+const CHAINS: usize = 8;
 /// The protocol state of a transport, shared by its connections'
 /// handlers (it survives reconnects: it remembers v1-only servers).
 pub type ProtoState = SpinLock<proto::Transport>;
@@ -466,6 +469,11 @@ pub struct QpState {
     /// Set once the PD exists (`None`: inline only).
     #[pin]
     chunking: SpinLock<Option<Arc<Chunking>>>,
+    /// Send chains for REG_MR and LOCAL_INV WRs: a few KiB each, so kept
+    /// on the heap, never on the (deep) stacks of rpciod and the CQ
+    /// workqueue.
+    #[pin]
+    chains: SpinLock<Stack<KBox<SendChain<SendOpCtx>>>>,
 }
 
 impl ConnQp {
@@ -481,6 +489,12 @@ impl ConnQp {
         for _ in 0..sizing.slots {
             regs.push(Regs::new(sizing.mrs_per_rpc, sizing.depth)?, GFP_KERNEL)?;
         }
+        let mut chains = Stack::with_capacity(CHAINS)?;
+        if sizing.depth > 0 {
+            for _ in 0..CHAINS {
+                let _ = chains.push(SendChain::new_boxed(GFP_KERNEL)?);
+            }
+        }
         let state = Arc::pin_init(
             try_pin_init!(QpState {
                 xprt,
@@ -490,6 +504,7 @@ impl ConnQp {
                 stats,
                 regs <- new_spinlock!(regs),
                 chunking <- new_spinlock!(None),
+                chains <- new_spinlock!(chains),
             }? Error),
             GFP_KERNEL,
         )?;
@@ -501,21 +516,26 @@ impl QpState {
     /// Posts up to `n` Receives from the idle buffers; reports a shortfall
     /// to the protocol state so its accounting stays true.
     fn post_receives(&self, qp: &Qp<ConnQp>, n: u32) {
-        let mut batch = RecvBatch::new();
+        let mut left = n;
         let mut short = 0u32;
-        for _ in 0..n {
-            let Some(buf) = self.recvs.lock().pop() else {
-                short += 1;
-                continue;
-            };
-            if let Err(buf) = batch.push(buf) {
-                // The batch is full: post it and start another.
-                let full = core::mem::take(&mut batch);
-                let _ = qp.post_recv(full);
-                let _ = batch.push(buf);
+        // One batch at a time, each moved into the post: a batch holds
+        // MAX_RECV_BATCH buffers, so two at once would cost stack.
+        while left > 0 {
+            let mut batch = RecvBatch::new();
+            while left > 0 && batch.len() < MAX_RECV_BATCH {
+                left -= 1;
+                let Some(buf) = self.recvs.lock().pop() else {
+                    short += 1;
+                    continue;
+                };
+                if let Err(buf) = batch.push(buf) {
+                    let _ = self.recvs.lock().push(buf);
+                    break;
+                }
             }
-        }
-        if !batch.is_empty() {
+            if batch.is_empty() {
+                continue;
+            }
             // A failed post hands the buffers back as Aborted (counted
             // there).
             let _ = qp.post_recv(batch);
@@ -527,6 +547,19 @@ impl QpState {
 
     fn chunking(&self) -> Option<Arc<Chunking>> {
         self.chunking.lock().clone()
+    }
+
+    /// An empty Send chain from the connection's spares, else a new one.
+    fn take_chain(&self) -> Result<KBox<SendChain<SendOpCtx>>> {
+        match self.chains.lock().pop() {
+            Some(c) => Ok(c),
+            None => SendChain::new_boxed(GFP_NOWAIT),
+        }
+    }
+
+    /// Gives an (empty) chain back; one too many is freed.
+    fn put_chain(&self, chain: KBox<SendChain<SendOpCtx>>) {
+        let _ = self.chains.lock().push(chain);
     }
 
     /// Gives an MR back to the pool (deregisters it if it is not clean).
@@ -615,7 +648,8 @@ impl QpState {
             }
             return;
         }
-        let mut chain = SendChain::new();
+        // Without a spare chain (no memory), post them one by one.
+        let mut chain = self.take_chain().ok();
         let mut i = 0;
         let mut failed = false;
         loop {
@@ -639,14 +673,26 @@ impl QpState {
                 slot: tag,
                 last,
             });
-            if last || chain.len() + 1 == MAX_SEND_CHAIN {
+            if last
+                || chain
+                    .as_ref()
+                    .is_some_and(|c| c.len() + 1 == MAX_SEND_CHAIN)
+            {
                 wr = wr.signaled();
             }
-            let _ = chain.push(wr);
-            if last || chain.len() == MAX_SEND_CHAIN {
-                // A failed post hands the WRs back as Aborted.
-                failed = qp.post_send(core::mem::take(&mut chain)).is_err();
+            // A failed post hands the WRs back as Aborted.
+            match chain.as_mut() {
+                Some(c) => {
+                    let _ = c.push(wr);
+                    if last || c.len() == MAX_SEND_CHAIN {
+                        failed = qp.post_send_chain(c).is_err();
+                    }
+                }
+                None => failed = qp.post_send_one(wr).is_err(),
             }
+        }
+        if let Some(c) = chain {
+            self.put_chain(c);
         }
     }
 
@@ -1386,10 +1432,22 @@ impl Conn {
             return qp.post_send_one(SendWr::send(SendOpCtx::Buf(sb)).signaled());
         }
         let i = usize::from(slot);
+        let mut chain = match q.take_chain() {
+            Ok(c) => c,
+            Err(e) => {
+                // Nothing posted: the MRs stay in the slot until the
+                // next transmission releases them.
+                let _ = q.sends.lock().push(sb);
+                return Err(if e == ENOMEM {
+                    crate::errno::enobufs()
+                } else {
+                    e
+                });
+            }
+        };
         if let Some(r) = q.regs.lock().get_mut(i) {
             r.in_flight = n as u32;
         }
-        let mut chain = SendChain::new();
         loop {
             let next = q.regs.lock().get_mut(i).and_then(|r| r.take());
             let Some(mr) = next else { break };
@@ -1400,7 +1458,8 @@ impl Conn {
             let _ = chain.push(wr);
             if chain.len() + 1 == MAX_SEND_CHAIN {
                 // REG_MRs alone: retired by the Send's completion.
-                if let Err(e) = qp.post_send(core::mem::take(&mut chain)) {
+                if let Err(e) = qp.post_send_chain(&mut chain) {
+                    q.put_chain(chain);
                     let _ = q.sends.lock().push(sb);
                     self.release(slot);
                     return Err(e);
@@ -1408,7 +1467,8 @@ impl Conn {
             }
         }
         let _ = chain.push(SendWr::send(SendOpCtx::Buf(sb)).signaled());
-        let r = qp.post_send(chain);
+        let r = qp.post_send_chain(&mut chain);
+        q.put_chain(chain);
         if r.is_err() {
             // Everything came back as Aborted.
             self.release(slot);
@@ -1420,6 +1480,23 @@ impl Conn {
     /// (an abandoned RPC, `buf_free`; or before sending again). Waits
     /// for MRs still in the Send queue. Process context.
     pub fn release(&self, slot: u16) {
+        let q = &self.ep.qp().handler().0;
+        let active = q
+            .regs
+            .lock()
+            .get(usize::from(slot))
+            .is_some_and(|r| r.active);
+        if active {
+            self.release_slot(slot);
+        }
+    }
+
+    /// [`Conn::release`] of a slot with registrations: out of line, as it
+    /// needs a few KiB of stack (a synchronous invalidation) that the
+    /// common path of [`Conn::send`] should not pay for.
+    #[inline(never)]
+    #[cold]
+    fn release_slot(&self, slot: u16) {
         let q = &self.ep.qp().handler().0;
         let i = usize::from(slot);
         let mut waited = 0u32;
