@@ -51,6 +51,7 @@ use super::{from_err_ptr, Device};
 use crate::bindings;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use kernel::alloc::flags::GFP_NOWAIT;
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex};
 
@@ -908,7 +909,9 @@ fn post_inv_chain<Q: QpHandler>(
 ) -> Result {
     let total = mrs.len();
     let mut res = Ok(());
-    let mut chain = SendChain::new();
+    // On the heap: a chain of MRs is a few KiB. Without memory, the WRs
+    // are posted one by one.
+    let mut chain = SendChain::new_boxed(GFP_NOWAIT).ok();
     for (i, mr) in mrs.into_iter().enumerate() {
         let last = i + 1 == total;
         let ctx = wrap(MrWr {
@@ -922,15 +925,22 @@ fn post_inv_chain<Q: QpHandler>(
             continue;
         }
         let mut wr = SendWr::local_inv(ctx);
-        if last || chain.len() + 1 == MAX_SEND_CHAIN {
+        if last
+            || chain
+                .as_ref()
+                .is_some_and(|c| c.len() + 1 == MAX_SEND_CHAIN)
+        {
             wr = wr.signaled();
         }
-        // The chain is posted when full, so there is room.
-        let _ = chain.push(wr);
-        if last || chain.len() == MAX_SEND_CHAIN {
-            // In place: a second chain (a moved-out copy) would double the
-            // stack this takes.
-            res = qp.post_send_chain(&mut chain);
+        match chain.as_mut() {
+            Some(c) => {
+                // The chain is posted when full, so there is room.
+                let _ = c.push(wr);
+                if last || c.len() == MAX_SEND_CHAIN {
+                    res = qp.post_send_chain(c);
+                }
+            }
+            None => res = qp.post_send_one(wr),
         }
     }
     res

@@ -38,6 +38,7 @@ phase_module() {
 	step "module under clippy (kernel lints)" make -s clippy
 	step "module" make -s modules
 	[ -f rpcrdma2.ko ] || die "make modules produced no rpcrdma2.ko"
+	step "module stack frames" tools/testing/stack-check.sh rpcrdma/rpcrdma2.o
 }
 
 phase_kunit() {
