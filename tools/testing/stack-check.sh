@@ -4,9 +4,9 @@
 # stack-check.sh OBJECT: fail if a function of the module has a stack
 # frame larger than allowed. The kernel stack is 16 KiB and rpcrdma2 runs
 # at the bottom of deep NFS/SUNRPC call chains (rpciod) and in the CQ
-# workqueue; the testbed kernel has no VMAP_STACK guard page, so an
-# overflow silently corrupts the page below (it did: see design-ib.rst,
-# frwr_loopback). Limits (bytes, from the `sub $N, %rsp` of each
+# workqueue; without VMAP_STACK (the testbed kernel has it now) there is
+# no guard page, and an overflow silently corrupts the page below (it did:
+# see design-ib.rst, frwr_loopback). Limits (bytes, from the `sub $N, %rsp` of each
 # function's prologue):
 #   STACK_LIMIT       data-path and all other code     (default 2560)
 #   STACK_LIMIT_TEST  KUnit cases and self-tests, which run in a fresh
