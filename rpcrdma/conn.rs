@@ -668,28 +668,13 @@ impl QpState {
                 self.inv_done(slot, mr, last);
                 continue;
             }
-            let mut wr = SendWr::local_inv(SendOpCtx::Inv {
+            let wr = SendWr::local_inv(SendOpCtx::Inv {
                 wr: MrWr::new(mr),
                 slot: tag,
                 last,
             });
-            if last
-                || chain
-                    .as_ref()
-                    .is_some_and(|c| c.len() + 1 == MAX_SEND_CHAIN)
-            {
-                wr = wr.signaled();
-            }
             // A failed post hands the WRs back as Aborted.
-            match chain.as_mut() {
-                Some(c) => {
-                    let _ = c.push(wr);
-                    if last || c.len() == MAX_SEND_CHAIN {
-                        failed = qp.post_send_chain(c).is_err();
-                    }
-                }
-                None => failed = qp.post_send_one(wr).is_err(),
-            }
+            failed = qp.post_batched(chain.as_deref_mut(), wr, last).is_err();
         }
         if let Some(c) = chain {
             self.put_chain(c);

@@ -45,7 +45,7 @@
 //!   (`ib_dereg_mr()`) *before* unmapping its memory, so a still-registered
 //!   MR can be dropped safely (this is what happens at disconnect).
 
-use super::qp::{Completion, Qp, QpHandler, SendChain, SendCtx, SendWr, MAX_SEND_CHAIN};
+use super::qp::{Completion, Qp, QpHandler, SendChain, SendCtx, SendWr};
 use super::verbs::Pd;
 use super::{from_err_ptr, Device};
 use crate::bindings;
@@ -924,24 +924,7 @@ fn post_inv_chain<Q: QpHandler>(
             qp.handler().send_done(qp, ctx, Completion::Aborted);
             continue;
         }
-        let mut wr = SendWr::local_inv(ctx);
-        if last
-            || chain
-                .as_ref()
-                .is_some_and(|c| c.len() + 1 == MAX_SEND_CHAIN)
-        {
-            wr = wr.signaled();
-        }
-        match chain.as_mut() {
-            Some(c) => {
-                // The chain is posted when full, so there is room.
-                let _ = c.push(wr);
-                if last || c.len() == MAX_SEND_CHAIN {
-                    res = qp.post_send_chain(c);
-                }
-            }
-            None => res = qp.post_send_one(wr),
-        }
+        res = qp.post_batched(chain.as_deref_mut(), SendWr::local_inv(ctx), last);
     }
     res
 }

@@ -1128,6 +1128,38 @@ impl<Q: QpHandler> Qp<Q> {
         res
     }
 
+    /// Posts a run of WRs in as few posts as `chain` allows: adds `wr` to
+    /// `chain` and posts the chain when `last` or full, signalling the WR
+    /// that ends each post (the others are retired by it). Without a chain
+    /// (none could be had) `wr` is posted alone, signalled if `last`.
+    /// Failure is as for [`Qp::post_send`].
+    pub fn post_batched(
+        &self,
+        chain: Option<&mut SendChain<Q::SendCtx>>,
+        mut wr: SendWr<Q::SendCtx>,
+        last: bool,
+    ) -> Result {
+        let Some(c) = chain else {
+            if last {
+                wr = wr.signaled();
+            }
+            return self.post_send_one(wr);
+        };
+        if last || c.len() + 1 >= MAX_SEND_CHAIN {
+            wr = wr.signaled();
+        }
+        if let Err(wr) = c.push(wr) {
+            // Unreachable: a full chain was posted (and emptied) before.
+            self.handler.send_done(self, wr.ctx, Completion::Aborted);
+            return Err(EINVAL);
+        }
+        if last || c.len() == MAX_SEND_CHAIN {
+            self.post_send_chain(c)
+        } else {
+            Ok(())
+        }
+    }
+
     /// Posts one Send-queue WR.
     pub fn post_send_one(&self, wr: SendWr<Q::SendCtx>) -> Result {
         // Not a `SendChain`: that would put MAX_SEND_CHAIN WRs on the stack.
