@@ -1282,12 +1282,14 @@ fn posted_before<T>(first: *const T, bad: *const T, n: usize) -> usize {
 ///
 /// # Invariants
 ///
-/// `qp`'s CQs are `_send_cq` and `_recv_cq`, whose context is `qp`; its QP
-/// was created on `id` with `pd`. `drop` destroys them in dependency order.
+/// `qp`'s CQs are `_send_cq` and `_recv_cq` (or `_send_cq` for both
+/// queues when `_recv_cq` is `None`), whose context is `qp`; its QP was
+/// created on `id` with `pd`. `drop` destroys them in dependency order.
 pub struct Endpoint<H: CmHandler, Q: QpHandler> {
     // Only dropped (freed after the QP, before the rings they call into).
     _send_cq: Cq,
-    _recv_cq: Cq,
+    /// `None`: the Receive Queue shares `_send_cq`.
+    _recv_cq: Option<Cq>,
     qp: Pin<KBox<Qp<Q>>>,
     pd: Arc<Pd>,
     id: CmId<H>,
@@ -1295,8 +1297,12 @@ pub struct Endpoint<H: CmHandler, Q: QpHandler> {
 }
 
 impl<H: CmHandler, Q: QpHandler> Endpoint<H, Q> {
-    /// Allocates the PD, the CQs (`caps` + 1 entries each, for the drain)
-    /// polled in `poll`, and an RC QP with `caps` on `id`'s device.
+    /// Allocates the PD, the CQ polled in `poll`, and an RC QP with `caps`
+    /// on `id`'s device. Both queues complete to one CQ (room for both,
+    /// plus one drain WR each) when the device allows a CQ that large:
+    /// one work item then handles a Send's completion and the Receive of
+    /// its reply together, in order, instead of two. Otherwise each queue
+    /// has its own CQ.
     ///
     /// Fails with `ENOTCONN` if `id` is not bound to a device, `EINVAL` if
     /// `caps` exceed the device's limits; the id is destroyed on failure.
@@ -1314,11 +1320,19 @@ impl<H: CmHandler, Q: QpHandler> Endpoint<H, Q> {
             )
         })?;
         let ctx = &*qp as *const Qp<Q> as *mut c_void;
-        let send_cq = Cq::new(dev, ctx, caps.max_send_wr + 1, poll)?;
-        let recv_cq = Cq::new(dev, ctx, caps.max_recv_wr + 1, poll)?;
+        let both = u64::from(caps.max_send_wr) + u64::from(caps.max_recv_wr) + 2;
+        let shared = both <= u64::try_from(dev.max_cqe()).unwrap_or(0);
+        let (send_cq, recv_cq) = if shared {
+            (Cq::new(dev, ctx, both as u32, poll)?, None)
+        } else {
+            (
+                Cq::new(dev, ctx, caps.max_send_wr + 1, poll)?,
+                Some(Cq::new(dev, ctx, caps.max_recv_wr + 1, poll)?),
+            )
+        };
         let mut attr = bindings::ib_qp_init_attr {
             send_cq: send_cq.as_ptr(),
-            recv_cq: recv_cq.as_ptr(),
+            recv_cq: recv_cq.as_ref().unwrap_or(&send_cq).as_ptr(),
             cap: bindings::ib_qp_cap {
                 max_send_wr: caps.max_send_wr + 1,
                 max_recv_wr: caps.max_recv_wr + 1,
