@@ -486,10 +486,10 @@ impl Rqst {
                 if iov.iov_base.is_null() || end > iov.iov_len || len == 0 {
                     return Err(EINVAL);
                 }
-                // SAFETY: `[off, end)` lies in the kvec, which is kernel
-                // memory of the request (`rq_buffer` / `rq_rbuffer`,
-                // kmalloc'ed) valid until `buf_free`; the caller
-                // invalidates the MR before that (see above).
+                // The kvec is kmalloc'ed memory of the request
+                // (`rq_buffer` / `rq_rbuffer`), valid until `buf_free`.
+                // SAFETY: `[off, end)` lies in that kvec; the caller
+                // invalidates the MR before `buf_free` (see above).
                 unsafe {
                     mr.map_kva(
                         iov.iov_base.cast::<u8>().cast_const().add(off),
