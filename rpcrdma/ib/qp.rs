@@ -614,6 +614,27 @@ impl<C, W: Copy> RingState<C, W> {
         self.ctxs.len()
     }
 
+    /// Checks that `n` more WRs may be posted on `qp` (the ring's QP, null
+    /// once destroyed): `ENOTCONN` after drain/teardown, `ENOBUFS` when
+    /// they would exceed the queue depth (`what` names the queue in the
+    /// message).
+    fn check_room(&self, qp: *mut bindings::ib_qp, n: usize, what: &str) -> Result {
+        if self.closed || qp.is_null() {
+            return Err(errno(bindings::ENOTCONN));
+        }
+        let cap = self.cap();
+        if self.outstanding + n > cap {
+            pr_err!(
+                "{}: {} WRs would exceed the queue depth {} (-ENOBUFS)\n",
+                what,
+                self.outstanding + n,
+                cap
+            );
+            return Err(errno(bindings::ENOBUFS));
+        }
+        Ok(())
+    }
+
     /// Takes the oldest outstanding context: `(slot, ctx)`.
     fn pop(&mut self) -> Option<(usize, C)> {
         if self.outstanding == 0 {
@@ -810,18 +831,8 @@ impl<Q: QpHandler> Qp<Q> {
         let st = &mut *guard;
         let res = (|| -> Result {
             let qp = self.qp.load(Ordering::Relaxed);
-            if st.closed || qp.is_null() {
-                return Err(errno(bindings::ENOTCONN));
-            }
+            st.check_room(qp, n, "post_recv")?;
             let cap = st.cap();
-            if st.outstanding + n > cap {
-                pr_err!(
-                    "post_recv: {} Receives would exceed the queue depth {} (-ENOBUFS)\n",
-                    st.outstanding + n,
-                    cap
-                );
-                return Err(errno(bindings::ENOBUFS));
-            }
             let mut sge_at = 0;
             for i in 0..n {
                 let slot = wrap(st.head + i, cap);
@@ -943,18 +954,8 @@ impl<Q: QpHandler> Qp<Q> {
         let st = &mut *guard;
         let res = (|| -> Result {
             let qp = self.qp.load(Ordering::Relaxed);
-            if st.closed || qp.is_null() {
-                return Err(errno(bindings::ENOTCONN));
-            }
+            st.check_room(qp, n, "post_send")?;
             let cap = st.cap();
-            if st.outstanding + n > cap {
-                pr_err!(
-                    "post_send: {} WRs would exceed the send queue depth {} (-ENOBUFS)\n",
-                    st.outstanding + n,
-                    cap
-                );
-                return Err(errno(bindings::ENOBUFS));
-            }
             let mut sge_at = 0;
             for i in 0..n {
                 let slot = wrap(st.head + i, cap);
