@@ -948,9 +948,10 @@ impl QpState {
             Reply::Fail { xid, errno, cause } => {
                 if crate::sunrpc::ratelimit() {
                     if cause == proto::Cause::RdmaError(crate::xdr::header::ErrorBody::BadXdr) {
-                        // v1 ERR_CHUNK: typically a Reply larger than the
-                        // server's inline threshold, and no Reply chunk.
-                        pr_err!("reply: server answered ERR_CHUNK (xid {:#010x}): the reply does not fit inline and Write/Reply chunks are not supported yet ({})\n", xid, errno.to_kernel());
+                        // v1 ERR_CHUNK: a Reply larger than the server's
+                        // inline threshold and no (or too small a) chunk
+                        // for it: an inline-only connection (no FRWR).
+                        pr_err!("reply: server answered ERR_CHUNK (xid {:#010x}): the reply does not fit inline and no Write or Reply chunk could hold it ({})\n", xid, errno.to_kernel());
                     } else {
                         pr_err!(
                             "reply: xid {:#010x} failed ({}): {:?}\n",
