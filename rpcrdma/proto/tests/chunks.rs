@@ -5,6 +5,8 @@
 //! rule, the allowed combinations, the header length against the codec,
 //! and every rejection of a reply, plus randomised properties.
 
+mod common;
+use common::Rng;
 use rpcrdma_proto::chunks::{
     header_len, plan, CallForm, ChunkPlan, Geometry, Invalidated, Limits, Part, PlanError, Range,
     ReplyData, ReplyError, ReplyForm, Rpc, MAX_CHUNK_SEGS, WRITE_PAD_LEN,
@@ -1146,16 +1148,7 @@ fn not_a_reply() {
 
 // ---- randomised -----------------------------------------------------
 
-struct Rng(u64);
-
 impl Rng {
-    fn u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
     fn below(&mut self, n: u32) -> u32 {
         (self.u64() % u64::from(n)) as u32
     }

@@ -4,19 +4,12 @@
 //! valid messages): nothing panics (overflow checks are on) and the
 //! invariants hold after every event.
 
+mod common;
+use common::Rng;
 use rpcrdma_proto::xdr::pvtdata::{self, Peer};
 use rpcrdma_proto::{Config, Phase, Reply, Transport, VersionPolicy};
 
-struct Rng(u64);
-
 impl Rng {
-    fn u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
     fn below(&mut self, n: usize) -> usize {
         (self.u64() % n as u64) as usize
     }

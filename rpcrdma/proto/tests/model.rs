@@ -6,6 +6,8 @@
 //! that every RPC completes, that neither side's Receives are ever
 //! overrun, and that negotiation ends where it must without looping.
 
+mod common;
+use common::Rng;
 use std::collections::VecDeque;
 
 use rpcrdma_proto::xdr::chunk::ChunkLists;
@@ -14,16 +16,7 @@ use rpcrdma_proto::xdr::pvtdata::{Peer, PrivateData};
 use rpcrdma_proto::xdr::v2;
 use rpcrdma_proto::{CallError, Config, Errno, Phase, Reply, Transport, VersionPolicy};
 
-struct Rng(u64);
-
 impl Rng {
-    fn u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
     fn below(&mut self, n: usize) -> usize {
         (self.u64() % n as u64) as usize
     }
