@@ -41,15 +41,7 @@ export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 
 step() { printf '\n=== xdr: %s\n' "$*"; }
 
-step "cargo fmt --check"
-cargo fmt --all -- --check
-
-step "cargo clippy --all-targets -D warnings"
-cargo clippy --all-targets --quiet -- -D warnings
-
-step "cargo doc (rustdoc lints the kernel enables)"
-RUSTDOCFLAGS="-D warnings -W rustdoc::unescaped_backticks -W rustdoc::missing_crate_level_docs" \
-	cargo doc --no-deps --quiet
+"$here/../tools/testing/cargo-lint.sh" xdr
 
 step "cargo test"
 cargo test --quiet
