@@ -413,14 +413,7 @@ impl Mr {
         access: MrAccess,
         xid: u32,
     ) -> Result<usize> {
-        if self.state() != MrState::Free {
-            pr_err!(
-                "MR {:#x}: map while {:?} (-EBUSY)\n",
-                self.rkey(),
-                self.state()
-            );
-            return Err(EBUSY);
-        }
+        self.check_free()?;
         let psize = page_size() as u64;
         let n = segs.len().min(self.sg.len());
         if n == 0 {
@@ -474,14 +467,7 @@ impl Mr {
         access: MrAccess,
         xid: u32,
     ) -> Result {
-        if self.state() != MrState::Free {
-            pr_err!(
-                "MR {:#x}: map while {:?} (-EBUSY)\n",
-                self.rkey(),
-                self.state()
-            );
-            return Err(EBUSY);
-        }
+        self.check_free()?;
         let psize = page_size();
         let first = (ptr as usize) % psize;
         let pages = (first + len).div_ceil(psize);
@@ -613,6 +599,16 @@ impl Mr {
         };
         // INVARIANT: nothing is mapped any more.
         self.mapped = 0;
+    }
+
+    /// A mapping needs a `Free` MR: `EBUSY` (logged) otherwise.
+    fn check_free(&self) -> Result {
+        let state = self.state();
+        if state != MrState::Free {
+            pr_err!("MR {:#x}: map while {:?} (-EBUSY)\n", self.rkey(), state);
+            return Err(EBUSY);
+        }
+        Ok(())
     }
 
     /// The peer invalidated `rkey` with Send With Invalidate: a
