@@ -58,9 +58,7 @@ tb_log "svc transports: $(tb_transports | tr '\n' ' ')"
 mkdir -p "$REF"
 head -c $((4 << 20)) /dev/urandom >"$REF/big"
 head -c $((4 << 20)) /dev/urandom >"$REF/direct"
-for s in "${SIZES[@]}"; do
-	head -c "$s" /dev/urandom >"$REF/odd-$s"
-done
+tb_random_files "$REF" odd- "${SIZES[@]}"
 (cd "$REF" && sha256sum -- * >/tmp/ref.sha256)
 nfiles=$(wc -l </tmp/ref.sha256)
 

@@ -45,10 +45,7 @@ SIZES=(0 1 4097 65537 1048589 3145728)
 
 dmesg -C
 tb_step "insmod rpcrdma2.ko" insmod "$KO"
-mkdir -p "$REF"
-for s in "${SIZES[@]}"; do
-	head -c "$s" /dev/urandom >"$REF/f$s"
-done
+tb_random_files "$REF" f "${SIZES[@]}"
 head -c 1048576 /dev/urandom >"$REF/direct"
 TARGET=$(printf 'x/%.0s' $(seq 1 2000))
 

@@ -28,10 +28,7 @@ SMALL=rsize=1024,wsize=1024
 
 dmesg -C
 tb_step "insmod rpcrdma2.ko" insmod "$KO"
-mkdir -p "$REF"
-for s in "${SIZES[@]}"; do
-	head -c "$s" /dev/urandom >"$REF/f$s"
-done
+tb_random_files "$REF" f "${SIZES[@]}"
 
 # xprt: rdma <port> <bind> <connect> <ctime> <idle> <sends> <recvs> ...
 xprt_field() {

@@ -82,6 +82,17 @@ tb_umount() {
 	timeout "${TB_MOUNT_TIMEOUT:-90}" umount "$1" || tb_die "umount $1 failed"
 }
 
+# tb_random_files DIR PREFIX SIZE...: DIR/PREFIX<SIZE> of SIZE random
+# bytes each (reference data for round trips).
+tb_random_files() {
+	local dir=$1 prefix=$2 s
+	shift 2
+	mkdir -p "$dir"
+	for s in "$@"; do
+		head -c "$s" /dev/urandom >"$dir/$prefix$s"
+	done
+}
+
 # tb_drop_caches: write back and drop the page, dentry and inode caches.
 tb_drop_caches() {
 	sync
