@@ -20,7 +20,7 @@ use crate::ib::Net;
 use crate::proto::chunks::MAX_RANGES;
 use crate::proto::{self, CallError, ChunkPlan, Part, Reply, ReplyData};
 use crate::sunrpc::xprt::{Rqst, XdrSide, XprtRef};
-use crate::xdr::header::{self, Protocol};
+use crate::xdr::header::{self, ErrorBody, Protocol};
 use crate::xdr::pvtdata;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use kernel::alloc::{
@@ -947,18 +947,34 @@ impl QpState {
             Reply::Chunked { xid, header } => self.deliver_chunked(qp, xid, &header, inv),
             Reply::Fail { xid, errno, cause } => {
                 if crate::sunrpc::ratelimit() {
-                    if cause == proto::Cause::RdmaError(crate::xdr::header::ErrorBody::BadXdr) {
-                        // v1 ERR_CHUNK: a Reply larger than the server's
-                        // inline threshold and no (or too small a) chunk
-                        // for it: an inline-only connection (no FRWR).
-                        pr_err!("reply: server answered ERR_CHUNK (xid {:#010x}): the reply does not fit inline and no Write or Reply chunk could hold it ({})\n", xid, errno.to_kernel());
-                    } else {
-                        pr_err!(
-                            "reply: xid {:#010x} failed ({}): {:?}\n",
-                            xid,
-                            errno.to_kernel(),
-                            cause
-                        );
+                    match cause {
+                        proto::Cause::RdmaError {
+                            protocol: Protocol::V1,
+                            body: ErrorBody::BadXdr,
+                        } => {
+                            // v1 ERR_CHUNK: svcrdma sends it for a Reply
+                            // larger than its inline threshold with no (or
+                            // too small a) chunk for it, and for a header it
+                            // cannot process.
+                            pr_err!("reply: server answered ERR_CHUNK (xid {:#010x}): the reply does not fit inline and no Write or Reply chunk could hold it, or the server could not process the Call's header ({})\n", xid, errno.to_kernel());
+                        }
+                        proto::Cause::RdmaError { protocol, body } => {
+                            pr_err!(
+                                "reply: server answered {} (xid {:#010x}, {:?}): RPC failed ({})\n",
+                                body.name(protocol),
+                                xid,
+                                body,
+                                errno.to_kernel()
+                            );
+                        }
+                        _ => {
+                            pr_err!(
+                                "reply: xid {:#010x} failed ({}): {:?}\n",
+                                xid,
+                                errno.to_kernel(),
+                                cause
+                            );
+                        }
                     }
                 }
                 self.end_rpc(qp, xid, Finish::Fail(errno.to_kernel()), inv);
@@ -971,7 +987,7 @@ impl QpState {
                     // The probe was not executed: send it again, in v1, on
                     // this same connection.
                     rqst.allow_resend(&self.xprt);
-                    rqst.fail(&self.xprt, EAGAIN.to_errno());
+                    rqst.retry(&self.xprt, EAGAIN.to_errno());
                 });
             }
             Reply::ReverseCall { xid, .. } => {
@@ -982,7 +998,8 @@ impl QpState {
             }
             Reply::Control(_) => {}
             Reply::Drop(cause) => {
-                if cause.is_bad_reply() && crate::sunrpc::ratelimit() {
+                let unsolicited_error = matches!(cause, proto::Cause::RdmaError { .. });
+                if (cause.is_bad_reply() || unsolicited_error) && crate::sunrpc::ratelimit() {
                     pr_err!("reply: dropped: {:?}\n", cause);
                 }
             }

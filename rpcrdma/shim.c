@@ -98,6 +98,18 @@ int rpcrdma2_shim_rpc_reply_expected(struct rpc_task *task)
 	return rpc_reply_expected(task);
 }
 
+/*
+ * sched.c's rpc_task_set_rpc_status(), which is not exported: record a
+ * terminal error for the task, once. __rpc_execute() ends a task whose
+ * tk_rpc_status is set before running its next action, so no later state
+ * of the call machine (call_transmit_status() clearing tk_status, say) can
+ * turn the error back into a retransmission.
+ */
+bool rpcrdma2_shim_task_set_rpc_status(struct rpc_task *task, int status)
+{
+	return cmpxchg(&task->tk_rpc_status, 0, status) == 0;
+}
+
 unsigned long rpcrdma2_shim_jiffies(void)
 {
 	return jiffies;

@@ -39,6 +39,7 @@ int rpcrdma2_shim_xprt_connected(struct rpc_xprt *xprt);
 void rpcrdma2_shim_xprt_clear_connecting(struct rpc_xprt *xprt);
 void rpcrdma2_shim_xprt_set_bound(struct rpc_xprt *xprt);
 int rpcrdma2_shim_rpc_reply_expected(struct rpc_task *task);
+bool rpcrdma2_shim_task_set_rpc_status(struct rpc_task *task, int status);
 
 unsigned long rpcrdma2_shim_jiffies(void);
 

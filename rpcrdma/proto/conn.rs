@@ -464,7 +464,7 @@ impl Transport {
                     bump(&mut s.bad_reply);
                 }
                 match cause {
-                    Cause::RdmaError(_) => bump(&mut s.rdma_error),
+                    Cause::RdmaError { .. } => bump(&mut s.rdma_error),
                     Cause::ErrVers { .. } | Cause::StrayErrVers => bump(&mut s.err_vers),
                     Cause::Continuation | Cause::ContinuationDiscarded => bump(&mut s.unsupported),
                     Cause::Chunks(_) => bump(&mut s.unsupported),
@@ -578,6 +578,14 @@ impl Transport {
             return (Reply::Drop(Cause::Malformed(e)), None);
         };
         match self.neg.on_malformed(c.xid, c.vers) {
+            // A malformed version 2 message that answers no Call: a
+            // CONNPROP, or any message with XID 0 (-00 §6.4.2). Counted
+            // and dropped; it must not fail the RPC that has XID 0.
+            Verdict::Accept
+                if c.vers == v2::VERSION && (c.xid == 0 || c.htype == v2::RDMA2_CONNPROP) =>
+            {
+                (Reply::Drop(Cause::Malformed(e)), None)
+            }
             Verdict::Accept => {
                 let grant = if c.xid != 0 {
                     Some(Grant::Ignored)

@@ -73,7 +73,13 @@ pub enum Cause {
     EmptyNoMsg,
     /// The responder reported a transport error (`RDMA_ERROR` other than
     /// `ERR_VERS`).
-    RdmaError(ErrorBody),
+    RdmaError {
+        /// The version of the error message (it names the code, see
+        /// [`ErrorBody::name`]).
+        protocol: Protocol,
+        /// The error.
+        body: ErrorBody,
+    },
     /// `ERR_VERS`. See [`super::negotiate::Verdict::ErrVers`].
     ErrVers {
         /// Lowest version the server supports.
@@ -236,6 +242,18 @@ impl Reply<'_> {
         }
     }
 
+    /// [`Reply::Fail`], except for a version 2 message with XID 0: XID 0
+    /// marks a message that answers no Call (-00 §6.4.2), so it is
+    /// counted and dropped instead of failing an RPC that happens to have
+    /// XID 0.
+    fn fail_unless_unsolicited(h: &Header<'_>, cause: Cause) -> Self {
+        if h.protocol == Protocol::V2 && h.xid == 0 {
+            Self::Drop(cause)
+        } else {
+            Self::fail(h.xid, cause)
+        }
+    }
+
     const fn fail(xid: u32, cause: Cause) -> Self {
         Self::Fail {
             xid,
@@ -275,7 +293,7 @@ pub fn classify<'a>(h: &Header<'a>) -> Reply<'a> {
                     xid: h.xid,
                     payload,
                 },
-                _ => Reply::fail(h.xid, Cause::BadRpcHeader),
+                _ => Reply::fail_unless_unsolicited(h, Cause::BadRpcHeader),
             }
         }
         Body::NoMsg(ref n) => {
@@ -296,7 +314,13 @@ pub fn classify<'a>(h: &Header<'a>) -> Reply<'a> {
                 settled: true,
             },
         ),
-        Body::Error(e) => Reply::fail(h.xid, Cause::RdmaError(e)),
+        Body::Error(e) => Reply::fail_unless_unsolicited(
+            h,
+            Cause::RdmaError {
+                protocol: h.protocol,
+                body: e,
+            },
+        ),
         Body::ConnProp(ref set) => Reply::Control(Control::Properties(set.values())),
         Body::ConnPropPart(_) => Reply::Control(Control::PropertiesPart),
     }

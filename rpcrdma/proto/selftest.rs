@@ -11,7 +11,7 @@
 use core::ffi::CStr;
 
 use super::super::xdr::chunk::Segment;
-use super::super::xdr::header::{self, Credits, Flags, Header, MsgSpec, Protocol};
+use super::super::xdr::header::{self, Credits, ErrorBody, Flags, Header, MsgSpec, Protocol};
 use super::super::xdr::pvtdata::{self, Peer, PrivateData};
 // The codec's self-test types: one KUnit adapter serves both tables.
 pub use super::super::xdr::selftest::{Failure, SelfTest, TestResult};
@@ -75,6 +75,7 @@ pub const SELF_TESTS: &[SelfTest] = &[
     case!(reply_classes),
     case!(continuation_discarded),
     case!(malformed_replies),
+    case!(unsolicited_messages_dropped),
     case!(config_and_errno),
     case!(chunk_call_forms),
     case!(chunk_reply_forms),
@@ -857,7 +858,7 @@ fn reply_classes() -> TestResult {
         Reply::Fail {
             xid: XID,
             errno: Errno::EIO,
-            cause: Cause::RdmaError(_)
+            cause: Cause::RdmaError { .. }
         }
     ));
     check!(o.credits.is_none());
@@ -943,7 +944,7 @@ fn reply_classes() -> TestResult {
         o.reply,
         Reply::Fail {
             errno: Errno::EIO,
-            cause: Cause::RdmaError(_),
+            cause: Cause::RdmaError { .. },
             ..
         }
     ));
@@ -1025,6 +1026,63 @@ fn malformed_replies() -> TestResult {
             let _ = t.receive(b.get(..n).unwrap_or(&[]));
         }
     }
+    Ok(())
+}
+
+/// Messages that answer no Call are counted and dropped, never turned into
+/// the failure of an RPC that happens to have their XID (issue: an RPC
+/// must fail once, and only for its own reply).
+fn unsolicited_messages_dropped() -> TestResult {
+    let mut t = up(Config::default(), Peer::Absent);
+    let _ = t.prepare_call(1, 100, 100);
+    let _ = t.receive(v2_reply(1, CRED_1_32).bytes());
+    check!(t.protocol() == Some(Protocol::V2));
+    // RDMA2_ERROR (RDMA2_ERR_SYSTEM) with XID 0: dropped, counted.
+    let m1 = Wire::new(&[0, 2, 0, 4, 0, 10]);
+    let o = t.receive(m1.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Drop(Cause::RdmaError {
+            protocol: Protocol::V2,
+            body: ErrorBody::System
+        })
+    ));
+    check!(t.stats().rdma_error == 1);
+    // A malformed message with XID 0 (a Msg whose flags word is invalid):
+    // dropped, counted as a bad reply.
+    let bad = t.stats().bad_reply;
+    let m2 = Wire::new(&[0, 2, CRED_1_32, 0, 0x80, 0]);
+    let o = t.receive(m2.bytes());
+    check!(matches!(o.reply, Reply::Drop(Cause::Malformed(_))));
+    check!(Some(t.stats().bad_reply) == bad.checked_add(1));
+    // A malformed RDMA2_CONNPROP with a non-zero XID: it answers no Call
+    // either (its property list claims more entries than it carries).
+    let m3 = Wire::new(&[XID, 2, CRED_1_32, 5, 0, 7, 1]);
+    let o = t.receive(m3.bytes());
+    check!(matches!(o.reply, Reply::Drop(Cause::Malformed(_))));
+    check!(Some(t.stats().bad_reply) == bad.checked_add(2));
+    // A v2 RPC reply with XID 0 whose RPC header does not match: dropped.
+    let mut w = Wire::new(&[0, 2, CRED_1_32, 0, 1, 0, 0, 0, 0]);
+    rpc_reply(&mut w, XID);
+    check!(matches!(
+        t.receive(w.bytes()).reply,
+        Reply::Drop(Cause::BadRpcHeader)
+    ));
+    // The same error with a Call's XID fails that Call.
+    let m4 = Wire::new(&[XID, 2, 0, 4, 0, 10]);
+    let o = t.receive(m4.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Fail {
+            xid: XID,
+            errno: Errno::EIO,
+            cause: Cause::RdmaError { .. }
+        }
+    ));
+    // Errors are named by the version that sent them.
+    check!(ErrorBody::BadXdr.name(Protocol::V1) == "ERR_CHUNK");
+    check!(ErrorBody::BadXdr.name(Protocol::V2) == "RDMA2_ERR_BAD_XDR");
+    check!(ErrorBody::System.name(Protocol::V2) == "RDMA2_ERR_SYSTEM");
     Ok(())
 }
 

@@ -607,9 +607,31 @@ impl Rqst {
         }
     }
 
-    /// Completes the request with an error status (a bad or RDMA_ERROR
-    /// reply): the task sees `errno`, as the C client's `out_badheader`.
+    /// Ends the RPC with the transport error `errno` (a bad or
+    /// RDMA_ERROR reply): the task exits with `errno`, exactly once.
+    ///
+    /// The error is recorded as the task's terminal `tk_rpc_status`, not
+    /// in `tk_status` as the C client's `out_badheader` does: a reply may
+    /// be handled before the task has run `call_transmit_status()`, which
+    /// clears `tk_status`; the RPC would then look unanswered and be sent
+    /// again on a new connection. `__rpc_execute()` ends a task whose
+    /// `tk_rpc_status` is set before its next action, whatever that is.
+    /// The request is then completed with no reply bytes, which takes it
+    /// off the receive queue and wakes the task.
     pub fn fail(&self, xprt: &Xprt, errno: i32) {
+        // SAFETY: the rqst is alive and pinned; its task is alive while
+        // the request is queued for a reply, and the shim only does an
+        // atomic compare-and-exchange on its `tk_rpc_status`.
+        unsafe { bindings::rpcrdma2_shim_task_set_rpc_status((*self.raw()).rq_task, errno) };
+        self.complete(xprt, 0);
+    }
+
+    /// Completes the request without a reply so that SUNRPC transmits it
+    /// again: `errno` (`-EAGAIN`) is its status; if the send path clears
+    /// that status first, the missing reply makes `call_decode()` retry
+    /// all the same. For Calls the server did not execute (the v2 probe
+    /// answered by ERR_VERS); see [`Rqst::allow_resend`].
+    pub fn retry(&self, xprt: &Xprt, errno: i32) {
         // SAFETY: the rqst is alive and pinned; its task is alive while
         // the request is queued for a reply.
         unsafe { (*(*self.raw()).rq_task).tk_status = errno };

@@ -222,6 +222,29 @@ impl ErrorBody {
             Self::Other(c) => c,
         }
     }
+
+    /// The error's name as the version that sent it spells it, for logs:
+    /// `RDMA2_ERR_BAD_XDR` in version 2 is `ERR_CHUNK` in version 1 (the
+    /// same code, with another meaning: RFC 8166 §5.2 uses it for any
+    /// header the responder cannot process, chunks included).
+    pub const fn name(&self, protocol: Protocol) -> &'static str {
+        match (protocol, *self) {
+            (Protocol::V1, Self::Vers { .. }) => "ERR_VERS",
+            (Protocol::V1, Self::BadXdr) => "ERR_CHUNK",
+            (Protocol::V1, _) => "RDMA_ERROR (a code RFC 8166 does not define)",
+            (Protocol::V2, Self::Vers { .. }) => "RDMA2_ERR_VERS",
+            (Protocol::V2, Self::BadXdr) => "RDMA2_ERR_BAD_XDR",
+            (Protocol::V2, Self::InvalHtype) => "RDMA2_ERR_INVAL_HTYPE",
+            (Protocol::V2, Self::InvalFlag) => "RDMA2_ERR_INVAL_FLAG",
+            (Protocol::V2, Self::ReadChunks { .. }) => "RDMA2_ERR_READ_CHUNKS",
+            (Protocol::V2, Self::WriteChunks { .. }) => "RDMA2_ERR_WRITE_CHUNKS",
+            (Protocol::V2, Self::Segments { .. }) => "RDMA2_ERR_SEGMENTS",
+            (Protocol::V2, Self::WriteResource { .. }) => "RDMA2_ERR_WRITE_RESOURCE",
+            (Protocol::V2, Self::ReplyResource { .. }) => "RDMA2_ERR_REPLY_RESOURCE",
+            (Protocol::V2, Self::System) => "RDMA2_ERR_SYSTEM",
+            (Protocol::V2, Self::Other(_)) => "RDMA2_ERROR (a code draft -00 does not define)",
+        }
+    }
 }
 
 /// An RPC message header body: `RDMA_MSG` / `RDMA2_MSG`.
