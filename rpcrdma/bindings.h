@@ -20,3 +20,4 @@
 
 #include "shim.h"
 #include "ib_shim.h"
+#include "trace_shim.h"

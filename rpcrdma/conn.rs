@@ -20,8 +20,10 @@ use crate::ib::Net;
 use crate::proto::chunks::MAX_RANGES;
 use crate::proto::{self, CallError, ChunkPlan, Part, Reply, ReplyData};
 use crate::sunrpc::xprt::{Rqst, XdrSide, XprtRef};
+use crate::trace;
 use crate::xdr::header::{self, ErrorBody, Protocol};
 use crate::xdr::pvtdata;
+use core::ffi::CStr;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use kernel::alloc::{
     flags::{GFP_KERNEL, GFP_NOWAIT},
@@ -122,15 +124,18 @@ pub struct ConnCm {
     #[pin]
     cv: CondVar,
     xprt: XprtRef,
+    /// The connection id of the tracepoints.
+    id: u32,
 }
 
 impl ConnCm {
-    fn new(xprt: XprtRef) -> Result<Arc<Self>> {
+    fn new(xprt: XprtRef, id: u32) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(ConnCm {
                 state <- new_mutex!(CmState { step: Step::Idle, peer: [0; 64], peer_len: 0, gone: false }),
                 cv <- new_condvar!(),
                 xprt,
+                id,
             }),
             GFP_KERNEL,
         )
@@ -199,6 +204,12 @@ impl CmHandler for ConnCm {
                 self.cv.notify_all();
             }
             CmEvent::Disconnected | CmEvent::DeviceRemoval | CmEvent::AddrChange => {
+                let why = match event {
+                    CmEvent::Disconnected => c"peer disconnected",
+                    CmEvent::DeviceRemoval => c"device removal",
+                    _ => c"address change",
+                };
+                trace::disconnect(self.id, why);
                 let mut g = self.state.lock();
                 let was_up = g.step == Step::Established && !g.gone;
                 g.gone = true;
@@ -381,12 +392,15 @@ impl Regs {
 
     /// Marks the MR the responder invalidated (if any) as such; then
     /// counts the MRs that still need a LOCAL_INV.
-    fn registered(&mut self) -> (usize, bool) {
-        let mut remote = false;
+    fn registered(&mut self) -> (usize, Option<u32>) {
+        let mut remote = None;
         if let Some(rkey) = self.remote_rkey.take() {
             for m in self.mrs.iter_mut().flatten() {
-                if m.state() == MrState::Registered && m.rkey() == rkey {
-                    remote = m.remote_invalidated(rkey).is_ok();
+                if m.state() == MrState::Registered
+                    && m.rkey() == rkey
+                    && m.remote_invalidated(rkey).is_ok()
+                {
+                    remote = Some(rkey);
                 }
             }
         }
@@ -456,6 +470,8 @@ pub struct ConnQp(Arc<QpState>);
 #[pin_data]
 pub struct QpState {
     xprt: XprtRef,
+    /// The connection id of the tracepoints.
+    id: u32,
     #[pin]
     sends: SpinLock<Stack<SendBuf>>,
     /// Receive buffers not posted right now.
@@ -479,6 +495,7 @@ pub struct QpState {
 impl ConnQp {
     fn new(
         xprt: XprtRef,
+        id: u32,
         nsend: usize,
         nrecv: usize,
         proto: Arc<ProtoState>,
@@ -498,6 +515,7 @@ impl ConnQp {
         let state = Arc::pin_init(
             try_pin_init!(QpState {
                 xprt,
+                id,
                 sends <- new_spinlock!(Stack::with_capacity(nsend)?),
                 recvs <- new_spinlock!(Stack::with_capacity(nrecv)?),
                 proto,
@@ -637,10 +655,21 @@ impl QpState {
             let Some(r) = g.get_mut(slot) else { return };
             r.registered()
         };
-        if remote {
+        let xid = self.regs.lock().get(slot).map_or(0, |r| r.xid);
+        if let Some(rkey) = remote {
             self.stats.remote_inv.fetch_add(1, Relaxed);
+            trace::mr_inv(self.id, xid, c"remote", rkey, 1);
         }
         self.stats.local_inv.fetch_add(n as u64, Relaxed);
+        if n > 0 {
+            trace::mr_inv(
+                self.id,
+                xid,
+                c"local",
+                0,
+                u32::try_from(n).unwrap_or(u32::MAX),
+            );
+        }
         if n == 0 {
             let (xid, f, tail) = self.drain_slot(slot);
             if let Some(f) = f {
@@ -933,9 +962,68 @@ impl QpState {
         self.end_rpc(qp, xid, f, inv);
     }
 
+    /// Fires the tracepoints of a received message.
+    fn trace_received(
+        &self,
+        data: &[u8],
+        out: &proto::Outcome<'_>,
+        vers: Option<Protocol>,
+        settled: Option<Protocol>,
+    ) {
+        let msg_xid = header::peek(data).map_or(0, |c| c.xid);
+        match settled {
+            Some(Protocol::V2) => trace::version(self.id, Protocol::V2, c"the probe was answered"),
+            Some(Protocol::V1) => trace::version(
+                self.id,
+                Protocol::V1,
+                c"ERR_VERS: falling back to version 1",
+            ),
+            None => {}
+        }
+        let (class, xid, status): (&CStr, u32, i32) = match out.reply {
+            Reply::Deliver { xid, .. } => (c"deliver", xid, 0),
+            Reply::Chunked { xid, .. } => (c"chunked", xid, 0),
+            Reply::Fail { xid, errno, cause } => {
+                if let proto::Cause::RdmaError { protocol, body } = cause {
+                    trace::peer_error(self.id, xid, protocol, &body);
+                }
+                (c"fail", xid, errno.to_kernel())
+            }
+            Reply::Resend { xid } => (c"resend", xid, 0),
+            Reply::ReverseCall { xid, .. } => (c"reverse_call", xid, 0),
+            Reply::Control(proto::Control::CreditGrant) => (c"credit_grant", msg_xid, 0),
+            Reply::Control(proto::Control::Properties(ref p)) => {
+                trace::connprop(self.id, p);
+                (c"connprop", msg_xid, 0)
+            }
+            Reply::Control(proto::Control::PropertiesPart) => (c"connprop_part", msg_xid, 0),
+            Reply::Drop(cause) => {
+                if let proto::Cause::RdmaError { protocol, body } = cause {
+                    trace::peer_error(self.id, msg_xid, protocol, &body);
+                }
+                (c"drop", msg_xid, 0)
+            }
+            Reply::Disconnect(_) => (c"disconnect", msg_xid, 0),
+        };
+        trace::reply(self.id, xid, vers, class, data.len(), status);
+        if let Some(u) = out.credits {
+            trace::credits(self.id, msg_xid, u.credits);
+        }
+    }
+
     /// Acts on one received message (the reply handler).
     fn handle(&self, qp: &Qp<ConnQp>, data: &[u8], inv: Option<u32>) -> u32 {
-        let out = self.proto.lock().receive(data);
+        let (out, vers, settled) = {
+            let mut p = self.proto.lock();
+            let was = p.phase();
+            let out = p.receive(data);
+            let settled = match p.phase() {
+                proto::Phase::Settled(v) if p.phase() != was => Some(v),
+                _ => None,
+            };
+            (out, p.protocol(), settled)
+        };
+        self.trace_received(data, &out, vers, settled);
         if let Some(u) = out.credits {
             self.xprt.set_cwnd(u.credits, false);
         }
@@ -1079,6 +1167,8 @@ pub struct Conn {
     ep: Endpoint<ConnCm, ConnQp>,
     /// Thresholds in force when the connection was established.
     pub limits: proto::Thresholds,
+    /// The connection id of the tracepoints.
+    pub id: u32,
 }
 
 impl Conn {
@@ -1092,18 +1182,42 @@ impl Conn {
         proto_state: &Arc<ProtoState>,
         stats: &Arc<ConnStats>,
     ) -> Result<Conn> {
+        let id = trace::next_conn_id();
+        let mut step = c"setup";
+        let r = Self::establish_as(id, &mut step, net, dst, xprt, proto_state, stats);
+        if let Err(e) = &r {
+            trace::connect_error(dst, step, e.to_errno());
+        }
+        r
+    }
+
+    /// [`Conn::establish`] of connection `id`; `step` names the step in
+    /// progress, for the tracepoint of a failure.
+    fn establish_as(
+        id: u32,
+        step: &mut &'static CStr,
+        net: &Net,
+        dst: &SockAddr,
+        xprt: &dyn Fn() -> XprtRef,
+        proto_state: &Arc<ProtoState>,
+        stats: &Arc<ConnStats>,
+    ) -> Result<Conn> {
         let (config, plan) = {
             let mut p = proto_state.lock();
             (*p.config(), p.connect())
         };
         xprt().set_cwnd(plan.credits.credits, true);
 
-        let cm = ConnCm::new(xprt())?;
+        let cm = ConnCm::new(xprt(), id)?;
+        let conn_id = id;
         let id = CmId::new(net, cm.clone())?;
+        *step = c"address resolution";
         id.resolve_addr(None, dst, RESOLVE_TIMEOUT_MS)?;
         cm.wait_for(Step::AddrResolved, "address resolution")?;
+        *step = c"route resolution";
         id.resolve_route(RESOLVE_TIMEOUT_MS)?;
         cm.wait_for(Step::RouteResolved, "route resolution")?;
+        *step = c"resources";
 
         // FRWR for chunks; without it the connection is inline only.
         let frwr = id.device().and_then(|d| FrwrCaps::query(d).ok());
@@ -1131,6 +1245,7 @@ impl Conn {
         };
         let qp = ConnQp::new(
             xprt(),
+            conn_id,
             nsend,
             nrecv as usize,
             proto_state.clone(),
@@ -1181,6 +1296,7 @@ impl Conn {
         state.post_receives(ep.qp(), plan.post_receives);
 
         let pd = config.private_data_bytes();
+        *step = c"connection";
         ep.connect(&ConnParam::rpcrdma_client(ep.device(), &pd))?;
         cm.wait_for(Step::Established, "connection")?;
 
@@ -1190,18 +1306,34 @@ impl Conn {
             let g = cm.state.lock();
             pvtdata::decode(&g.peer[..g.peer_len])
         };
+        trace::pvtdata(conn_id, &peer);
         let limits = proto_state.lock().established(peer);
+        trace::connect(
+            conn_id,
+            dst,
+            plan.protocol,
+            limits.send,
+            limits.recv,
+            config.max_requests,
+        );
         match plan.protocol {
             Protocol::V2 => pr_info!(
-                "connected to {}: probing RPC-over-RDMA version 2 (inline send {} recv {}, {} credits max)\n",
-                dst, limits.send, limits.recv, config.max_requests
+                "connected to {} (conn {}): probing RPC-over-RDMA version 2 (inline send {} recv {}, {} credits max)\n",
+                dst, conn_id, limits.send, limits.recv, config.max_requests
             ),
-            Protocol::V1 => pr_info!(
-                "connected to {}: RPC-over-RDMA version 1 (inline send {} recv {}, {} credits max)\n",
-                dst, limits.send, limits.recv, config.max_requests
-            ),
+            Protocol::V1 => {
+                trace::version(conn_id, Protocol::V1, c"version 1 from the start");
+                pr_info!(
+                    "connected to {} (conn {}): RPC-over-RDMA version 1 (inline send {} recv {}, {} credits max)\n",
+                    dst, conn_id, limits.send, limits.recv, config.max_requests
+                )
+            }
         }
-        Ok(Conn { ep, limits })
+        Ok(Conn {
+            ep,
+            limits,
+            id: conn_id,
+        })
     }
 
     /// Marshals `rqst` (in request slot `slot`) and posts it: inline as
@@ -1266,6 +1398,15 @@ impl Conn {
                 return Err(Error::from_errno(e.errno().to_kernel()));
             }
         };
+        trace::marshal(
+            self.id,
+            rqst.task_id(),
+            xid,
+            chunks.protocol(),
+            &chunks,
+            u32::try_from(rqst.call_len()).unwrap_or(u32::MAX),
+            plan.probe,
+        );
         if plan.probe {
             pr_info!(
                 "sending the RPC-over-RDMA version 2 probe (xid {:#010x})\n",
@@ -1408,6 +1549,7 @@ impl Conn {
                 return Err(e);
             }
             let seg = mr.segment().ok_or(EIO)?;
+            trace::mr_reg(q.id, xid, seg.handle, seg.length, seg.offset);
             let mut g = q.regs.lock();
             let r = g.get_mut(i).ok_or(EINVAL)?;
             let Some(place) = r.segs.get_mut(k) else {
@@ -1537,6 +1679,14 @@ impl Conn {
             }
         }
         if !mrs.is_empty() {
+            let xid = q.regs.lock().get(i).map_or(0, |r| r.xid);
+            trace::mr_inv(
+                q.id,
+                xid,
+                c"sync",
+                0,
+                u32::try_from(mrs.len()).unwrap_or(u32::MAX),
+            );
             match mr::invalidate_sync(self.ep.qp(), mrs, SendOpCtx::SyncInv) {
                 Ok(back) | Err((_, back)) => {
                     for mr in back {
@@ -1550,8 +1700,10 @@ impl Conn {
         }
     }
 
-    /// Starts a disconnect (the drop of the connection completes it).
-    pub fn disconnect(&self) {
+    /// Starts a disconnect (the drop of the connection completes it);
+    /// `reason` is for the tracepoint.
+    pub fn disconnect(&self, reason: &CStr) {
+        trace::disconnect(self.id, reason);
         let _ = self.ep.disconnect();
     }
 }

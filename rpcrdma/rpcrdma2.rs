@@ -21,6 +21,7 @@ pub mod errno;
 pub mod kunit;
 pub mod ib;
 pub mod sunrpc;
+pub mod trace;
 pub mod transport;
 
 /// The RPC-over-RDMA wire codec (the `xdr/` crate's module tree, compiled

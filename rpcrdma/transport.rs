@@ -177,11 +177,12 @@ impl RdmaXprt {
         self.conn.lock().clone()
     }
 
-    /// Tears the connection down (drains the QP, destroys the id).
-    fn disconnect(&self) {
+    /// Tears the connection down (drains the QP, destroys the id);
+    /// `reason` is for the tracepoint.
+    fn disconnect(&self, reason: &core::ffi::CStr) {
         let conn = self.conn.lock().take();
         if let Some(conn) = conn {
-            conn.disconnect();
+            conn.disconnect(reason);
             drop(conn);
             // The next connection starts with an empty congestion window.
             for slot in self.slots.iter() {
@@ -325,7 +326,7 @@ impl Transport for RdmaXprt {
     }
 
     fn close(this: &XprtBox<Self>) {
-        this.data.disconnect();
+        this.data.disconnect(c"close");
         this.xprt().record_close();
         this.xprt().disconnect_done();
     }
@@ -380,7 +381,7 @@ impl Transport for RdmaXprt {
         match this.data.current_conn() {
             Some(conn) => {
                 pr_info!("inject_disconnect: disconnecting\n");
-                conn.disconnect();
+                conn.disconnect(c"injected");
             }
             None => this.xprt().force_disconnect(),
         }
@@ -390,7 +391,7 @@ impl Transport for RdmaXprt {
         let xprt = this.xprt();
         // A connection left from before (e.g. after a failed attempt) is
         // torn down first; close normally did it already.
-        this.data.disconnect();
+        this.data.disconnect(c"reconnect");
         let r = xprt.dst_addr().and_then(|dst| {
             Conn::establish(
                 xprt.net(),
@@ -440,7 +441,7 @@ impl Transport for RdmaXprt {
     fn destroy(this: &XprtBox<Self>) {
         // The connection's handlers hold back-references: tear it down
         // before the transport goes away.
-        this.data.disconnect();
+        this.data.disconnect(c"destroy");
         let free = this.data.free.lock().top;
         let all = this.data.slots.len();
         if free != all {

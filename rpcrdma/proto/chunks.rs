@@ -718,6 +718,11 @@ pub enum ReplyData<'a> {
 }
 
 impl ChunkPlan {
+    /// The version the plan's header is built for.
+    pub const fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
     /// The Call's form.
     pub const fn call(&self) -> CallForm {
         self.call

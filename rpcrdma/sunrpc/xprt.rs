@@ -256,6 +256,20 @@ impl Rqst {
         unsafe { (*self.raw()).rq_xid }
     }
 
+    /// The `tk_pid` of the task that owns the request (0 if none).
+    pub fn task_id(&self) -> u32 {
+        // SAFETY: the rqst is alive (type invariant); `rq_task` is set
+        // while a task owns it and is then alive.
+        unsafe {
+            let task = (*self.raw()).rq_task;
+            if task.is_null() {
+                0
+            } else {
+                u32::from((*task).tk_pid)
+            }
+        }
+    }
+
     /// The length of the RPC Call message in `rq_snd_buf`.
     pub fn call_len(&self) -> usize {
         // SAFETY: the rqst is alive (type invariant).

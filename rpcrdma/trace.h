@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Tracepoints of rpcrdma2 (trace system "rpcrdma2").
+ *
+ *   trace-cmd record -e rpcrdma2            every event
+ *   trace-cmd record -e rpcrdma2:rpcrdma2_marshal -f 'xid == 0x1234abcd'
+ *
+ * Defined here in C (TRACE_EVENT cannot be written in Rust on 6.12),
+ * instantiated in trace.c, and fired from Rust through the rpcrdma2_trace_*
+ * wrappers in trace.c, after rpcrdma/trace.rs has checked the tracepoint's
+ * static key: a disabled event costs one load and a branch.
+ *
+ * Fields a developer filters on: conn (a connection id, unique for the
+ * module's lifetime, also in the connect log line), xid (host order, as
+ * the C client's rpcrdma tracepoints print it) and task (tk_pid).
+ */
+#undef TRACE_SYSTEM
+#define TRACE_SYSTEM rpcrdma2
+
+#if !defined(RPCRDMA2_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
+#define RPCRDMA2_TRACE_H
+
+#include <linux/tracepoint.h>
+
+/* A connection is up: the version it starts with and its inline sizes. */
+TRACE_EVENT(rpcrdma2_connect,
+	TP_PROTO(u32 conn, const char *peer, u32 vers, u32 inline_send,
+		 u32 inline_recv, u32 max_credits),
+	TP_ARGS(conn, peer, vers, inline_send, inline_recv, max_credits),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__string(peer, peer)
+		__field(u32, vers)
+		__field(u32, inline_send)
+		__field(u32, inline_recv)
+		__field(u32, max_credits)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__assign_str(peer);
+		__entry->vers = vers;
+		__entry->inline_send = inline_send;
+		__entry->inline_recv = inline_recv;
+		__entry->max_credits = max_credits;
+	),
+	TP_printk("conn=%u peer=%s vers=%u inline_send=%u inline_recv=%u max_credits=%u",
+		  __entry->conn, __get_str(peer), __entry->vers,
+		  __entry->inline_send, __entry->inline_recv,
+		  __entry->max_credits)
+);
+
+/* A connection attempt failed at one step. */
+TRACE_EVENT(rpcrdma2_connect_error,
+	TP_PROTO(const char *peer, const char *step, int status),
+	TP_ARGS(peer, step, status),
+	TP_STRUCT__entry(
+		__string(peer, peer)
+		__string(step, step)
+		__field(int, status)
+	),
+	TP_fast_assign(
+		__assign_str(peer);
+		__assign_str(step);
+		__entry->status = status;
+	),
+	TP_printk("peer=%s step=%s status=%d", __get_str(peer),
+		  __get_str(step), __entry->status)
+);
+
+/* A connection ends, and why. */
+TRACE_EVENT(rpcrdma2_disconnect,
+	TP_PROTO(u32 conn, const char *reason),
+	TP_ARGS(conn, reason),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__string(reason, reason)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__assign_str(reason);
+	),
+	TP_printk("conn=%u reason=%s", __entry->conn, __get_str(reason))
+);
+
+/* RFC 8797 private data received from the peer (present=0: absent or
+ * invalid, the version's defaults apply). */
+TRACE_EVENT(rpcrdma2_pvtdata,
+	TP_PROTO(u32 conn, bool present, u32 send_size, u32 recv_size,
+		 bool remote_inv),
+	TP_ARGS(conn, present, send_size, recv_size, remote_inv),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__field(bool, present)
+		__field(u32, send_size)
+		__field(u32, recv_size)
+		__field(bool, remote_inv)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__entry->present = present;
+		__entry->send_size = send_size;
+		__entry->recv_size = recv_size;
+		__entry->remote_inv = remote_inv;
+	),
+	TP_printk("conn=%u present=%d send_size=%u recv_size=%u remote_inv=%d",
+		  __entry->conn, __entry->present, __entry->send_size,
+		  __entry->recv_size, __entry->remote_inv)
+);
+
+/* The connection settled on a version: 2 (the probe was answered) or 1
+ * (ERR_VERS, or the server was remembered as version-1-only). */
+TRACE_EVENT(rpcrdma2_version,
+	TP_PROTO(u32 conn, u32 vers, const char *how),
+	TP_ARGS(conn, vers, how),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__field(u32, vers)
+		__string(how, how)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__entry->vers = vers;
+		__assign_str(how);
+	),
+	TP_printk("conn=%u vers=%u how=%s", __entry->conn, __entry->vers,
+		  __get_str(how))
+);
+
+/* The peer's RDMA2_CONNPROP (draft -00 section 5.2). */
+TRACE_EVENT(rpcrdma2_connprop,
+	TP_PROTO(u32 conn, u32 max_send, u32 recv_buf, u32 max_seg_size,
+		 u32 max_seg_count, u32 reverse_req),
+	TP_ARGS(conn, max_send, recv_buf, max_seg_size, max_seg_count,
+		reverse_req),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__field(u32, max_send)
+		__field(u32, recv_buf)
+		__field(u32, max_seg_size)
+		__field(u32, max_seg_count)
+		__field(u32, reverse_req)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__entry->max_send = max_send;
+		__entry->recv_buf = recv_buf;
+		__entry->max_seg_size = max_seg_size;
+		__entry->max_seg_count = max_seg_count;
+		__entry->reverse_req = reverse_req;
+	),
+	TP_printk("conn=%u max_send=%u recv_buf=%u max_seg_size=%u max_seg_count=%u reverse_req=%u",
+		  __entry->conn, __entry->max_send, __entry->recv_buf,
+		  __entry->max_seg_size, __entry->max_seg_count,
+		  __entry->reverse_req)
+);
+
+/* The credit window changed (a grant in a reply or an asynchronous v2
+ * credit grant): RPCs that may now be outstanding. */
+TRACE_EVENT(rpcrdma2_credits,
+	TP_PROTO(u32 conn, u32 xid, u32 credits),
+	TP_ARGS(conn, xid, credits),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__field(u32, xid)
+		__field(u32, credits)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__entry->xid = xid;
+		__entry->credits = credits;
+	),
+	TP_printk("conn=%u xid=0x%08x credits=%u", __entry->conn,
+		  __entry->xid, __entry->credits)
+);
+
+/* How a Call was marshalled: call "inline", "read" (a Read chunk at
+ * position) or "long" (Position-Zero Read chunk, RDMA_NOMSG); reply
+ * "inline", "write" (a Write chunk) or "long" (a Reply chunk). */
+TRACE_EVENT(rpcrdma2_marshal,
+	TP_PROTO(u32 conn, u32 task, u32 xid, u32 vers, const char *call,
+		 const char *reply, u32 hdr_len, u32 rpc_len, u32 inline_len,
+		 u32 nread, u32 nwrite, u32 nreply, bool probe),
+	TP_ARGS(conn, task, xid, vers, call, reply, hdr_len, rpc_len,
+		inline_len, nread, nwrite, nreply, probe),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__field(u32, task)
+		__field(u32, xid)
+		__field(u32, vers)
+		__string(call, call)
+		__string(reply, reply)
+		__field(u32, hdr_len)
+		__field(u32, rpc_len)
+		__field(u32, inline_len)
+		__field(u32, nread)
+		__field(u32, nwrite)
+		__field(u32, nreply)
+		__field(bool, probe)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__entry->task = task;
+		__entry->xid = xid;
+		__entry->vers = vers;
+		__assign_str(call);
+		__assign_str(reply);
+		__entry->hdr_len = hdr_len;
+		__entry->rpc_len = rpc_len;
+		__entry->inline_len = inline_len;
+		__entry->nread = nread;
+		__entry->nwrite = nwrite;
+		__entry->nreply = nreply;
+		__entry->probe = probe;
+	),
+	TP_printk("conn=%u task=%u xid=0x%08x vers=%u call=%s reply=%s hdr_len=%u rpc_len=%u inline_len=%u read_segs=%u write_segs=%u reply_segs=%u probe=%d",
+		  __entry->conn, __entry->task, __entry->xid, __entry->vers,
+		  __get_str(call), __get_str(reply), __entry->hdr_len,
+		  __entry->rpc_len, __entry->inline_len, __entry->nread,
+		  __entry->nwrite, __entry->nreply, __entry->probe)
+);
+
+/* A received message, classified: deliver (inline reply), chunked (a
+ * reply using chunks), fail, resend, reverse_call, credit_grant,
+ * connprop, drop, disconnect. */
+TRACE_EVENT(rpcrdma2_reply,
+	TP_PROTO(u32 conn, u32 xid, u32 vers, const char *class, u32 len,
+		 int status),
+	TP_ARGS(conn, xid, vers, class, len, status),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__field(u32, xid)
+		__field(u32, vers)
+		__string(class, class)
+		__field(u32, len)
+		__field(int, status)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__entry->xid = xid;
+		__entry->vers = vers;
+		__assign_str(class);
+		__entry->len = len;
+		__entry->status = status;
+	),
+	TP_printk("conn=%u xid=0x%08x vers=%u class=%s len=%u status=%d",
+		  __entry->conn, __entry->xid, __entry->vers,
+		  __get_str(class), __entry->len, __entry->status)
+);
+
+/* The peer answered with an RDMA_ERROR / RDMA2_ERROR. */
+TRACE_EVENT(rpcrdma2_peer_error,
+	TP_PROTO(u32 conn, u32 xid, u32 vers, u32 code, const char *name),
+	TP_ARGS(conn, xid, vers, code, name),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__field(u32, xid)
+		__field(u32, vers)
+		__field(u32, code)
+		__string(name, name)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__entry->xid = xid;
+		__entry->vers = vers;
+		__entry->code = code;
+		__assign_str(name);
+	),
+	TP_printk("conn=%u xid=0x%08x vers=%u code=%u (%s)", __entry->conn,
+		  __entry->xid, __entry->vers, __entry->code,
+		  __get_str(name))
+);
+
+/* Memory registration of an RPC's chunks: one event per registered MR. */
+TRACE_EVENT(rpcrdma2_mr_reg,
+	TP_PROTO(u32 conn, u32 xid, u32 handle, u32 length, u64 offset),
+	TP_ARGS(conn, xid, handle, length, offset),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__field(u32, xid)
+		__field(u32, handle)
+		__field(u32, length)
+		__field(u64, offset)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__entry->xid = xid;
+		__entry->handle = handle;
+		__entry->length = length;
+		__entry->offset = offset;
+	),
+	TP_printk("conn=%u xid=0x%08x handle=0x%08x length=%u offset=0x%016llx",
+		  __entry->conn, __entry->xid, __entry->handle,
+		  __entry->length, __entry->offset)
+);
+
+/* An RPC's MRs are invalidated: "remote" (the peer's Send With
+ * Invalidate named handle), "local" (LOCAL_INV posted for n MRs), or
+ * "sync" (synchronous invalidation of an abandoned or resent RPC). */
+TRACE_EVENT(rpcrdma2_mr_inv,
+	TP_PROTO(u32 conn, u32 xid, const char *how, u32 handle, u32 n),
+	TP_ARGS(conn, xid, how, handle, n),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__field(u32, xid)
+		__string(how, how)
+		__field(u32, handle)
+		__field(u32, n)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__entry->xid = xid;
+		__assign_str(how);
+		__entry->handle = handle;
+		__entry->n = n;
+	),
+	TP_printk("conn=%u xid=0x%08x how=%s handle=0x%08x mrs=%u",
+		  __entry->conn, __entry->xid, __get_str(how),
+		  __entry->handle, __entry->n)
+);
+
+#endif /* RPCRDMA2_TRACE_H */
+
+#undef TRACE_INCLUDE_PATH
+#define TRACE_INCLUDE_PATH .
+#undef TRACE_INCLUDE_FILE
+#define TRACE_INCLUDE_FILE trace
+#include <trace/define_trace.h>

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# integration-test: rpcrdma2 tracepoints: every event exists; connect, negotiation, marshal decisions, registration and invalidation proven by them
+#
+# Client script for tools/testing/vm/run.sh (runs in the client guest),
+# rpcrdma2 on the client, stock nfsd/svcrdma (version 1) on the server:
+#   1. the trace system rpcrdma2 has every event of rpcrdma/trace.h;
+#   2. with all of them enabled, an NFSv4.1 mount at the default sizes:
+#      the connection is traced (rpcrdma2_connect vers=2, the peer's
+#      private data), the first Call is the version 2 probe
+#      (rpcrdma2_marshal probe=1 vers=2), svcrdma's ERR_VERS settles it
+#      on version 1 (rpcrdma2_version), replies are classified
+#      (rpcrdma2_reply) and credits granted (rpcrdma2_credits);
+#   3. metadata (stat of 50 files with cold caches) marshals every
+#      Call and Reply inline: no chunk, no registration;
+#   4. a 1 MiB O_DIRECT write goes with a Read chunk and a 1 MiB O_DIRECT
+#      read with a Write chunk, each with its MRs registered
+#      (rpcrdma2_mr_reg) and invalidated (rpcrdma2_mr_inv) under its XID;
+#   5. umount traces the disconnect; with the events disabled again, I/O
+#      adds nothing to the trace.
+
+set -euo pipefail
+# shellcheck source=../vm/guest/lib.sh
+. "$TESTBED_LIB"
+
+KO=$SRC/rpcrdma2.ko
+MNT=/mnt/nfs
+T=/sys/kernel/tracing
+EVENTS=(connect connect_error disconnect pvtdata version connprop credits
+	marshal reply peer_error mr_reg mr_inv)
+[ -f "$KO" ] || tb_die "$KO is not built (make modules)"
+
+tb_step "insmod rpcrdma2.ko" insmod "$KO"
+mountpoint -q "$T" || mount -t tracefs nodev "$T"
+for e in "${EVENTS[@]}"; do
+	[ -d "$T/events/rpcrdma2/rpcrdma2_$e" ] || tb_die "no tracepoint rpcrdma2:rpcrdma2_$e"
+done
+tb_log "trace system rpcrdma2 has its ${#EVENTS[@]} events"
+
+echo 16384 >"$T/buffer_size_kb"
+echo >"$T/trace"
+echo 1 >"$T/events/rpcrdma2/enable"
+echo 1 >"$T/tracing_on"
+
+# ev EVENT [ERE]: trace lines of rpcrdma2_EVENT (matching ERE).
+ev() { grep -E " rpcrdma2_$1: " "$T/trace" | grep -E -- "${2:-.}" || true; }
+need() { # EVENT ERE WHAT
+	[ -n "$(ev "$1" "$2")" ] || {
+		grep rpcrdma2 "$T/trace" | tail -n 40 >&2
+		tb_die "$3: no rpcrdma2_$1 event matching '$2'"
+	}
+}
+
+tb_log "=== connect and negotiate (NFSv4.1, default sizes)"
+tb_mount 4.1 rdma "$MNT"
+tb_assert_proto "$MNT" rdma
+need connect "peer=$NFS_SERVER.* vers=2 " "the connection"
+need pvtdata "present=1 " "svcrdma's RFC 8797 private data"
+need marshal "vers=2 .*probe=1" "the version 2 probe"
+need version "vers=1 how=ERR_VERS" "svcrdma's ERR_VERS"
+need reply "class=resend" "the probe sent again in version 1"
+need reply "vers=1 class=deliver" "an inline reply"
+need credits "credits=[1-9]" "a credit grant"
+tb_log "connect, private data, probe, ERR_VERS fallback, replies and credits traced"
+
+tb_log "=== metadata is inline"
+mkdir "$MNT/meta"
+for i in $(seq 1 50); do echo "$i" >"$MNT/meta/file-$i"; done
+tb_umount "$MNT"
+tb_drop_caches
+echo >"$T/trace"
+tb_mount 4.1 rdma "$MNT"
+for i in $(seq 1 50); do stat "$MNT/meta/file-$i" >/dev/null; done
+n=$(ev marshal | wc -l)
+((n >= 50)) || tb_die "only $n Calls traced for 50 stats"
+chunked=$(ev marshal | grep -Ev 'call=inline reply=inline' || true)
+[ -z "$chunked" ] || tb_die "metadata Calls used chunks: $chunked"
+[ -z "$(ev mr_reg)" ] || tb_die "metadata Calls registered memory"
+tb_log "$n metadata Calls, every one inline both ways, no registration"
+
+tb_log "=== 1 MiB direct write and read use chunks, registered and invalidated"
+head -c 1048576 /dev/urandom >/tmp/ref
+echo >"$T/trace"
+dd if=/tmp/ref of="$MNT/big" bs=1M count=1 oflag=direct status=none
+w=$(ev marshal 'call=read ' | head -n 1)
+[ -n "$w" ] || tb_die "the 1 MiB write sent no Read chunk"
+wx=$(sed -n 's/.* xid=\(0x[0-9a-f]*\) .*/\1/p' <<<"$w")
+need mr_reg "xid=$wx " "the write's registration"
+need mr_inv "xid=$wx " "the write's invalidation"
+tb_log "write: Read chunk, xid $wx registered and invalidated"
+echo 3 >/proc/sys/vm/drop_caches
+echo >"$T/trace"
+dd if="$MNT/big" of=/tmp/back bs=1M count=1 iflag=direct status=none
+cmp -s /tmp/ref /tmp/back || tb_die "the 1 MiB read returned other data"
+r=$(ev marshal 'reply=write ' | head -n 1)
+[ -n "$r" ] || tb_die "the 1 MiB read offered no Write chunk"
+rx=$(sed -n 's/.* xid=\(0x[0-9a-f]*\) .*/\1/p' <<<"$r")
+need mr_reg "xid=$rx " "the read's registration"
+need mr_inv "xid=$rx " "the read's invalidation"
+need reply "xid=$rx .*class=chunked" "the read's reply"
+tb_log "read: Write chunk, xid $rx registered, answered with chunks, invalidated ($(ev mr_inv "xid=$rx " | sed -n 's/.*how=\([a-z]*\).*/\1/p' | sort -u | tr '\n' ' '))"
+
+tb_log "=== disconnect, and nothing traced when disabled"
+rm -rf "$MNT/meta" "$MNT/big"
+tb_umount "$MNT"
+need disconnect "reason=" "the end of the connection"
+echo 0 >"$T/events/rpcrdma2/enable"
+echo >"$T/trace"
+tb_mount 4.1 rdma "$MNT"
+ls "$MNT" >/dev/null
+tb_umount "$MNT"
+[ -z "$(grep rpcrdma2_ "$T/trace" || true)" ] || tb_die "disabled events were traced"
+
+tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
+tb_log "rpcrdma2 tracepoints: all checks passed"
