@@ -7,6 +7,9 @@
 #   make kernel          build (or reuse) the cached testbed kernel
 #   make check           every test: host, KUnit in a guest, guest integration
 #   make clippy          the module under clippy with the kernel's lints
+#   make install         install rpcrdma2.ko (modules_install, depmod) and
+#                        the modprobe.d snippet; INSTALL_MOD_PATH= and
+#                        DESTDIR= stage it under another root
 #   make demo            boot the two guests and show rpcrdma2 in use
 #   make clean
 
@@ -19,9 +22,16 @@ export LIBCLANG_PATH ?= /usr/lib/llvm-15/lib
 
 CLIPPY_DRIVER ?= /usr/bin/clippy-driver
 
-KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN)
+# A versioned LLVM (LLVM=-15) names the compiler and linker explicitly too,
+# so that a CC=clang handed down by the caller (DKMS does that for clang
+# kernels) cannot pick an unversioned clang that may not exist.
+ifneq ($(filter -%,$(LLVM)),)
+KMAKE_LLVM = CC=clang$(LLVM) LD=ld.lld$(LLVM)
+endif
 
-.PHONY: all modules clippy kernel check demo bench host-test kunit integration clean
+KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) $(KMAKE_LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN)
+
+.PHONY: all modules clippy install kernel check demo bench host-test kunit integration clean
 
 all: modules
 
@@ -35,6 +45,17 @@ clippy:
 	@test -f $(KDIR)/Makefile || { echo "error: no kernel build tree at KDIR=$(KDIR): run 'make kernel' or pass KDIR=" >&2; exit 1; }
 	@test -x $(CLIPPY_DRIVER) || { echo "error: no clippy-driver at $(CLIPPY_DRIVER) (Debian package rust-web-clippy)" >&2; exit 1; }
 	$(KMAKE) CLIPPY=1 CLIPPY_DRIVER=$(CLIPPY_DRIVER) CLIPPY_CONF_DIR=$(CURDIR) modules
+
+# Like any out-of-tree module: rpcrdma2.ko into
+# $(INSTALL_MOD_PATH)/lib/modules/<KDIR's release>/updates/ and depmod (by
+# the kernel's modules_install), then the modprobe.d snippet that makes a
+# proto=rdma mount load rpcrdma2 instead of rpcrdma.ko (client machines
+# only: an NFS server needs rpcrdma.ko for svcrdma).
+INSTALL_MOD_DIR ?= updates
+MODPROBE_D ?= /etc/modprobe.d
+install: modules
+	$(KMAKE) INSTALL_MOD_DIR=$(INSTALL_MOD_DIR) modules_install
+	install -D -m 0644 samples/modprobe.d/rpcrdma2.conf $(DESTDIR)$(MODPROBE_D)/rpcrdma2.conf
 
 kernel:
 	tools/testing/kernel/build.sh

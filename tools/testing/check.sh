@@ -39,6 +39,8 @@ phase_module() {
 	step "module" make -s modules
 	[ -f rpcrdma2.ko ] || die "make modules produced no rpcrdma2.ko"
 	step "module stack frames" tools/testing/stack-check.sh rpcrdma/rpcrdma2.o
+	step "make install (staged)" tools/testing/install-check.sh
+	step "dkms build" tools/testing/dkms-check.sh
 }
 
 phase_kunit() {
