@@ -1407,12 +1407,6 @@ impl Conn {
             u32::try_from(rqst.call_len()).unwrap_or(u32::MAX),
             plan.probe,
         );
-        if plan.probe {
-            pr_info!(
-                "sending the RPC-over-RDMA version 2 probe (xid {:#010x})\n",
-                xid
-            );
-        }
         let Some(mut sb) = q.sends.lock().pop() else {
             return Err(crate::errno::enobufs());
         };

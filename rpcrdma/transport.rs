@@ -380,7 +380,6 @@ impl Transport for RdmaXprt {
         // (DISCONNECTED event, autoclose, close, reconnect, retransmit).
         match this.data.current_conn() {
             Some(conn) => {
-                pr_info!("inject_disconnect: disconnecting\n");
                 conn.disconnect(c"injected");
             }
             None => this.xprt().force_disconnect(),

@@ -187,6 +187,7 @@ if [ -d "$F" ]; then
 	}
 	tb_log "=== NFS vers=3, default rsize/wsize, disconnects during chunked I/O"
 	dmesg -C
+	tb_trace_rpcrdma2
 	tb_mount 3 rdma "$MNT"
 	ls "$MNT" >/dev/null
 	inject 3
@@ -201,7 +202,7 @@ if [ -d "$F" ]; then
 	tb_drop_caches
 	tb_mount 3 rdma "$MNT"
 	cmp -s "$REF/f3145728" "$MNT/ref" || tb_die "data written across disconnects differs"
-	n=$(dmesg | grep -c "rpcrdma2: inject_disconnect: disconnecting" || true)
+	n=$(tb_trace_events disconnect 'reason=injected' | wc -l)
 	c=$(dmesg | grep -c "rpcrdma2: connected to" || true)
 	tb_log "chunked I/O: $n disconnects injected, $c connects"
 	((n >= 1)) || tb_die "no disconnect was injected"

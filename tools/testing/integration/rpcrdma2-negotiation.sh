@@ -40,9 +40,10 @@ tb_log "=== default: probe version 2, fall back to version 1"
 dmesg -C
 tb_step "insmod rpcrdma2.ko" insmod "$KO"
 [ "$(cat /sys/module/rpcrdma2/parameters/force_v1)" = N ] || tb_die "force_v1 is not off by default"
+tb_trace_rpcrdma2
 tb_mount 3 rdma "$MNT" rsize=1024,wsize=1024
-probe=$(dmesg | sed -n 's/.*rpcrdma2: sending the RPC-over-RDMA version 2 probe (xid 0x\([0-9a-f]*\)).*/\1/p' | head -n 1)
-[ -n "$probe" ] || tb_die "rpcrdma2 did not send a version 2 probe"
+probe=$(tb_trace_events marshal 'vers=2 .*probe=1' | sed -n 's/.* xid=0x\([0-9a-f]*\) .*/\1/p' | head -n 1)
+[ -n "$probe" ] || tb_die "rpcrdma2 did not send a version 2 probe (no rpcrdma2_marshal probe=1 event)"
 dmesg | grep "rpcrdma2: server answered the RPC-over-RDMA version 2 probe with ERR_VERS: continuing in version 1" >/dev/null ||
 	tb_die "rpcrdma2 did not fall back to version 1"
 wait_trace svcrdma_decode_badvers_err 1 || tb_die "the server's trace shows no bad-version message: $(cat "$TRACE" 2>&1 | tail -n 5)"
@@ -64,10 +65,12 @@ tb_log "=== force_v1=1: version 1 from the first message"
 before=$(server_events svcrdma_decode_badvers_err | wc -l)
 dmesg -C
 tb_step "insmod rpcrdma2.ko force_v1=1" insmod "$KO" force_v1=1
+tb_trace_rpcrdma2
 tb_mount 3 rdma "$MNT" rsize=1024,wsize=1024
 ls "$MNT" >/dev/null
 dmesg | grep "rpcrdma2: connected to .*: RPC-over-RDMA version 1" >/dev/null || tb_die "force_v1: not a version 1 connection"
-! dmesg | grep "version 2 probe" >/dev/null || tb_die "force_v1: a version 2 probe was sent"
+[ -z "$(tb_trace_events marshal 'probe=1')" ] || tb_die "force_v1: a version 2 probe was sent"
+[ -z "$(tb_trace_events marshal 'vers=2')" ] || tb_die "force_v1: a version 2 Call was sent"
 tb_umount "$MNT"
 sleep 1
 after=$(server_events svcrdma_decode_badvers_err | wc -l)

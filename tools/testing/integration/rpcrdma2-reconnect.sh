@@ -39,6 +39,7 @@ inject() { # N: inject N disconnects, one every 200 transmissions (quietly:
 for vers in 3 4.1; do
 	tb_log "=== vers=$vers"
 	dmesg -C
+	tb_trace_rpcrdma2
 	tb_mount "$vers" rdma "$MNT" rsize=1024,wsize=1024
 	ls "$MNT" >/dev/null
 	inject 3
@@ -49,11 +50,11 @@ for vers in 3 4.1; do
 	tb_drop_caches
 	tb_mount "$vers" rdma "$MNT" rsize=1024,wsize=1024
 	cmp /tmp/ref "$MNT/ref" || tb_die "vers=$vers: data differs after reconnects"
-	n=$(dmesg | grep -c "rpcrdma2: inject_disconnect: disconnecting" || true)
+	n=$(tb_trace_events disconnect 'reason=injected' | wc -l)
 	((n >= 1)) || tb_die "vers=$vers: no disconnect was injected"
 	c=$(dmesg | grep -c "rpcrdma2: connected to" || true)
 	((c >= 3)) || tb_die "vers=$vers: expected reconnects, saw $c connects for $n injected disconnects"
-	probes=$(dmesg | grep -c "version 2 probe (xid" || true)
+	probes=$(tb_trace_events marshal 'probe=1' | wc -l)
 	tb_log "vers=$vers: $n disconnects injected, $c connects (both mounts), $probes probes"
 	connects=$(awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $5; exit}' /proc/self/mountstats)
 	rm "$MNT/ref"

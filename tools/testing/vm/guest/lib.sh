@@ -110,3 +110,19 @@ tb_rmmod() {
 	done
 	rmmod "$mod" || tb_die "rmmod $mod: still busy after ${secs} s"
 }
+
+# tb_trace_rpcrdma2: enable every rpcrdma2 tracepoint (tracefs mounted,
+# buffer cleared). tb_trace_events EVENT [ERE]: the trace lines of
+# rpcrdma2_EVENT (matching ERE), for assertions on what the transport did.
+tb_trace_rpcrdma2() {
+	local t=/sys/kernel/tracing
+	mountpoint -q "$t" || mount -t tracefs nodev "$t"
+	[ -d "$t/events/rpcrdma2" ] || tb_die "no rpcrdma2 tracepoints (is rpcrdma2.ko loaded?)"
+	echo 16384 >"$t/buffer_size_kb"
+	echo >"$t/trace"
+	echo 1 >"$t/events/rpcrdma2/enable"
+	echo 1 >"$t/tracing_on"
+}
+tb_trace_events() {
+	grep -E " rpcrdma2_$1: " /sys/kernel/tracing/trace | grep -E -- "${2:-.}" || true
+}
