@@ -68,8 +68,10 @@ mkdir "$MNT/meta"
 for i in $(seq 1 50); do echo "$i" >"$MNT/meta/file-$i"; done
 tb_umount "$MNT"
 tb_drop_caches
-echo >"$T/trace"
 tb_mount 4.1 rdma "$MNT"
+# The mount's own Calls (EXCHANGE_ID and CREATE_SESSION offer a Reply
+# chunk for their large reply buffers) are not metadata traffic.
+echo >"$T/trace"
 for i in $(seq 1 50); do stat "$MNT/meta/file-$i" >/dev/null; done
 n=$(ev marshal | wc -l)
 ((n >= 50)) || tb_die "only $n Calls traced for 50 stats"
