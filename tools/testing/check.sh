@@ -25,8 +25,8 @@ phase_host() {
 	# The module's Rust (crate root and every module under it, including
 	# the codec and proto trees it includes) as the kernel formats it.
 	step "module: rustfmt --check" rustfmt --check --edition 2021 rpcrdma/rpcrdma2.rs
-	step "codec: fmt, clippy, tests, fuzz" xdr/check.sh
-	step "proto: fmt, clippy, tests" rpcrdma/proto/check.sh
+	step "host crates (workspace): fmt, clippy, doc, tests, kcompat, fuzz" \
+		tools/testing/host-check.sh
 	step "KTAP checker self-test" tools/testing/kunit/selftest.sh
 }
 
