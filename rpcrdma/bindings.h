@@ -20,3 +20,6 @@
 
 #include "shim.h"
 #include "ib_shim.h"
+#ifdef RPCRDMA2_KUNIT
+#include "test_shim.h"
+#endif

@@ -46,3 +46,17 @@ errnos! {
     /// `EPROTO`: protocol error.
     eproto => EPROTO,
 }
+
+// `proto` defines the errno values it hands out without the kernel crate:
+// check every one against the kernel's own at compile time.
+const _: () = {
+    use crate::bindings as b;
+    use crate::proto::errno as e;
+    assert!(e::EIO.unsigned_abs() == b::EIO);
+    assert!(e::EAGAIN.unsigned_abs() == b::EAGAIN);
+    assert!(e::EPROTO.unsigned_abs() == b::EPROTO);
+    assert!(e::EMSGSIZE.unsigned_abs() == b::EMSGSIZE);
+    assert!(e::EPROTONOSUPPORT.unsigned_abs() == b::EPROTONOSUPPORT);
+    assert!(e::ENOBUFS.unsigned_abs() == b::ENOBUFS);
+    assert!(e::ENOTCONN.unsigned_abs() == b::ENOTCONN);
+};

@@ -17,6 +17,9 @@ use kernel::prelude::*;
 pub mod bindings;
 pub mod conn;
 pub mod errno;
+// The KUnit kit (before the modules whose suites use its macros): only in
+// the KUnit variant, like the suites below.
+#[cfg(rpcrdma2_kunit)]
 #[macro_use]
 pub mod kunit;
 pub mod ib;
@@ -33,7 +36,10 @@ pub mod xdr;
 /// see Documentation/design-proto.rst.
 pub mod proto;
 
-#[cfg(CONFIG_KUNIT)]
+// The KUnit suites: only in the KUnit variant of the module
+// (Kbuild's RPCRDMA2_KUNIT=1 passes `--cfg rpcrdma2_kunit`), never in the
+// production rpcrdma2.ko.
+#[cfg(rpcrdma2_kunit)]
 mod tests;
 
 module! {

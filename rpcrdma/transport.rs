@@ -163,7 +163,8 @@ impl RdmaXprt {
         Ok(slots)
     }
 
-    /// How many request slots are free.
+    /// How many request slots are free (KUnit variant only).
+    #[cfg(rpcrdma2_kunit)]
     pub fn free_slots(&self) -> usize {
         self.free.lock().top
     }

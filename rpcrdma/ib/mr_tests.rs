@@ -12,8 +12,9 @@
 //! rkey fails, and that a registration flushed by a dead QP makes the MR
 //! `Broken`, which the pool deregisters and replaces.
 
-use super::cm::{CmId, ConnParam, Incoming, Listener, SockAddr};
+use super::cm::{CmId, ConnParam, SockAddr};
 use super::dma::{DmaBuf, DmaDir};
+use super::listen::{Incoming, Listener};
 use super::mr::{
     find_by_rkey, invalidate_sync, page_size, post_local_inv, FrwrCaps, Mr, MrAccess, MrPool,
     MrState, MrWr, PageSeg, Segment,

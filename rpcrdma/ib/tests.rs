@@ -16,8 +16,9 @@
 //! tears everything down checking that every posted context came back.
 
 use super::client;
-use super::cm::{CmEvent, CmHandler, CmId, ConnParam, Incoming, Listener, SockAddr};
+use super::cm::{CmEvent, CmHandler, CmId, ConnParam, SockAddr};
 use super::dma::{DmaBuf, DmaDir};
+use super::listen::{Incoming, Listener};
 use super::qp::{
     Completion, Endpoint, Qp, QpCaps, QpHandler, RecvCtx, SendChain, SendCtx, SendWr, SgeList,
     WcOpcode,

@@ -60,6 +60,9 @@ pub mod errno;
 pub mod inline;
 pub mod negotiate;
 pub mod reply;
+// The self-test tables: on the host (no CONFIG_RUST) and in the module's
+// KUnit variant (Kbuild's RPCRDMA2_KUNIT), never in the production module.
+#[cfg(any(not(CONFIG_RUST), rpcrdma2_kunit))]
 pub mod selftest;
 
 pub use self::chunks::{

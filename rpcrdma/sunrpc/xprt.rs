@@ -1108,13 +1108,15 @@ impl<T: Transport> XprtBox<T> {
 
 /// A transport created by [`XprtBox::create`] that was never handed to
 /// SUNRPC, for tests: calls go through the installed ops table, and drop
-/// runs the `destroy` op as SUNRPC would.
+/// runs the `destroy` op as SUNRPC would. KUnit variant only.
 ///
 /// # Invariants
 ///
 /// `0` is an `rpc_xprt` of an `XprtBox<T>` that no one else references.
+#[cfg(rpcrdma2_kunit)]
 pub struct Unpublished<T: Transport>(NonNull<bindings::rpc_xprt>, PhantomData<T>);
 
+#[cfg(rpcrdma2_kunit)]
 impl<T: Transport> Unpublished<T> {
     /// Wraps the result of [`XprtBox::create`].
     ///
@@ -1192,6 +1194,7 @@ impl<T: Transport> Unpublished<T> {
     }
 }
 
+#[cfg(rpcrdma2_kunit)]
 impl<T: Transport> Drop for Unpublished<T> {
     fn drop(&mut self) {
         // SAFETY: by the type invariant nobody else uses the transport;

@@ -39,6 +39,13 @@ phase_module() {
 	step "module" make -s modules
 	[ -f rpcrdma2.ko ] || die "make modules produced no rpcrdma2.ko"
 	step "module stack frames" tools/testing/stack-check.sh rpcrdma/rpcrdma2.o
+	# The production module carries no test code (Kbuild, RPCRDMA2_KUNIT).
+	step "no KUnit suites in the production module" \
+		bash -c '! nm rpcrdma2.ko | grep -E "kunit|selftest|listen"'
+	# The KUnit variant the kunit phase loads (build/kunit/rpcrdma2.ko).
+	step "KUnit variant under clippy (kernel lints)" make -s clippy-kunit
+	step "KUnit variant" make -s modules-kunit
+	step "KUnit variant stack frames" tools/testing/stack-check.sh build/kunit/rpcrdma/rpcrdma2.o
 }
 
 phase_kunit() {
