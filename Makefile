@@ -44,6 +44,9 @@ modules:
 kunit-tree:
 	@test -f $(KDIR)/Makefile || { echo "error: no kernel build tree at KDIR=$(KDIR): run 'make kernel' or pass KDIR=" >&2; exit 1; }
 	@mkdir -p $(KUNIT_BUILD)
+	@# Sources deleted or moved since the last copy must not linger.
+	@find $(KUNIT_BUILD) -path $(KUNIT_BUILD)/rpcrdma/bindings_generated.rs -prune -o -type f \
+		\( -name '*.rs' -o -name '*.c' -o -name '*.h' \) -print | xargs -r rm -f
 	@find Kbuild rpcrdma xdr/src -type f \( -name Kbuild -o -name '*.rs' -o -name '*.c' -o -name '*.h' \) \
 		! -name bindings_generated.rs -exec cp -p --parents -t $(KUNIT_BUILD)/ {} +
 

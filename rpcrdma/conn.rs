@@ -157,7 +157,7 @@ impl ConnCm {
             }
             if left == 0 {
                 pr_err!("connect: {} timed out\n", what);
-                return Err(crate::errno::etimedout());
+                return Err(crate::compat::errno::etimedout());
             }
             // Jiffies remaining come back from the wait.
             match self.cv.wait_interruptible_timeout(&mut g, left) {
@@ -174,18 +174,20 @@ impl CmHandler for ConnCm {
         match event {
             CmEvent::AddrResolved => self.set(Step::AddrResolved),
             CmEvent::RouteResolved => self.set(Step::RouteResolved),
-            CmEvent::AddrError { .. } => self.set(Step::Failed(crate::errno::eproto().to_errno())),
+            CmEvent::AddrError { .. } => {
+                self.set(Step::Failed(crate::compat::errno::eproto().to_errno()))
+            }
             CmEvent::RouteError { .. } | CmEvent::Unreachable { .. } => {
-                self.set(Step::Failed(crate::errno::enetunreach().to_errno()))
+                self.set(Step::Failed(crate::compat::errno::enetunreach().to_errno()))
             }
             CmEvent::ConnectError { .. } => {
-                self.set(Step::Failed(crate::errno::enotconn().to_errno()))
+                self.set(Step::Failed(crate::compat::errno::enotconn().to_errno()))
             }
             CmEvent::Rejected { reason, .. } => {
                 let e = if *reason == crate::ib::cm::REJ_STALE_CONN {
-                    crate::errno::enotconn()
+                    crate::compat::errno::enotconn()
                 } else {
-                    crate::errno::econnrefused()
+                    crate::compat::errno::econnrefused()
                 };
                 self.set(Step::Failed(e.to_errno()))
             }
@@ -203,7 +205,7 @@ impl CmHandler for ConnCm {
                 let was_up = g.step == Step::Established && !g.gone;
                 g.gone = true;
                 if g.step != Step::Established {
-                    g.step = Step::Failed(crate::errno::econnaborted().to_errno());
+                    g.step = Step::Failed(crate::compat::errno::econnaborted().to_errno());
                 }
                 drop(g);
                 self.cv.notify_all();
@@ -774,7 +776,7 @@ impl QpState {
             }
             Some(Err(e)) => {
                 self.stats.too_big.fetch_add(1, Relaxed);
-                if crate::sunrpc::ratelimit() {
+                if crate::compat::print::ratelimit() {
                     pr_err!(
                         "reply: {} bytes do not fit the receive buffer ({:?})\n",
                         payload.len(),
@@ -809,7 +811,7 @@ impl QpState {
     /// MRs: counted and logged; the RPC's MRs are invalidated locally.
     fn remote_inv_foreign(&self, xid: u32, rkey: Option<u32>) {
         self.stats.remote_inv_foreign.fetch_add(1, Relaxed);
-        if crate::sunrpc::ratelimit() {
+        if crate::compat::print::ratelimit() {
             pr_err!(
                 "reply: xid {:#010x}: the server invalidated rkey {:#x}, which is not one of the RPC's\n",
                 xid,
@@ -878,7 +880,7 @@ impl QpState {
                             Finish::Complete(i32::try_from(len).unwrap_or(i32::MAX))
                         }
                         Err(e) => {
-                            if crate::sunrpc::ratelimit() {
+                            if crate::compat::print::ratelimit() {
                                 pr_err!(
                                     "reply: xid {:#010x}: no memory for {} inline bytes after the payload ({:?})\n",
                                     xid,
@@ -891,7 +893,7 @@ impl QpState {
                     },
                     Some(Err(e)) => {
                         self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
-                        if crate::sunrpc::ratelimit() {
+                        if crate::compat::print::ratelimit() {
                             pr_err!(
                                 "reply: xid {:#010x}: {} written bytes with {} + {} inline do not fit the receive buffer ({:?})\n",
                                 xid,
@@ -909,7 +911,7 @@ impl QpState {
                 // Chunks for an RPC that registered none are the
                 // responder's error.
                 self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
-                if crate::sunrpc::ratelimit() {
+                if crate::compat::print::ratelimit() {
                     pr_err!(
                         "reply: xid {:#010x} uses chunks it was not offered (-EIO)\n",
                         xid
@@ -919,7 +921,7 @@ impl QpState {
             }
             Some(Err(e)) => {
                 self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
-                if crate::sunrpc::ratelimit() {
+                if crate::compat::print::ratelimit() {
                     pr_err!(
                         "reply: xid {:#010x} does not match its chunks: {:?} ({})\n",
                         xid,
@@ -946,7 +948,7 @@ impl QpState {
             Reply::Deliver { xid, payload } => self.deliver_inline(qp, xid, payload, inv),
             Reply::Chunked { xid, header } => self.deliver_chunked(qp, xid, &header, inv),
             Reply::Fail { xid, errno, cause } => {
-                if crate::sunrpc::ratelimit() {
+                if crate::compat::print::ratelimit() {
                     if cause == proto::Cause::RdmaError(crate::xdr::header::ErrorBody::BadXdr) {
                         // v1 ERR_CHUNK: a Reply larger than the server's
                         // inline threshold and no (or too small a) chunk
@@ -976,13 +978,13 @@ impl QpState {
             }
             Reply::ReverseCall { xid, .. } => {
                 self.stats.bc_dropped.fetch_add(1, Relaxed);
-                if crate::sunrpc::ratelimit() {
+                if crate::compat::print::ratelimit() {
                     pr_warn!("backchannel: callback xid {:#010x} dropped (backchannel calls are not supported yet)\n", xid);
                 }
             }
             Reply::Control(_) => {}
             Reply::Drop(cause) => {
-                if cause.is_bad_reply() && crate::sunrpc::ratelimit() {
+                if cause.is_bad_reply() && crate::compat::print::ratelimit() {
                     pr_err!("reply: dropped: {:?}\n", cause);
                 }
             }
@@ -1202,7 +1204,7 @@ impl Conn {
         // Receive pages the upper layer left to the transport.
         rqst.fill_sparse_pages()?;
         let mut rpc = rqst.chunk_rpc();
-        rpc.ddp_allowed &= crate::sunrpc::param_ddp();
+        rpc.ddp_allowed &= crate::compat::params::ddp();
         let page_size = mr::page_size() as u32;
         let depth = chunking.as_ref().map_or(1, |c| c.caps.depth);
         if let Some(c) = &chunking {
@@ -1215,7 +1217,7 @@ impl Conn {
             drop(p);
             if need > c.pool.available() {
                 stats.no_mrs.fetch_add(1, Relaxed);
-                return Err(crate::errno::enobufs());
+                return Err(crate::compat::errno::enobufs());
             }
         }
         let plan = q.proto.lock().prepare_rpc(xid, &rpc, page_size, depth);
@@ -1223,22 +1225,22 @@ impl Conn {
             Ok(p) => p,
             Err(CallError::NoCredits) => {
                 stats.no_credits.fetch_add(1, Relaxed);
-                return Err(crate::errno::enobufs());
+                return Err(crate::compat::errno::enobufs());
             }
-            Err(CallError::NotConnected) => return Err(crate::errno::enotconn()),
+            Err(CallError::NotConnected) => return Err(crate::compat::errno::enotconn()),
             Err(CallError::TooBig(t)) => {
                 stats.too_big.fetch_add(1, Relaxed);
-                if crate::sunrpc::ratelimit() {
+                if crate::compat::print::ratelimit() {
                     pr_err!(
                         "send: {:?} of {} bytes exceeds the inline limit of {} and this connection has no chunks (-EMSGSIZE)\n",
                         t.direction, t.len, t.limit
                     );
                 }
-                return Err(crate::errno::emsgsize());
+                return Err(crate::compat::errno::emsgsize());
             }
             Err(CallError::Plan(e)) => {
                 stats.too_big.fetch_add(1, Relaxed);
-                if crate::sunrpc::ratelimit() {
+                if crate::compat::print::ratelimit() {
                     pr_err!(
                         "send: xid {:#010x} cannot be sent: {:?} ({})\n",
                         xid,
@@ -1256,7 +1258,7 @@ impl Conn {
             );
         }
         let Some(mut sb) = q.sends.lock().pop() else {
-            return Err(crate::errno::enobufs());
+            return Err(crate::compat::errno::enobufs());
         };
         let n = chunks.ranges().len();
         if n > 0 {
@@ -1371,7 +1373,7 @@ impl Conn {
                 return Err(EINVAL);
             }
             let Some(mut mr) = c.pool.get() else {
-                return Err(crate::errno::enobufs());
+                return Err(crate::compat::errno::enobufs());
             };
             let (side, access) = if k < nread {
                 (XdrSide::Call, MrAccess::RemoteRead)
@@ -1380,7 +1382,7 @@ impl Conn {
             };
             if let Err(e) = rqst.map_range(side, range, &mut mr, access, xid, pages) {
                 c.pool.put(mr);
-                if crate::sunrpc::ratelimit() {
+                if crate::compat::print::ratelimit() {
                     pr_err!(
                         "send: xid {:#010x}: mapping {:?} failed ({:?})\n",
                         xid,
@@ -1425,7 +1427,7 @@ impl Conn {
                 // next transmission releases them.
                 let _ = q.sends.lock().push(sb);
                 return Err(if e == ENOMEM {
-                    crate::errno::enobufs()
+                    crate::compat::errno::enobufs()
                 } else {
                     e
                 });
@@ -1505,7 +1507,7 @@ impl Conn {
                 );
                 return;
             }
-            crate::sunrpc::msleep(1);
+            crate::compat::delay::msleep(1);
             waited += 1;
         }
         let mut mrs = KVec::new();

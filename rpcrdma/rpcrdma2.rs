@@ -15,13 +15,11 @@
 use kernel::prelude::*;
 
 pub mod bindings;
-pub mod conn;
-pub mod errno;
-// The KUnit kit (before the modules whose suites use its macros): only in
-// the KUnit variant, like the suites below.
-#[cfg(rpcrdma2_kunit)]
+// What 6.12's kernel crate lacks (the KUnit kit among it: first, for the
+// suites that use its macros).
 #[macro_use]
-pub mod kunit;
+pub mod compat;
+pub mod conn;
 pub mod ib;
 pub mod sunrpc;
 pub mod transport;

@@ -3,7 +3,7 @@
 //! KUnit suites that run when the module's KUnit variant is loaded
 //! (`cfg(rpcrdma2_kunit)`, built by `make modules-kunit`).
 
-use crate::kunit::{Failure as TestFailure, TestResult};
+use crate::compat::kunit::{Failure as TestFailure, TestResult};
 use crate::sunrpc;
 use crate::sunrpc::xprt::Unpublished;
 use crate::transport::RdmaXprt;
@@ -14,20 +14,20 @@ use crate::xdr::selftest::{SelfTest, SELF_TESTS};
 
 /// Each self test of the codec and of the protocol logic is a KUnit
 /// parameter.
-impl crate::kunit::TableTest for SelfTest {
+impl crate::compat::kunit::TableTest for SelfTest {
     fn name(&self) -> &'static core::ffi::CStr {
         self.c_name
     }
 
     fn run(&self) -> TestResult {
         (self.run)().map_err(|f| {
-            crate::kunit::report(
+            crate::compat::kunit::report(
                 self.name,
                 self.file,
                 f.line,
                 format_args!("check failed: {}", f.what),
             );
-            crate::kunit::Failure
+            crate::compat::kunit::Failure
         })
     }
 }

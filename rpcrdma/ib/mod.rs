@@ -41,18 +41,12 @@ mod mr_tests;
 mod tests;
 
 /// Turns a positive `E*` constant from the bindings into an [`Error`].
-pub(crate) fn errno(e: u32) -> Error {
-    // The constants are small positive values, so the negation is in range.
-    Error::from_errno(-(e as i32))
-}
+pub(crate) use crate::compat::errno::code as errno;
 
-/// Decodes a pointer that may be an `ERR_PTR`.
+/// Decodes a pointer that may be an `ERR_PTR` (`kernel::error::from_err_ptr`)
+/// or NULL (`ENOMEM`).
 pub(crate) fn from_err_ptr<T>(ptr: *mut T) -> Result<NonNull<T>> {
-    let v = ptr as isize;
-    if (-(bindings::MAX_ERRNO as isize)..0).contains(&v) {
-        return Err(Error::from_errno(v as i32));
-    }
-    NonNull::new(ptr).ok_or(ENOMEM)
+    NonNull::new(kernel::error::from_err_ptr(ptr)?).ok_or(ENOMEM)
 }
 
 /// The address of the current task, to recognise re-entry from a callback.

@@ -27,7 +27,7 @@ use super::tests::{check_stack_headroom, device_and_ip, step, CmLog, Seen, STEP_
 use super::verbs::{Pd, PollContext};
 use super::{DeviceRef, Net};
 use crate::bindings;
-use crate::kunit::{Failure, TestResult};
+use crate::compat::kunit::{Failure, TestResult};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex};
 

@@ -26,7 +26,7 @@ use super::qp::{
 use super::verbs::{Pd, PollContext};
 use super::{DeviceRef, Net};
 use crate::bindings;
-use crate::kunit::{Failure, TestResult};
+use crate::compat::kunit::{Failure, TestResult};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex};
 
@@ -47,7 +47,7 @@ macro_rules! step {
         match $e {
             Ok(v) => v,
             Err(err) => {
-                $crate::kunit::report(
+                $crate::compat::kunit::report(
                     module_path!(),
                     file!(),
                     line!(),

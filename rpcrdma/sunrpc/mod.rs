@@ -2,8 +2,8 @@
 
 //! Safe wrappers over the SUNRPC client transport switch.
 //!
-//! Together with `ib`, this is the only place in the module that touches
-//! raw pointers or calls C directly.
+//! Together with `ib` (and the one-call wrappers of `compat`), this is the
+//! only place in the module that touches raw pointers or calls C directly.
 
 pub mod xprt;
 
@@ -52,31 +52,6 @@ impl Drop for ClassRegistration {
         // SAFETY: by the type invariant the class is registered.
         unsafe { bindings::rpcrdma2_shim_unregister_class() };
     }
-}
-
-/// The `force_v1` module parameter (defined in `shim.c`).
-pub fn param_force_v1() -> bool {
-    // SAFETY: FFI call without preconditions.
-    unsafe { bindings::rpcrdma2_shim_param_force_v1() }
-}
-
-/// The `ddp` module parameter (defined in `shim.c`).
-pub fn param_ddp() -> bool {
-    // SAFETY: FFI call without preconditions.
-    unsafe { bindings::rpcrdma2_shim_param_ddp() }
-}
-
-/// Whether a rate-limited message may be printed now (`printk_ratelimit`).
-pub fn ratelimit() -> bool {
-    // SAFETY: the name is a NUL-terminated static string.
-    unsafe { bindings::__printk_ratelimit(c"rpcrdma2".as_ptr().cast()) != 0 }
-}
-
-/// Sleeps for about `ms` milliseconds (process context).
-pub fn msleep(ms: u32) {
-    // SAFETY: FFI call without preconditions; callers are in process
-    // context.
-    unsafe { bindings::msleep(ms) }
 }
 
 /// A borrowed view of the `struct xprt_create` handed to the class's setup.
