@@ -1,14 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! One RPC-over-RDMA connection: rdma_cm id, QP, Receive and Send
-//! buffers, the CM event handler and the reply handler.
+//! buffers and the reply handler; the CM handshake it waits on is
+//! [`crate::connect`].
 //!
 //! A connection is created by the transport's connect worker
 //! ([`Conn::establish`]) and torn down by `close` (dropping it drains the
 //! QP and destroys the id). Its handlers reach the transport through an
 //! [`XprtRef`].
 
-use crate::ib::cm::{CmEvent, CmHandler, CmId, ConnParam, SockAddr};
+use crate::connect::{ConnCm, Step, RESOLVE_TIMEOUT_MS};
+use crate::ib::cm::{CmId, ConnParam, SockAddr};
 use crate::ib::dma::{DmaBuf, DmaDir};
 use crate::ib::mr::{self, FrwrCaps, Mr, MrAccess, MrPool, MrState, MrWr, PageSeg, Segment};
 use crate::ib::qp::{
@@ -21,20 +23,15 @@ use crate::proto::chunks::MAX_RANGES;
 use crate::proto::{self, CallError, ChunkPlan, Part, Reply, ReplyData};
 use crate::sunrpc::xprt::{Rqst, XdrSide, XprtRef};
 use crate::xdr::header::{self, Protocol};
-use crate::xdr::pvtdata;
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use kernel::alloc::{
     flags::{GFP_KERNEL, GFP_NOWAIT},
     KVec,
 };
+use kernel::new_spinlock;
 use kernel::prelude::*;
-use kernel::sync::{Arc, CondVar, Mutex, SpinLock};
-use kernel::{new_condvar, new_mutex, new_spinlock};
+use kernel::sync::{Arc, SpinLock};
 
-/// rdma_cm address and route resolution timeout (the C client's).
-const RESOLVE_TIMEOUT_MS: u32 = 5000;
-/// How long the connect worker waits for each CM step.
-const CM_STEP_TIMEOUT_MS: u32 = 30_000;
 /// Most MRs in one connection's pool.
 const MR_POOL_MAX: usize = 256;
 /// Send chains a connection keeps for posting REG_MRs and LOCAL_INVs (more
@@ -92,132 +89,6 @@ pub struct ConnStats {
     /// invalidation failed (C: `mrs_orphaned`); replaced when the next
     /// connection builds its pool.
     pub mrs_orphaned: AtomicU64,
-}
-
-/// Where the connect worker's handshake stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Step {
-    Idle,
-    AddrResolved,
-    RouteResolved,
-    Established,
-    /// Failed with a negative errno.
-    Failed(i32),
-}
-
-struct CmState {
-    step: Step,
-    /// The peer's CM private data from ESTABLISHED (zero-padded by RoCE).
-    peer: [u8; 64],
-    peer_len: usize,
-    /// Set once the connection is known to be gone.
-    gone: bool,
-}
-
-/// The CM event handler of a connection, waitable by the connect worker.
-#[pin_data]
-pub struct ConnCm {
-    #[pin]
-    state: Mutex<CmState>,
-    #[pin]
-    cv: CondVar,
-    xprt: XprtRef,
-}
-
-impl ConnCm {
-    fn new(xprt: XprtRef) -> Result<Arc<Self>> {
-        Arc::pin_init(
-            pin_init!(ConnCm {
-                state <- new_mutex!(CmState { step: Step::Idle, peer: [0; 64], peer_len: 0, gone: false }),
-                cv <- new_condvar!(),
-                xprt,
-            }),
-            GFP_KERNEL,
-        )
-    }
-
-    fn set(&self, step: Step) {
-        self.state.lock().step = step;
-        self.cv.notify_all();
-    }
-
-    /// Waits until the handshake reaches `want` (or fails).
-    fn wait_for(&self, want: Step, what: &str) -> Result {
-        let deadline = kernel::time::msecs_to_jiffies(CM_STEP_TIMEOUT_MS);
-        let mut g = self.state.lock();
-        let mut left = deadline;
-        loop {
-            match g.step {
-                s if s == want => return Ok(()),
-                Step::Failed(e) => {
-                    pr_err!("connect: {} failed ({})\n", what, e);
-                    return Err(Error::from_errno(e));
-                }
-                _ => {}
-            }
-            if left == 0 {
-                pr_err!("connect: {} timed out\n", what);
-                return Err(crate::compat::errno::etimedout());
-            }
-            // Jiffies remaining come back from the wait.
-            match self.cv.wait_interruptible_timeout(&mut g, left) {
-                kernel::sync::CondVarTimeoutResult::Timeout => left = 0,
-                kernel::sync::CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
-                kernel::sync::CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
-            }
-        }
-    }
-}
-
-impl CmHandler for ConnCm {
-    fn event(&self, event: &CmEvent<'_>) {
-        match event {
-            CmEvent::AddrResolved => self.set(Step::AddrResolved),
-            CmEvent::RouteResolved => self.set(Step::RouteResolved),
-            CmEvent::AddrError { .. } => {
-                self.set(Step::Failed(crate::compat::errno::eproto().to_errno()))
-            }
-            CmEvent::RouteError { .. } | CmEvent::Unreachable { .. } => {
-                self.set(Step::Failed(crate::compat::errno::enetunreach().to_errno()))
-            }
-            CmEvent::ConnectError { .. } => {
-                self.set(Step::Failed(crate::compat::errno::enotconn().to_errno()))
-            }
-            CmEvent::Rejected { reason, .. } => {
-                let e = if *reason == crate::ib::cm::REJ_STALE_CONN {
-                    crate::compat::errno::enotconn()
-                } else {
-                    crate::compat::errno::econnrefused()
-                };
-                self.set(Step::Failed(e.to_errno()))
-            }
-            CmEvent::Established { private_data } => {
-                let mut g = self.state.lock();
-                let n = private_data.len().min(g.peer.len());
-                g.peer[..n].copy_from_slice(&private_data[..n]);
-                g.peer_len = n;
-                g.step = Step::Established;
-                drop(g);
-                self.cv.notify_all();
-            }
-            CmEvent::Disconnected | CmEvent::DeviceRemoval | CmEvent::AddrChange => {
-                let mut g = self.state.lock();
-                let was_up = g.step == Step::Established && !g.gone;
-                g.gone = true;
-                if g.step != Step::Established {
-                    g.step = Step::Failed(crate::compat::errno::econnaborted().to_errno());
-                }
-                drop(g);
-                self.cv.notify_all();
-                if was_up {
-                    // Autoclose runs `close`, which disconnects (answering
-                    // the peer's DREQ) and tears the connection down.
-                    self.xprt.force_disconnect();
-                }
-            }
-            _ => {}
-        }
-    }
 }
 
 /// A Receive buffer: owned by the Receive WR while posted.
@@ -1171,10 +1042,7 @@ impl Conn {
 
         // RFC 8797: the peer's sizes cap ours; absent or invalid private
         // data means the defaults of the version in use.
-        let peer = {
-            let g = cm.state.lock();
-            pvtdata::decode(&g.peer[..g.peer_len])
-        };
+        let peer = cm.peer();
         let limits = proto_state.lock().established(peer);
         match plan.protocol {
             Protocol::V2 => pr_info!(

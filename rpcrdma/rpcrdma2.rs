@@ -20,6 +20,7 @@ pub mod bindings;
 #[macro_use]
 pub mod compat;
 pub mod conn;
+pub mod connect;
 pub mod ib;
 pub mod sunrpc;
 pub mod transport;
