@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A connection's reply handler: a Receive's message is classified by the
+//! protocol state ([`QpState::handle`]), then delivered inline, checked and
+//! placed when it uses chunks, or turned into a failure, a resend or a
+//! disconnect; the RPC ends through `frwr` once its MRs are invalidated.
+
+use super::*;
+
+impl QpState {
+    /// Copies an inline reply into request `xid` and ends it.
+    pub(super) fn deliver_inline(
+        &self,
+        qp: &Qp<ConnQp>,
+        xid: u32,
+        payload: &[u8],
+        inv: Option<u32>,
+    ) {
+        let copied = self
+            .xprt
+            .with_rqst(xid.to_be(), |rqst: &Rqst| rqst.copy_reply(payload));
+        let f = match copied {
+            None => {
+                // A late reply for an RPC that was already
+                // retransmitted or abandoned: nothing waits for it.
+                pr_debug!(
+                    "reply: no request waits for xid {:#010x}
+",
+                    xid
+                );
+                return;
+            }
+            Some(Ok(())) => {
+                self.stats
+                    .reply_bytes
+                    .fetch_add(payload.len() as u64, Relaxed);
+                Finish::Complete(payload.len() as i32)
+            }
+            Some(Err(e)) => {
+                self.stats.too_big.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "reply: {} bytes do not fit the receive buffer ({:?})\n",
+                        payload.len(),
+                        e
+                    );
+                }
+                Finish::Fail(e.to_errno())
+            }
+        };
+        self.end_rpc(qp, xid, f, inv);
+    }
+
+    /// Keeps a copy of the inline bytes that follow a Write chunk's
+    /// payload (none with Linux's NFS client, whose COMPOUNDs end with
+    /// READ) for [`QpState::finish`] to write at offset `at`.
+    pub(super) fn defer_tail(&self, xid: u32, at: u32, tail: &[u8]) -> Result {
+        if tail.is_empty() {
+            return Ok(());
+        }
+        let mut v = KVec::with_capacity(tail.len(), GFP_NOWAIT)?;
+        v.extend_from_slice(tail, GFP_NOWAIT)?;
+        let mut g = self.regs.lock();
+        let r = g
+            .iter_mut()
+            .find(|r| r.active && r.xid == xid)
+            .ok_or(EINVAL)?;
+        r.tail = Some((at, v));
+        Ok(())
+    }
+
+    /// A Send With Invalidate named `rkey`, which is none of RPC `xid`'s
+    /// MRs: counted and logged; the RPC's MRs are invalidated locally.
+    pub(super) fn remote_inv_foreign(&self, xid: u32, rkey: Option<u32>) {
+        self.stats.remote_inv_foreign.fetch_add(1, Relaxed);
+        if crate::compat::print::ratelimit() {
+            pr_err!(
+                "reply: xid {:#010x}: the server invalidated rkey {:#x}, which is not one of the RPC's\n",
+                xid,
+                rkey.unwrap_or(0)
+            );
+        }
+    }
+
+    /// A reply that uses chunks: checks it against what RPC `xid`
+    /// registered, then ends the RPC.
+    pub(super) fn deliver_chunked(
+        &self,
+        qp: &Qp<ConnQp>,
+        xid: u32,
+        h: &crate::xdr::header::Header<'_>,
+        inv: Option<u32>,
+    ) {
+        // Check the reply against the registration and the remotely
+        // invalidated rkey against the RPC's MRs.
+        let checked = {
+            let g = self.regs.lock();
+            g.iter().find(|r| r.active && r.xid == xid).and_then(|r| {
+                let plan = r.plan?;
+                let segs = r.segs.get(..r.nsegs)?;
+                let ours = inv.map(|k| plan.invalidated(segs, k));
+                Some((plan.check_reply(segs, h), ours))
+            })
+        };
+        let (checked, inv) = match checked {
+            Some((c, Some(proto::chunks::Invalidated::NotOurs))) => {
+                self.remote_inv_foreign(xid, inv);
+                (Some(c), None)
+            }
+            Some((c, _)) => (Some(c), inv),
+            None => (None, inv),
+        };
+        let f = match checked {
+            Some(Ok(ReplyData::Inline { payload })) => {
+                return self.deliver_inline(qp, xid, payload, inv);
+            }
+            Some(Ok(ReplyData::Long { len })) => {
+                self.stats.rdma_reply.fetch_add(u64::from(len), Relaxed);
+                Finish::Complete(i32::try_from(len).unwrap_or(i32::MAX))
+            }
+            Some(Ok(ReplyData::Written {
+                head,
+                written,
+                tail,
+                ..
+            })) => {
+                let placed = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
+                    rqst.place_written(head, written, tail.len() as u32)
+                });
+                match placed {
+                    None => {
+                        pr_debug!("reply: no request waits for xid {:#010x}\n", xid);
+                        // Its MRs (if still registered) go with the slot.
+                        Finish::Fail(EIO.to_errno())
+                    }
+                    Some(Ok((at, len))) => match self.defer_tail(xid, at, tail) {
+                        Ok(()) => {
+                            self.stats.rdma_reply.fetch_add(u64::from(written), Relaxed);
+                            self.stats
+                                .reply_bytes
+                                .fetch_add((head.len() + tail.len()) as u64, Relaxed);
+                            Finish::Complete(i32::try_from(len).unwrap_or(i32::MAX))
+                        }
+                        Err(e) => {
+                            if crate::compat::print::ratelimit() {
+                                pr_err!(
+                                    "reply: xid {:#010x}: no memory for {} inline bytes after the payload ({:?})\n",
+                                    xid,
+                                    tail.len(),
+                                    e
+                                );
+                            }
+                            Finish::Fail(e.to_errno())
+                        }
+                    },
+                    Some(Err(e)) => {
+                        self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
+                        if crate::compat::print::ratelimit() {
+                            pr_err!(
+                                "reply: xid {:#010x}: {} written bytes with {} + {} inline do not fit the receive buffer ({:?})\n",
+                                xid,
+                                written,
+                                head.len(),
+                                tail.len(),
+                                e
+                            );
+                        }
+                        Finish::Fail(e.to_errno())
+                    }
+                }
+            }
+            None => {
+                // Chunks for an RPC that registered none are the
+                // responder's error.
+                self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "reply: xid {:#010x} uses chunks it was not offered (-EIO)\n",
+                        xid
+                    );
+                }
+                Finish::Fail(EIO.to_errno())
+            }
+            Some(Err(e)) => {
+                self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "reply: xid {:#010x} does not match its chunks: {:?} ({})\n",
+                        xid,
+                        e,
+                        e.errno().to_kernel()
+                    );
+                }
+                Finish::Fail(e.errno().to_kernel())
+            }
+        };
+        self.end_rpc(qp, xid, f, inv);
+    }
+
+    /// Acts on one received message (the reply handler).
+    pub(super) fn handle(&self, qp: &Qp<ConnQp>, data: &[u8], inv: Option<u32>) -> u32 {
+        let out = self.proto.lock().receive(data);
+        if let Some(u) = out.credits {
+            self.xprt.set_cwnd(u.credits, false);
+        }
+        if out.wake_senders {
+            self.xprt.write_space();
+        }
+        match out.reply {
+            Reply::Deliver { xid, payload } => self.deliver_inline(qp, xid, payload, inv),
+            Reply::Chunked { xid, header } => self.deliver_chunked(qp, xid, &header, inv),
+            Reply::Fail { xid, errno, cause } => {
+                if crate::compat::print::ratelimit() {
+                    if cause == proto::Cause::RdmaError(crate::xdr::header::ErrorBody::BadXdr) {
+                        // v1 ERR_CHUNK: a Reply larger than the server's
+                        // inline threshold and no (or too small a) chunk
+                        // for it: an inline-only connection (no FRWR).
+                        pr_err!("reply: server answered ERR_CHUNK (xid {:#010x}): the reply does not fit inline and no Write or Reply chunk could hold it ({})\n", xid, errno.to_kernel());
+                    } else {
+                        pr_err!(
+                            "reply: xid {:#010x} failed ({}): {:?}\n",
+                            xid,
+                            errno.to_kernel(),
+                            cause
+                        );
+                    }
+                }
+                self.end_rpc(qp, xid, Finish::Fail(errno.to_kernel()), inv);
+            }
+            Reply::Resend { xid } => {
+                pr_info!(
+                    "server answered the RPC-over-RDMA version 2 probe with ERR_VERS: continuing in version 1\n"
+                );
+                let _ = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
+                    // The probe was not executed: send it again, in v1, on
+                    // this same connection.
+                    rqst.allow_resend(&self.xprt);
+                    rqst.fail(&self.xprt, EAGAIN.to_errno());
+                });
+            }
+            Reply::ReverseCall { xid, .. } => {
+                self.stats.bc_dropped.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_warn!("backchannel: callback xid {:#010x} dropped (backchannel calls are not supported yet)\n", xid);
+                }
+            }
+            Reply::Control(_) => {}
+            Reply::Drop(cause) => {
+                if cause.is_bad_reply() && crate::compat::print::ratelimit() {
+                    pr_err!("reply: dropped: {:?}\n", cause);
+                }
+            }
+            Reply::Disconnect(cause) => {
+                pr_err!("reply: protocol error, disconnecting: {:?}\n", cause);
+                self.xprt.force_disconnect();
+            }
+        }
+        out.post_receives
+    }
+}
