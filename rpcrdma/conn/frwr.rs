@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A connection's FRWR bookkeeping for chunks: the registrations of each
-//! request slot ([`Regs`]), the MR pool, and the asynchronous
+//! request slot ([`Regs`], in a [`RegTable`] that finds a reply's slot by
+//! XID in O(1)), the MR pool, and the asynchronous
 //! invalidation that ends an RPC once its MRs are safe (C: `frwr_unmap_async`
 //! then `rpcrdma_complete_rqst`). The mapping itself is in `Conn::send`
 //! and `ib::mr`.
 
 use super::*;
+use crate::proto::xidmap::{self, XidEntry};
 
 /// Inline Reply bytes that follow a Write chunk's payload, and the offset
 /// in the Reply where they go.
@@ -132,6 +134,80 @@ impl Regs {
     }
 }
 
+/// The registrations of every request slot, and which slot each active
+/// XID is in (`proto::xidmap`, twice as many entries as slots): a reply
+/// finds its registrations without scanning the slots. Dereferences to
+/// the slots; an RPC becomes active and inactive only through
+/// [`RegTable::activate`] and [`RegTable::deactivate`], which keep the
+/// two in step.
+pub(super) struct RegTable {
+    slots: KVec<Regs>,
+    by_xid: KVec<XidEntry>,
+}
+
+impl RegTable {
+    /// `n` slots of `mrs_per_rpc` MRs of `depth` pages.
+    pub(super) fn new(n: usize, mrs_per_rpc: usize, depth: usize) -> Result<Self> {
+        let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            slots.push(Regs::new(mrs_per_rpc, depth)?, GFP_KERNEL)?;
+        }
+        let entries = n.checked_mul(2).ok_or(EINVAL)?;
+        let mut by_xid = KVec::with_capacity(entries, GFP_KERNEL)?;
+        for _ in 0..entries {
+            by_xid.push(XidEntry::default(), GFP_KERNEL)?;
+        }
+        Ok(RegTable { slots, by_xid })
+    }
+
+    /// The slot of active RPC `xid` (host order).
+    pub(super) fn find(&self, xid: u32) -> Option<usize> {
+        let i = usize::from(xidmap::get(&self.by_xid, xid)?);
+        self.slots
+            .get(i)
+            .is_some_and(|r| r.active && r.xid == xid)
+            .then_some(i)
+    }
+
+    /// Makes `slot` hold the registrations of RPC `xid` from now on
+    /// (cleared; what it held before is forgotten).
+    pub(super) fn activate(&mut self, slot: usize, xid: u32) -> Option<&mut Regs> {
+        self.deactivate(slot);
+        let tag = u16::try_from(slot).ok()?;
+        // At most one active RPC per slot: the table never fills.
+        xidmap::insert(&mut self.by_xid, xid, tag).ok()?;
+        let r = self.slots.get_mut(slot)?;
+        r.active = true;
+        r.xid = xid;
+        Some(r)
+    }
+
+    /// Clears `slot`: its RPC, if any, is no longer found by XID.
+    pub(super) fn deactivate(&mut self, slot: usize) {
+        let Some(r) = self.slots.get_mut(slot) else {
+            return;
+        };
+        if r.active && xidmap::get(&self.by_xid, r.xid) == u16::try_from(slot).ok() {
+            xidmap::remove(&mut self.by_xid, r.xid);
+        }
+        r.reset();
+    }
+}
+
+impl core::ops::Deref for RegTable {
+    type Target = [Regs];
+
+    fn deref(&self) -> &[Regs] {
+        &self.slots
+    }
+}
+
+impl core::ops::DerefMut for RegTable {
+    fn deref_mut(&mut self) -> &mut [Regs] {
+        &mut self.slots
+    }
+}
+
 /// How much chunk-registration state a connection keeps.
 pub(super) struct RegSizing {
     /// Request slots.
@@ -180,10 +256,7 @@ impl QpState {
 
     /// The slot whose registrations belong to RPC `xid` (host order).
     pub(super) fn slot_of(&self, xid: u32) -> Option<usize> {
-        self.regs
-            .lock()
-            .iter()
-            .position(|r| r.active && r.xid == xid)
+        self.regs.lock().find(xid)
     }
 
     /// Ends RPC `xid` as `f` says once its MRs, if it has any, are
@@ -282,18 +355,16 @@ impl QpState {
             }
         }
         let mut g = self.regs.lock();
-        match g.get_mut(slot) {
-            Some(r) => {
-                let out = (
-                    r.xid,
-                    if r.inv_failed { None } else { r.finish },
-                    r.tail.take(),
-                );
-                r.reset();
-                out
-            }
-            None => (0, None, None),
-        }
+        let out = match g.get_mut(slot) {
+            Some(r) => (
+                r.xid,
+                if r.inv_failed { None } else { r.finish },
+                r.tail.take(),
+            ),
+            None => return (0, None, None),
+        };
+        g.deactivate(slot);
+        out
     }
 
     /// A REG_MR of `slot` came back.

@@ -34,7 +34,7 @@ use kernel::new_spinlock;
 mod frwr;
 mod reply;
 
-use self::frwr::{Chunking, Finish, RegSizing, Regs};
+use self::frwr::{Chunking, Finish, RegSizing, RegTable};
 use kernel::prelude::*;
 use kernel::sync::{Arc, SpinLock};
 
@@ -204,7 +204,7 @@ pub struct QpState {
     stats: Arc<ConnStats>,
     /// Chunk registrations by request slot.
     #[pin]
-    regs: SpinLock<KVec<Regs>>,
+    regs: SpinLock<RegTable>,
     /// Set once the PD exists (`None`: inline only).
     #[pin]
     chunking: SpinLock<Option<Arc<Chunking>>>,
@@ -224,10 +224,7 @@ impl ConnQp {
         stats: Arc<ConnStats>,
         sizing: RegSizing,
     ) -> Result<Self> {
-        let mut regs = KVec::with_capacity(sizing.slots, GFP_KERNEL)?;
-        for _ in 0..sizing.slots {
-            regs.push(Regs::new(sizing.mrs_per_rpc, sizing.depth)?, GFP_KERNEL)?;
-        }
+        let regs = RegTable::new(sizing.slots, sizing.mrs_per_rpc, sizing.depth)?;
         let mut chains = Stack::with_capacity(CHAINS)?;
         if sizing.depth > 0 {
             for _ in 0..CHAINS {
@@ -644,10 +641,7 @@ impl Conn {
         let i = usize::from(slot);
         let mut pages = {
             let mut g = q.regs.lock();
-            let r = g.get_mut(i).ok_or(EINVAL)?;
-            r.reset();
-            r.active = true;
-            r.xid = xid;
+            let r = g.activate(i, xid).ok_or(EINVAL)?;
             r.plan = Some(*chunks);
             core::mem::take(&mut r.pages)
         };
@@ -832,9 +826,7 @@ impl Conn {
                 }
             }
         }
-        if let Some(r) = q.regs.lock().get_mut(i) {
-            r.reset();
-        }
+        q.regs.lock().deactivate(i);
     }
 
     /// Starts a disconnect (the drop of the connection completes it).

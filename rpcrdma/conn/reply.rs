@@ -61,10 +61,8 @@ impl QpState {
         let mut v = KVec::with_capacity(tail.len(), GFP_NOWAIT)?;
         v.extend_from_slice(tail, GFP_NOWAIT)?;
         let mut g = self.regs.lock();
-        let r = g
-            .iter_mut()
-            .find(|r| r.active && r.xid == xid)
-            .ok_or(EINVAL)?;
+        let i = g.find(xid).ok_or(EINVAL)?;
+        let r = g.get_mut(i).ok_or(EINVAL)?;
         r.tail = Some((at, v));
         Ok(())
     }
@@ -95,7 +93,7 @@ impl QpState {
         // invalidated rkey against the RPC's MRs.
         let checked = {
             let g = self.regs.lock();
-            g.iter().find(|r| r.active && r.xid == xid).and_then(|r| {
+            g.find(xid).and_then(|i| g.get(i)).and_then(|r| {
                 let plan = r.plan?;
                 let segs = r.segs.get(..r.nsegs)?;
                 let ours = inv.map(|k| plan.invalidated(segs, k));

@@ -21,6 +21,7 @@
 //!   invalidation;
 //! * [`conn`]: [`Transport`], which ties them together and is what the
 //!   glue calls;
+//! * [`xidmap`]: XID → request slot in O(1), for the reply handler;
 //! * [`config`], [`errno`]; [`selftest`] for KUnit.
 //!
 //! Like the codec, this tree uses `core` only, allocates nothing,
@@ -64,6 +65,7 @@ pub mod reply;
 // KUnit variant (Kbuild's RPCRDMA2_KUNIT), never in the production module.
 #[cfg(any(not(CONFIG_RUST), rpcrdma2_kunit))]
 pub mod selftest;
+pub mod xidmap;
 
 pub use self::chunks::{
     CallChunks, CallForm, ChunkPlan, Geometry, Invalidated, Limits, Part, PlanError, Range,
