@@ -4,12 +4,15 @@
 #
 #   make                 build rpcrdma2.ko against KDIR
 #   make KDIR=<dir>      ... against your own kernel build tree
+#   make modules-kunit   build the KUnit variant (the suites, self-tests and
+#                        test-only code) as build/kunit/rpcrdma2.ko
 #   make kernel          build (or reuse) the cached testbed kernel
 #   make check           every test: host, KUnit in a guest, guest integration
 #   make clippy          the module under clippy with the kernel's lints
 #   make install         install rpcrdma2.ko (modules_install, depmod) and
 #                        the modprobe.d snippet; INSTALL_MOD_PATH= and
 #                        DESTDIR= stage it under another root
+#   make clippy-kunit    ... its KUnit variant
 #   make demo            boot the two guests and show rpcrdma2 in use
 #   make clean
 
@@ -31,13 +34,38 @@ endif
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) $(KMAKE_LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN)
 
-.PHONY: all modules clippy install kernel check demo bench host-test kunit integration clean
+# The KUnit variant is built from a copy of the module's sources in
+# KUNIT_BUILD (Kbuild writes objects next to their sources, so the two
+# variants cannot share a directory); the copy keeps mtimes, so rebuilds
+# are incremental.
+KUNIT_BUILD := build/kunit
+KMAKE_KUNIT = $(MAKE) -C $(KDIR) M=$(CURDIR)/$(KUNIT_BUILD) LLVM=$(LLVM) $(KMAKE_LLVM) RUSTC=$(RUSTC) \
+	BINDGEN=$(BINDGEN) RPCRDMA2_KUNIT=1
+
+.PHONY: all modules modules-kunit kunit-tree clippy clippy-kunit install kernel check demo bench \
+	host-test kunit integration clean
 
 all: modules
 
 modules:
 	@test -f $(KDIR)/Makefile || { echo "error: no kernel build tree at KDIR=$(KDIR): run 'make kernel' or pass KDIR=" >&2; exit 1; }
 	$(KMAKE) modules
+
+kunit-tree:
+	@test -f $(KDIR)/Makefile || { echo "error: no kernel build tree at KDIR=$(KDIR): run 'make kernel' or pass KDIR=" >&2; exit 1; }
+	@mkdir -p $(KUNIT_BUILD)
+	@# Sources deleted or moved since the last copy must not linger.
+	@find $(KUNIT_BUILD) -path $(KUNIT_BUILD)/rpcrdma/bindings_generated.rs -prune -o -type f \
+		\( -name '*.rs' -o -name '*.c' -o -name '*.h' \) -print | xargs -r rm -f
+	@find Kbuild rpcrdma xdr/src -type f \( -name Kbuild -o -name '*.rs' -o -name '*.c' -o -name '*.h' \) \
+		! -name bindings_generated.rs -exec cp -p --parents -t $(KUNIT_BUILD)/ {} +
+
+modules-kunit: kunit-tree
+	$(KMAKE_KUNIT) modules
+
+clippy-kunit: kunit-tree
+	@test -x $(CLIPPY_DRIVER) || { echo "error: no clippy-driver at $(CLIPPY_DRIVER) (Debian package rust-web-clippy)" >&2; exit 1; }
+	$(KMAKE_KUNIT) CLIPPY=1 CLIPPY_DRIVER=$(CLIPPY_DRIVER) CLIPPY_CONF_DIR=$(CURDIR) modules
 
 # clippy-driver must match the kernel's rustc (Debian: rust-web-clippy);
 # .clippy.toml here is the kernel's configuration with the module's MSRV.
@@ -82,3 +110,4 @@ bench:
 clean:
 	@if test -f $(KDIR)/Makefile; then $(KMAKE) clean; fi
 	rm -f rpcrdma/bindings_generated.rs
+	rm -rf $(KUNIT_BUILD)

@@ -21,3 +21,6 @@
 #include "shim.h"
 #include "ib_shim.h"
 #include "trace_shim.h"
+#ifdef RPCRDMA2_KUNIT
+#include "test_shim.h"
+#endif

@@ -6,12 +6,9 @@
  *
  * Nothing here has policy; the safe wrappers are in rpcrdma/ib/.
  */
-#include <linux/inetdevice.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/netdevice.h>
-#include <linux/sched/task_stack.h>
-#include <net/net_namespace.h>
 
 #include "ib_shim.h"
 
@@ -22,11 +19,6 @@ struct rdma_cm_id *rpcrdma2_shim_create_id(struct net *net,
 					   enum ib_qp_type qp_type)
 {
 	return rdma_create_id(net, handler, context, ps, qp_type);
-}
-
-struct net *rpcrdma2_shim_init_net(void)
-{
-	return &init_net;
 }
 
 bool rpcrdma2_shim_device_try_get(struct ib_device *dev)
@@ -121,32 +113,6 @@ void rpcrdma2_shim_unregister_ib_client(void)
 	ib_unregister_client(&rpcrdma2_ib_client);
 }
 
-int rpcrdma2_shim_port_ipv4(struct ib_device *dev, u32 port, __be32 *addr)
-{
-	const struct in_ifaddr *ifa;
-	struct net_device *ndev;
-	struct in_device *in_dev;
-	int ret = -EADDRNOTAVAIL;
-
-	ndev = ib_device_get_netdev(dev, port);
-	if (!ndev)
-		return -ENODEV;
-
-	rcu_read_lock();
-	in_dev = __in_dev_get_rcu(ndev);
-	if (in_dev) {
-		in_dev_for_each_ifa_rcu(ifa, in_dev) {
-			*addr = ifa->ifa_local;
-			ret = 0;
-			break;
-		}
-	}
-	rcu_read_unlock();
-
-	dev_put(ndev);
-	return ret;
-}
-
 int rpcrdma2_shim_dereg_mr(struct ib_mr *mr)
 {
 	return ib_dereg_mr(mr);
@@ -193,41 +159,4 @@ int rpcrdma2_shim_map_mr_sg(struct ib_mr *mr, struct scatterlist *sg,
 			    int sg_nents)
 {
 	return ib_map_mr_sg(mr, sg, sg_nents, NULL, PAGE_SIZE);
-}
-
-struct page *rpcrdma2_shim_alloc_page(void)
-{
-	return alloc_page(GFP_KERNEL | __GFP_ZERO);
-}
-
-void rpcrdma2_shim_free_page(struct page *page)
-{
-	__free_page(page);
-}
-
-void *rpcrdma2_shim_page_address(struct page *page)
-{
-	return page_address(page);
-}
-
-unsigned long rpcrdma2_shim_page_size(void)
-{
-	return PAGE_SIZE;
-}
-
-unsigned long rpcrdma2_shim_stack_max_used(bool *end_intact)
-{
-	unsigned long *end = end_of_stack(current);
-	unsigned long *top = (unsigned long *)((char *)task_stack_page(current) + THREAD_SIZE);
-	unsigned long *n = end + 1;
-
-	*end_intact = *end == STACK_END_MAGIC;
-	while (n < top && !*n)
-		n++;
-	return (unsigned long)top - (unsigned long)n;
-}
-
-unsigned long rpcrdma2_shim_stack_size(void)
-{
-	return THREAD_SIZE;
 }

@@ -23,8 +23,6 @@ struct rdma_cm_id *rpcrdma2_shim_create_id(struct net *net,
 					   void *context,
 					   enum rdma_ucm_port_space ps,
 					   enum ib_qp_type qp_type);
-/* &init_net, for callers without a namespace of their own (tests). */
-struct net *rpcrdma2_shim_init_net(void);
 
 /* The registration lock of ib_device_try_get()/ib_device_put(). */
 bool rpcrdma2_shim_device_try_get(struct ib_device *dev);
@@ -69,13 +67,6 @@ void rpcrdma2_shim_unregister_ib_client(void);
 int rpcrdma2_rs_ib_add_one(struct ib_device *dev);
 void rpcrdma2_rs_ib_remove_one(struct ib_device *dev, void *client_data);
 
-/*
- * The first IPv4 address of the netdev under @dev's @port (for the KUnit
- * loopback test): 0 and *addr (network order), -ENODEV when the port has
- * no netdev, -EADDRNOTAVAIL when the netdev has no IPv4 address.
- */
-int rpcrdma2_shim_port_ipv4(struct ib_device *dev, u32 port, __be32 *addr);
-
 /* FRWR (rpcrdma/ib/mr.rs): static inlines around memory registration. */
 int rpcrdma2_shim_dereg_mr(struct ib_mr *mr);
 void rpcrdma2_shim_update_fast_reg_key(struct ib_mr *mr, u8 newkey);
@@ -92,17 +83,5 @@ void rpcrdma2_shim_dma_unmap_sg(struct ib_device *dev, struct scatterlist *sg,
 /* ib_map_mr_sg() with a NULL offset and PAGE_SIZE pages. */
 int rpcrdma2_shim_map_mr_sg(struct ib_mr *mr, struct scatterlist *sg,
 			    int sg_nents);
-/* One zeroed page and its kernel address (the KUnit page-list test). */
-struct page *rpcrdma2_shim_alloc_page(void);
-void rpcrdma2_shim_free_page(struct page *page);
-void *rpcrdma2_shim_page_address(struct page *page);
-unsigned long rpcrdma2_shim_page_size(void);
-/*
- * The most bytes of the current task's stack ever used (its stack is
- * zeroed at allocation; counts from the top down to the lowest non-zero
- * word above the end marker), and whether STACK_END_MAGIC is intact.
- */
-unsigned long rpcrdma2_shim_stack_max_used(bool *end_intact);
-unsigned long rpcrdma2_shim_stack_size(void);
 
 #endif /* RPCRDMA2_IB_SHIM_H */

@@ -115,16 +115,6 @@ unsigned long rpcrdma2_shim_jiffies(void)
 	return jiffies;
 }
 
-void rpcrdma2_shim_spin_lock(spinlock_t *lock)
-{
-	spin_lock(lock);
-}
-
-void rpcrdma2_shim_spin_unlock(spinlock_t *lock)
-{
-	spin_unlock(lock);
-}
-
 static void rpcrdma2_connect_work_fn(struct work_struct *work)
 {
 	rpcrdma2_rs_connect_worker(to_delayed_work(work));

@@ -23,11 +23,10 @@ struct rpc_xprt *rpcrdma2_rs_setup(struct xprt_create *args);
 struct rpc_task;
 struct delayed_work;
 struct xprt_class;
-#include <linux/spinlock_types.h>
 
 const struct xprt_class *rpcrdma2_shim_class(void);
 
-/* Module parameters (6.12's Rust module! has none). */
+/* Module parameters (6.12's Rust module! has none; see rpcrdma/compat/params.rs). */
 bool rpcrdma2_shim_param_force_v1(void);
 bool rpcrdma2_shim_param_ddp(void);
 int rpcrdma2_shim_module_get(void);
@@ -47,8 +46,6 @@ struct rpc_rqst;
 struct xdr_buf;
 bool rpcrdma2_shim_rqst_ddp_allowed(struct rpc_rqst *rqst);
 int rpcrdma2_shim_fill_sparse_pages(struct xdr_buf *buf);
-void rpcrdma2_shim_spin_lock(spinlock_t *lock);
-void rpcrdma2_shim_spin_unlock(spinlock_t *lock);
 
 /* The connect worker: a delayed work on system_long_wq (6.12's Rust has
  * no delayed work). It calls rpcrdma2_rs_connect_worker(). */

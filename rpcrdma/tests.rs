@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! KUnit suites that run when the module is loaded (with `CONFIG_KUNIT`).
+//! KUnit suites that run when the module's KUnit variant is loaded
+//! (`cfg(rpcrdma2_kunit)`, built by `make modules-kunit`).
 
-use crate::kunit::{Failure as TestFailure, TestResult};
+use crate::compat::kunit::{Failure as TestFailure, TestResult};
 use crate::sunrpc;
 use crate::sunrpc::xprt::Unpublished;
 use crate::transport::RdmaXprt;
@@ -13,20 +14,20 @@ use crate::xdr::selftest::{SelfTest, SELF_TESTS};
 
 /// Each self test of the codec and of the protocol logic is a KUnit
 /// parameter.
-impl crate::kunit::TableTest for SelfTest {
+impl crate::compat::kunit::TableTest for SelfTest {
     fn name(&self) -> &'static core::ffi::CStr {
         self.c_name
     }
 
     fn run(&self) -> TestResult {
         (self.run)().map_err(|f| {
-            crate::kunit::report(
+            crate::compat::kunit::report(
                 self.name,
                 self.file,
                 f.line,
                 format_args!("check failed: {}", f.what),
             );
-            crate::kunit::Failure
+            crate::compat::kunit::Failure
         })
     }
 }
@@ -34,20 +35,6 @@ impl crate::kunit::TableTest for SelfTest {
 kunit_table_suite!(rpcrdma2_xdr, codec_self_tests, SelfTest, SELF_TESTS);
 
 kunit_table_suite!(rpcrdma2_proto, proto_self_tests, SelfTest, PROTO_SELF_TESTS);
-
-// `proto` defines the errno values it hands out without the kernel crate:
-// check every one against the kernel's own at compile time.
-const _: () = {
-    use crate::bindings as b;
-    use crate::proto::errno as e;
-    assert!(e::EIO.unsigned_abs() == b::EIO);
-    assert!(e::EAGAIN.unsigned_abs() == b::EAGAIN);
-    assert!(e::EPROTO.unsigned_abs() == b::EPROTO);
-    assert!(e::EMSGSIZE.unsigned_abs() == b::EMSGSIZE);
-    assert!(e::EPROTONOSUPPORT.unsigned_abs() == b::EPROTONOSUPPORT);
-    assert!(e::ENOBUFS.unsigned_abs() == b::ENOBUFS);
-    assert!(e::ENOTCONN.unsigned_abs() == b::ENOTCONN);
-};
 
 kunit_suite!(rpcrdma2_xprt {
     create_formats_ipv4_addresses,
@@ -57,13 +44,14 @@ kunit_suite!(rpcrdma2_xprt {
 
 fn test_xprt() -> Result<
     (
-        core::pin::Pin<kernel::alloc::KBox<sunrpc::TestCreateArgs>>,
+        core::pin::Pin<kernel::alloc::KBox<sunrpc::testing::TestCreateArgs>>,
         Unpublished<RdmaXprt>,
     ),
     TestFailure,
 > {
     // 192.0.2.1 (TEST-NET-1): never contacted, nothing connects here.
-    let args = sunrpc::TestCreateArgs::ipv4(0xc000_0201, 20049).map_err(|_| TestFailure)?;
+    let args =
+        sunrpc::testing::TestCreateArgs::ipv4(0xc000_0201, 20049).map_err(|_| TestFailure)?;
     let x = crate::transport::create(&args.get()).map_err(|_| TestFailure)?;
     // SAFETY: `x` comes from `transport::create` and is not given to SUNRPC.
     let x = unsafe { Unpublished::new(x) }.ok_or(TestFailure)?;
@@ -141,20 +129,26 @@ kunit_suite!(rpcrdma2_class {
 
 /// `proto=rdma` resolves to ident 256 while the module is loaded.
 fn netid_rdma_is_ours() -> TestResult {
-    kassert_eq!(sunrpc::find_transport_ident(c_str!("rdma")), Ok(256));
+    kassert_eq!(
+        sunrpc::testing::find_transport_ident(c_str!("rdma")),
+        Ok(256)
+    );
     Ok(())
 }
 
 /// `proto=rdma6` (IPv6) resolves to the same class.
 fn netid_rdma6_is_ours() -> TestResult {
-    kassert_eq!(sunrpc::find_transport_ident(c_str!("rdma6")), Ok(256));
+    kassert_eq!(
+        sunrpc::testing::find_transport_ident(c_str!("rdma6")),
+        Ok(256)
+    );
     Ok(())
 }
 
 /// A netid nobody registers is reported as ENOENT, not as ours.
 fn unknown_netid_is_enoent() -> TestResult {
     kassert_eq!(
-        sunrpc::find_transport_ident(c_str!("rdma2-no-such-netid")),
+        sunrpc::testing::find_transport_ident(c_str!("rdma2-no-such-netid")),
         Err(kernel::error::code::ENOENT)
     );
     Ok(())
@@ -163,8 +157,9 @@ fn unknown_netid_is_enoent() -> TestResult {
 /// The class's setup, called through the C ABI as SUNRPC calls it,
 /// returns a real, unconnected transport (not an `ERR_PTR`).
 fn setup_creates_transport() -> TestResult {
-    let args = sunrpc::TestCreateArgs::ipv4(0xc000_0201, 20049).map_err(|_| TestFailure)?;
-    let x = sunrpc::call_class_setup(args.get().raw());
+    let args =
+        sunrpc::testing::TestCreateArgs::ipv4(0xc000_0201, 20049).map_err(|_| TestFailure)?;
+    let x = sunrpc::testing::call_class_setup(args.get().raw());
     kassert!(x.is_ok());
     let Ok(x) = x else { return Err(TestFailure) };
     // SAFETY: `x` was created by our setup and is not given to SUNRPC.

@@ -131,7 +131,7 @@ impl RdmaXprt {
     /// The protocol configuration, from the module parameters.
     fn config(max_reqs: u16) -> proto::Config {
         proto::Config {
-            policy: if crate::sunrpc::param_force_v1() {
+            policy: if crate::compat::params::force_v1() {
                 proto::VersionPolicy::ForceV1
             } else {
                 proto::VersionPolicy::TryV2
@@ -163,7 +163,8 @@ impl RdmaXprt {
         Ok(slots)
     }
 
-    /// How many request slots are free.
+    /// How many request slots are free (KUnit variant only).
+    #[cfg(rpcrdma2_kunit)]
     pub fn free_slots(&self) -> usize {
         self.free.lock().top
     }
@@ -275,38 +276,38 @@ impl Transport for RdmaXprt {
         let xprt = this.xprt();
         let rqst = slot.rqst();
         if !xprt.connected() {
-            return Err(crate::errno::enotconn());
+            return Err(crate::compat::errno::enotconn());
         }
         if !xprt::request_get_cong(xprt, rqst) {
-            return Err(crate::errno::ebadslt());
+            return Err(crate::compat::errno::ebadslt());
         }
         let Some(conn) = this.data.current_conn() else {
-            return Err(crate::errno::enotconn());
+            return Err(crate::compat::errno::enotconn());
         };
         // A retransmit on the same connection would break credit
         // accounting (RFC 8166 §3.3.3): reconnect instead.
         if rqst.connect_cookie() == xprt.connect_cookie() {
             Self::close(this);
-            return Err(crate::errno::enotconn());
+            return Err(crate::compat::errno::enotconn());
         }
         match conn.send(rqst, slot.data.index, &this.data.conn_stats) {
             Ok(()) => {}
-            Err(e) if e == crate::errno::enobufs() => {
+            Err(e) if e == crate::compat::errno::enobufs() => {
                 this.data.stats.empty_sendq.fetch_add(1, Relaxed);
                 xprt.wait_for_buffer_space();
                 return Err(EAGAIN);
             }
-            Err(e) if e == crate::errno::emsgsize() => {
+            Err(e) if e == crate::compat::errno::emsgsize() => {
                 this.data.stats.failed_marshal.fetch_add(1, Relaxed);
                 return Err(e);
             }
             Err(e) => {
                 this.data.stats.failed_marshal.fetch_add(1, Relaxed);
-                if crate::sunrpc::ratelimit() {
+                if crate::compat::print::ratelimit() {
                     pr_err!("send_request: posting failed ({:?}), reconnecting\n", e);
                 }
                 Self::close(this);
-                return Err(crate::errno::enotconn());
+                return Err(crate::compat::errno::enotconn());
             }
         }
         rqst.mark_sent(rqst.call_len());
@@ -314,7 +315,7 @@ impl Transport for RdmaXprt {
         // the connection to reset the grant, as the C client does.
         if !rqst.reply_expected() {
             Self::close(this);
-            return Err(crate::errno::enotconn());
+            return Err(crate::compat::errno::enotconn());
         }
         Ok(())
     }

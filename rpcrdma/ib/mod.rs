@@ -8,8 +8,9 @@
 //! - [`Device`] / [`DeviceRef`]: an `ib_device` and its registration lock.
 //! - [`client`]: the module's `ib_client`; device-removal callbacks.
 //! - [`cm`]: rdma_cm ids ([`cm::CmId`]) whose events reach a Rust
-//!   [`cm::CmHandler`], address/route resolution, a listener for the
-//!   passive side, socket addresses, connection parameters.
+//!   [`cm::CmHandler`], address/route resolution, socket addresses,
+//!   connection parameters; `listen`, the passive side, only in the KUnit
+//!   variant (`cfg(rpcrdma2_kunit)`), for the loopback suites.
 //! - [`verbs`]: protection domain ([`verbs::Pd`]) and completion queues.
 //! - [`dma`]: kmalloc'ed buffers DMA-mapped for one device ([`dma::DmaBuf`]).
 //! - [`mr`]: FRWR memory regions ([`mr::Mr`], [`mr::MrPool`]), their
@@ -30,24 +31,22 @@ pub mod mr;
 pub mod qp;
 pub mod verbs;
 
-#[cfg(CONFIG_KUNIT)]
+// Test-only: compiled into the KUnit variant of the module (Kbuild's
+// RPCRDMA2_KUNIT), never into the production rpcrdma2.ko.
+#[cfg(rpcrdma2_kunit)]
+pub mod listen;
+#[cfg(rpcrdma2_kunit)]
 mod mr_tests;
-#[cfg(CONFIG_KUNIT)]
+#[cfg(rpcrdma2_kunit)]
 mod tests;
 
 /// Turns a positive `E*` constant from the bindings into an [`Error`].
-pub(crate) fn errno(e: u32) -> Error {
-    // The constants are small positive values, so the negation is in range.
-    Error::from_errno(-(e as i32))
-}
+pub(crate) use crate::compat::errno::code as errno;
 
-/// Decodes a pointer that may be an `ERR_PTR`.
+/// Decodes a pointer that may be an `ERR_PTR` (`kernel::error::from_err_ptr`)
+/// or NULL (`ENOMEM`).
 pub(crate) fn from_err_ptr<T>(ptr: *mut T) -> Result<NonNull<T>> {
-    let v = ptr as isize;
-    if (-(bindings::MAX_ERRNO as isize)..0).contains(&v) {
-        return Err(Error::from_errno(v as i32));
-    }
-    NonNull::new(ptr).ok_or(ENOMEM)
+    NonNull::new(kernel::error::from_err_ptr(ptr)?).ok_or(ENOMEM)
 }
 
 /// The address of the current task, to recognise re-entry from a callback.
@@ -143,9 +142,11 @@ impl Device {
 
     /// The first IPv4 address of the network device under `port`, in
     /// network byte order as four bytes (RoCE and iWARP devices only).
+    /// For the loopback suites (KUnit variant only).
     ///
     /// Fails with `ENODEV` when the port has no netdev and `EADDRNOTAVAIL`
     /// when the netdev has no IPv4 address.
+    #[cfg(rpcrdma2_kunit)]
     pub fn port_ipv4(&self, port: u32) -> Result<[u8; 4]> {
         let mut addr: bindings::__be32 = 0;
         // SAFETY: the device is valid and `addr` is writable.
@@ -224,10 +225,14 @@ pub struct Net(Opaque<bindings::net>);
 unsafe impl Sync for Net {}
 
 impl Net {
-    /// The initial namespace, `init_net`.
+    /// The initial namespace, `init_net`. The transport always uses its
+    /// `rpc_xprt`'s namespace; this is for the loopback suites (KUnit
+    /// variant only).
+    #[cfg(rpcrdma2_kunit)]
     pub fn init() -> &'static Net {
-        // SAFETY: `init_net` is a static that lives forever.
-        unsafe { Net::from_raw(bindings::rpcrdma2_shim_init_net()) }
+        // SAFETY: `init_net` is a static that lives forever; `Net` is a
+        // transparent wrapper that only hands out shared references.
+        unsafe { Net::from_raw(core::ptr::addr_of_mut!(bindings::init_net)) }
     }
 
     /// Borrows a raw namespace (e.g. `rpc_xprt::xprt_net`).

@@ -285,12 +285,10 @@ unsafe impl Send for Mr {}
 // write, or the atomic state.
 unsafe impl Sync for Mr {}
 
-/// The kernel's page size.
+/// The kernel's page size (`kernel::page::PAGE_SIZE`).
 pub fn page_size() -> usize {
-    // SAFETY: no preconditions.
-    let p = unsafe { bindings::rpcrdma2_shim_page_size() as usize };
     // Never 0: keeps divisions by it free of a panic path.
-    p.max(1)
+    kernel::page::PAGE_SIZE.max(1)
 }
 
 impl Mr {

@@ -12,8 +12,9 @@
 //! rkey fails, and that a registration flushed by a dead QP makes the MR
 //! `Broken`, which the pool deregisters and replaces.
 
-use super::cm::{CmId, ConnParam, Incoming, Listener, SockAddr};
+use super::cm::{CmId, ConnParam, SockAddr};
 use super::dma::{DmaBuf, DmaDir};
+use super::listen::{Incoming, Listener};
 use super::mr::{
     find_by_rkey, invalidate_sync, page_size, post_local_inv, FrwrCaps, Mr, MrAccess, MrPool,
     MrState, MrWr, PageSeg, Segment,
@@ -26,7 +27,7 @@ use super::tests::{check_stack_headroom, device_and_ip, step, CmLog, Seen, STEP_
 use super::verbs::{Pd, PollContext};
 use super::{DeviceRef, Net};
 use crate::bindings;
-use crate::kunit::{Failure, TestResult};
+use crate::compat::kunit::{Failure, TestResult};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex};
 

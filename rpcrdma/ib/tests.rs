@@ -16,8 +16,9 @@
 //! tears everything down checking that every posted context came back.
 
 use super::client;
-use super::cm::{CmEvent, CmHandler, CmId, ConnParam, Incoming, Listener, SockAddr};
+use super::cm::{CmEvent, CmHandler, CmId, ConnParam, SockAddr};
 use super::dma::{DmaBuf, DmaDir};
+use super::listen::{Incoming, Listener};
 use super::qp::{
     Completion, Endpoint, Qp, QpCaps, QpHandler, RecvCtx, SendChain, SendCtx, SendWr, SgeList,
     WcOpcode,
@@ -25,7 +26,7 @@ use super::qp::{
 use super::verbs::{Pd, PollContext};
 use super::{DeviceRef, Net};
 use crate::bindings;
-use crate::kunit::{Failure, TestResult};
+use crate::compat::kunit::{Failure, TestResult};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex};
 
@@ -46,7 +47,7 @@ macro_rules! step {
         match $e {
             Ok(v) => v,
             Err(err) => {
-                $crate::kunit::report(
+                $crate::compat::kunit::report(
                     module_path!(),
                     file!(),
                     line!(),

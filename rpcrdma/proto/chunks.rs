@@ -43,11 +43,11 @@
 //! Everything here is `core` only, allocation-free (fixed arrays of at
 //! most [`MAX_CHUNK_SEGS`] segments per chunk) and panic-free.
 
-use super::super::xdr::chunk::{ChunkLists, ReadSegment, Segment, WriteChunk};
-use super::super::xdr::header::{Body, Header, MsgKind, Protocol};
 use super::config::{Config, MAX_HDR_SEGS};
 use super::errno::Errno;
 use super::inline::{Direction, Thresholds, TooBig};
+use super::xdr::chunk::{ChunkLists, ReadSegment, Segment, WriteChunk};
+use super::xdr::header::{Body, Header, MsgKind, Protocol};
 
 /// Most RDMA segments in one chunk (C: `RPCRDMA_MAX_HDR_SEGS`).
 pub const MAX_CHUNK_SEGS: usize = 16;

@@ -5,7 +5,7 @@
 //! transport (`rpc_xprt`); [`Config::validated`] clamps every field into
 //! the range the rest of `proto` relies on.
 
-use super::super::xdr::pvtdata::{self, PrivateData};
+use super::xdr::pvtdata::{self, PrivateData};
 
 /// Which protocol version a new connection starts with (module parameter).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]

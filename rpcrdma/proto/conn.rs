@@ -18,11 +18,6 @@
 //! | fewer Receives posted than asked for          | [`Transport::receives_unposted`]       |
 //! | disconnect / `->close`                        | [`Transport::disconnected`]            |
 
-use super::super::xdr::chunk::ChunkLists;
-use super::super::xdr::header::{self, Body, Flags, Header, MsgKind, MsgSpec, Protocol};
-use super::super::xdr::props::TransportProperties;
-use super::super::xdr::pvtdata::Peer;
-use super::super::xdr::{v1, v2};
 use super::chunks::{self, ChunkPlan, Limits, PlanError, Rpc};
 use super::config::Config;
 use super::credits::{CreditState, CreditUpdate, Grant};
@@ -30,6 +25,11 @@ use super::errno::Errno;
 use super::inline::{Thresholds, TooBig};
 use super::negotiate::{Negotiation, Phase, ProbeLoss, ServerMemory, Verdict};
 use super::reply::{classify, Cause, Control, Reply};
+use super::xdr::chunk::ChunkLists;
+use super::xdr::header::{self, Body, Flags, Header, MsgKind, MsgSpec, Protocol};
+use super::xdr::props::TransportProperties;
+use super::xdr::pvtdata::Peer;
+use super::xdr::{v1, v2};
 
 /// Counters for `/proc/self/mountstats` and debugging.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -249,7 +249,7 @@ impl Transport {
     }
 
     /// The connection is up; `peer` is the server's private data
-    /// ([`super::super::xdr::pvtdata::decode`] of the CM event's
+    /// ([`super::xdr::pvtdata::decode`] of the CM event's
     /// `private_data`). Returns the inline limits now in force.
     pub fn established(&mut self, peer: Peer) -> Thresholds {
         if self.neg.phase() != Phase::Down {
@@ -572,7 +572,7 @@ impl Transport {
     fn on_decode_error<'a>(
         &mut self,
         buf: &'a [u8],
-        e: super::super::xdr::Error,
+        e: super::xdr::Error,
     ) -> (Reply<'a>, Option<Grant>) {
         let Ok(c) = header::peek(buf) else {
             return (Reply::Drop(Cause::Malformed(e)), None);

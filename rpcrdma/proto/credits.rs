@@ -98,8 +98,8 @@
 //! posted in one chained `ib_post_recv`, so replenishing happens about
 //! once every seven messages.
 
-use super::super::xdr::header::{Credits, Protocol};
 use super::config::{clamp_u32, Config, RECV_BATCH};
+use super::xdr::header::{Credits, Protocol};
 
 /// `RPC_CWNDSHIFT` (include/linux/sunrpc/xprt.h): one credit is
 /// `1 << RPC_CWNDSHIFT` units of `xprt->cwnd`.

@@ -31,12 +31,12 @@
 //! can carry (C client: `rpcrdma_set_max_header_sizes`, rpc_rdma.c:62-116),
 //! so that "fits inline" is one comparison per RPC.
 
-use super::super::xdr::header::Protocol;
-use super::super::xdr::props::TransportProperties;
-use super::super::xdr::pvtdata::{Peer, V1_DEFAULT_INLINE};
-use super::super::xdr::{v1, v2};
 use super::config::{Config, MIN_INLINE};
 use super::errno::Errno;
+use super::xdr::header::Protocol;
+use super::xdr::props::TransportProperties;
+use super::xdr::pvtdata::{Peer, V1_DEFAULT_INLINE};
+use super::xdr::{v1, v2};
 
 /// The largest first message on a connection that probes for version 2
 /// (-00 §4.3.3: the version 1 default inline threshold).

@@ -21,14 +21,37 @@
 //!   invalidation;
 //! * [`conn`]: [`Transport`], which ties them together and is what the
 //!   glue calls;
+//! * [`xidmap`]: XID → request slot in O(1), for the reply handler;
 //! * [`config`], [`errno`]; [`selftest`] for KUnit.
 //!
 //! Like the codec, this tree uses `core` only, allocates nothing,
-//! contains no `unsafe` and cannot panic on any input; it refers to the
-//! codec as `super::xdr` and to its own parts with `super::` / `self::`,
-//! so the kernel module compiles it with `pub mod proto;` next to
-//! `pub mod xdr;` and the host crate (`host.rs`) with a `#[path]`.
+//! contains no `unsafe` and cannot panic on any input; it takes the codec
+//! from its parent once (`use super::xdr;` below, so every file of the
+//! tree names it `super::xdr`) and refers to its own parts with `super::`
+//! / `self::`, so the kernel module compiles it with `pub mod proto;` next
+//! to `pub mod xdr;` and the host crate (`host.rs`) with a `#[path]`.
 //! Documentation/design-proto.rst describes the design.
+
+#![forbid(unsafe_code)]
+// No input may make this code panic: in the kernel a panic is a BUG(). These
+// hold wherever the tree is compiled: the host crate and the module's clippy
+// run (`make clippy`); the rest of the lint policy is the workspace's
+// (Cargo.toml) on the host and the kernel's flags in the module.
+#![deny(
+    unreachable_pub,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::arithmetic_side_effects,
+    clippy::unreachable,
+    clippy::todo,
+    clippy::unimplemented,
+    clippy::as_conversions
+)]
+
+/// The wire codec: the one path by which this tree reaches it.
+use super::xdr;
 
 pub mod chunks;
 pub mod config;
@@ -38,7 +61,11 @@ pub mod errno;
 pub mod inline;
 pub mod negotiate;
 pub mod reply;
+// The self-test tables: on the host (no CONFIG_RUST) and in the module's
+// KUnit variant (Kbuild's RPCRDMA2_KUNIT), never in the production module.
+#[cfg(any(not(CONFIG_RUST), rpcrdma2_kunit))]
 pub mod selftest;
+pub mod xidmap;
 
 pub use self::chunks::{
     CallChunks, CallForm, ChunkPlan, Geometry, Invalidated, Limits, Part, PlanError, Range,

@@ -70,9 +70,9 @@
 //!   `-EPROTONOSUPPORT`; nothing loops, because a failed RPC is not
 //!   retried by the transport.
 
-use super::super::xdr::header::{Body, ErrorBody, Header, Protocol};
-use super::super::xdr::v1;
 use super::config::VersionPolicy;
+use super::xdr::header::{Body, ErrorBody, Header, Protocol};
+use super::xdr::v1;
 
 /// Lost probes in a row after which the server is taken to be v1-only.
 pub const LOST_PROBE_LIMIT: u8 = 2;

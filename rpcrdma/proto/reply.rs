@@ -24,11 +24,11 @@
 //! * a v2 `RDMA2_NOMSG` with three empty chunk lists is an asynchronous
 //!   credit grant and must carry XID 0 (-00 §6.4.2).
 
-use super::super::xdr::chunk::ChunkListsView;
-use super::super::xdr::error::Error;
-use super::super::xdr::header::{Body, ErrorBody, Header, Protocol};
-use super::super::xdr::props::TransportProperties;
 use super::errno::Errno;
+use super::xdr::chunk::ChunkListsView;
+use super::xdr::error::Error;
+use super::xdr::header::{Body, ErrorBody, Header, Protocol};
+use super::xdr::props::TransportProperties;
 
 /// RPC `msg_type` CALL (RFC 5531).
 const RPC_CALL: u32 = 0;

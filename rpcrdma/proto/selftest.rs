@@ -10,11 +10,11 @@
 
 use core::ffi::CStr;
 
-use super::super::xdr::chunk::Segment;
-use super::super::xdr::header::{self, Credits, ErrorBody, Flags, Header, MsgSpec, Protocol};
-use super::super::xdr::pvtdata::{self, Peer, PrivateData};
-// The codec's self-test types: one KUnit adapter serves both tables.
-pub use super::super::xdr::selftest::{Failure, SelfTest, TestResult};
+use super::xdr::chunk::Segment;
+use super::xdr::header::{self, Credits, ErrorBody, Flags, Header, MsgSpec, Protocol};
+use super::xdr::pvtdata::{self, Peer, PrivateData};
+// The codec's self-test kit: one set of types and macros, one KUnit
+// adapter for both tables.
 use super::chunks::{
     self, CallForm, ChunkPlan, Geometry, Invalidated, Limits, Part, PlanError, Range, ReplyData,
     ReplyError, ReplyForm, Rpc, WRITE_PAD_LEN,
@@ -26,31 +26,8 @@ use super::errno::Errno;
 use super::inline::{max_call_header, max_reply_header, Direction, Thresholds};
 use super::negotiate::{Phase, ProbeLoss, LOST_PROBE_LIMIT};
 use super::reply::{Cause, Control, Reply};
-
-macro_rules! case {
-    ($f:ident) => {
-        SelfTest {
-            name: stringify!($f),
-            c_name: match CStr::from_bytes_with_nul(concat!(stringify!($f), "\0").as_bytes()) {
-                Ok(c) => c,
-                Err(_) => c"selftest",
-            },
-            file: file!(),
-            run: $f,
-        }
-    };
-}
-
-macro_rules! check {
-    ($cond:expr) => {
-        if !($cond) {
-            return Err(Failure {
-                line: line!(),
-                what: stringify!($cond),
-            });
-        }
-    };
-}
+use super::xdr::selftest::{case, check, run_table};
+pub use super::xdr::selftest::{Failure, SelfTest, TestResult};
 
 /// Every self test.
 pub const SELF_TESTS: &[SelfTest] = &[
@@ -89,10 +66,7 @@ pub const SELF_TESTS: &[SelfTest] = &[
 /// Runs every self test; returns the number run, or the first failure with
 /// its test name.
 pub fn run_all() -> core::result::Result<usize, (&'static str, Failure)> {
-    for t in SELF_TESTS {
-        (t.run)().map_err(|f| (t.name, f))?;
-    }
-    Ok(SELF_TESTS.len())
+    run_table(SELF_TESTS)
 }
 
 /// A message built from XDR words.
@@ -804,12 +778,12 @@ fn thresholds_from_private_data() -> TestResult {
     check!(th.send == 32768 && th.recv == 16384);
     // CONNPROP lowers, never raises, never below 1024.
     let mut th = Thresholds::new(&c, &peer(4096, 4096, true), Protocol::V2, false);
-    let mut props = super::super::xdr::props::TransportProperties::DEFAULTS;
+    let mut props = super::xdr::props::TransportProperties::DEFAULTS;
     props.recv_buf_size = 2048;
     props.max_send_size = 100;
     check!(th.apply_props(&props));
     check!(th.send == 2048 && th.recv == 1024);
-    check!(!th.apply_props(&super::super::xdr::props::TransportProperties::DEFAULTS));
+    check!(!th.apply_props(&super::xdr::props::TransportProperties::DEFAULTS));
     Ok(())
 }
 

@@ -30,6 +30,30 @@ use kernel::types::Opaque;
 /// `RPC_CWNDSHIFT`: one request's share of the congestion window.
 pub const RPC_CWNDSHIFT: u32 = bindings::RPC_CWNDSHIFT;
 
+/// `spin_lock()` on one of SUNRPC's C spinlocks (`transport_lock`,
+/// `queue_lock`), through the kernel crate's helper.
+///
+/// # Safety
+///
+/// `lock` points to an initialised `spinlock_t` that outlives the call;
+/// the caller does not hold it already and may spin (no sleeping
+/// while it is held).
+unsafe fn spin_lock(lock: *mut bindings::spinlock_t) {
+    // SAFETY: per the function's contract; the module's and the kernel
+    // crate's bindings describe the same C `spinlock_t`.
+    unsafe { kernel::bindings::spin_lock(lock.cast()) }
+}
+
+/// `spin_unlock()` of a lock taken with [`spin_lock`].
+///
+/// # Safety
+///
+/// The caller holds `lock`, taken with [`spin_lock`].
+unsafe fn spin_unlock(lock: *mut bindings::spinlock_t) {
+    // SAFETY: per the function's contract, as in `spin_lock`.
+    unsafe { kernel::bindings::spin_unlock(lock.cast()) }
+}
+
 /// A transport instance, seen from SUNRPC: the `struct rpc_xprt`.
 ///
 /// # Invariants
@@ -182,12 +206,12 @@ impl Xprt {
         // transport_lock, which we hold across the update.
         unsafe {
             let lock = addr_of_mut!((*x).transport_lock);
-            bindings::rpcrdma2_shim_spin_lock(lock);
+            spin_lock(lock);
             if reset {
                 (*x).cong = 0;
             }
             (*x).cwnd = (credits as usize) << RPC_CWNDSHIFT;
-            bindings::rpcrdma2_shim_spin_unlock(lock);
+            spin_unlock(lock);
         }
     }
 
@@ -202,18 +226,18 @@ impl Xprt {
         // valid until `xprt_unpin_rqst`, which also needs the lock.
         unsafe {
             let lock = addr_of_mut!((*x).queue_lock);
-            bindings::rpcrdma2_shim_spin_lock(lock);
+            spin_lock(lock);
             let rq = bindings::xprt_lookup_rqst(x, xid);
             if rq.is_null() {
-                bindings::rpcrdma2_shim_spin_unlock(lock);
+                spin_unlock(lock);
                 return None;
             }
             bindings::xprt_pin_rqst(rq);
-            bindings::rpcrdma2_shim_spin_unlock(lock);
+            spin_unlock(lock);
             let ret = f(Rqst::from_raw(rq));
-            bindings::rpcrdma2_shim_spin_lock(lock);
+            spin_lock(lock);
             bindings::xprt_unpin_rqst(rq);
-            bindings::rpcrdma2_shim_spin_unlock(lock);
+            spin_unlock(lock);
             Some(ret)
         }
     }
@@ -434,7 +458,7 @@ impl Rqst {
             .ok_or(EINVAL)?;
         let total = payload_end.checked_add(tail_len).ok_or(EINVAL)?;
         if total as usize > self.reply_buflen() {
-            return Err(crate::errno::emsgsize());
+            return Err(crate::compat::errno::emsgsize());
         }
         self.write_reply_at(0, head)?;
         Ok((payload_end, total))
@@ -449,7 +473,7 @@ impl Rqst {
             return Ok(());
         }
         if at as usize + bytes.len() > self.reply_buflen() {
-            return Err(crate::errno::emsgsize());
+            return Err(crate::compat::errno::emsgsize());
         }
         // SAFETY: the rqst is alive and pinned by the caller of
         // `with_rqst`; `bytes` is valid for `len` bytes; the function
@@ -615,9 +639,9 @@ impl Rqst {
         // requires `queue_lock`, held across the call.
         unsafe {
             let lock = addr_of_mut!((*xprt.as_raw()).queue_lock);
-            bindings::rpcrdma2_shim_spin_lock(lock);
+            spin_lock(lock);
             bindings::xprt_complete_rqst((*self.raw()).rq_task, len);
-            bindings::rpcrdma2_shim_spin_unlock(lock);
+            spin_unlock(lock);
         }
     }
 
@@ -1078,7 +1102,7 @@ impl<T: Transport> XprtBox<T> {
         // long as the xprt, so `xprt->timeout` may point at it.
         unsafe {
             let lock = addr_of_mut!((*x).transport_lock);
-            bindings::rpcrdma2_shim_spin_lock(lock);
+            spin_lock(lock);
             if connect < (*x).connect_timeout {
                 let mut to = *(*x).timeout;
                 let initval = connect.max(min_initval);
@@ -1091,7 +1115,7 @@ impl<T: Transport> XprtBox<T> {
             if reconnect < (*x).max_reconnect_timeout {
                 (*x).max_reconnect_timeout = reconnect;
             }
-            bindings::rpcrdma2_shim_spin_unlock(lock);
+            spin_unlock(lock);
         }
     }
 
@@ -1144,13 +1168,15 @@ impl<T: Transport> XprtBox<T> {
 
 /// A transport created by [`XprtBox::create`] that was never handed to
 /// SUNRPC, for tests: calls go through the installed ops table, and drop
-/// runs the `destroy` op as SUNRPC would.
+/// runs the `destroy` op as SUNRPC would. KUnit variant only.
 ///
 /// # Invariants
 ///
 /// `0` is an `rpc_xprt` of an `XprtBox<T>` that no one else references.
+#[cfg(rpcrdma2_kunit)]
 pub struct Unpublished<T: Transport>(NonNull<bindings::rpc_xprt>, PhantomData<T>);
 
+#[cfg(rpcrdma2_kunit)]
 impl<T: Transport> Unpublished<T> {
     /// Wraps the result of [`XprtBox::create`].
     ///
@@ -1228,6 +1254,7 @@ impl<T: Transport> Unpublished<T> {
     }
 }
 
+#[cfg(rpcrdma2_kunit)]
 impl<T: Transport> Drop for Unpublished<T> {
     fn drop(&mut self) {
         // SAFETY: by the type invariant nobody else uses the transport;
@@ -1390,7 +1417,7 @@ unsafe fn format_addresses(x: *mut bindings::rpc_xprt) -> Result {
             }
             f => {
                 pr_err!("transport setup: unsupported address family {}\n", f);
-                return Err(crate::errno::eafnosupport());
+                return Err(crate::compat::errno::eafnosupport());
             }
         };
         let mut buf = [0u8; 128];

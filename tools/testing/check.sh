@@ -25,8 +25,8 @@ phase_host() {
 	# The module's Rust (crate root and every module under it, including
 	# the codec and proto trees it includes) as the kernel formats it.
 	step "module: rustfmt --check" rustfmt --check --edition 2021 rpcrdma/rpcrdma2.rs
-	step "codec: fmt, clippy, tests, fuzz" xdr/check.sh
-	step "proto: fmt, clippy, tests" rpcrdma/proto/check.sh
+	step "host crates (workspace): fmt, clippy, doc, tests, kcompat, fuzz" \
+		tools/testing/host-check.sh
 	step "KTAP checker self-test" tools/testing/kunit/selftest.sh
 }
 
@@ -39,6 +39,13 @@ phase_module() {
 	step "module" make -s modules
 	[ -f rpcrdma2.ko ] || die "make modules produced no rpcrdma2.ko"
 	step "module stack frames" tools/testing/stack-check.sh rpcrdma/rpcrdma2.o
+	# The production module carries no test code (Kbuild, RPCRDMA2_KUNIT).
+	step "no KUnit suites in the production module" \
+		bash -c '! nm rpcrdma2.ko | grep -E "kunit|selftest|listen"'
+	# The KUnit variant the kunit phase loads (build/kunit/rpcrdma2.ko).
+	step "KUnit variant under clippy (kernel lints)" make -s clippy-kunit
+	step "KUnit variant" make -s modules-kunit
+	step "KUnit variant stack frames" tools/testing/stack-check.sh build/kunit/rpcrdma/rpcrdma2.o
 	step "make install (staged)" tools/testing/install-check.sh
 	step "dkms build" tools/testing/dkms-check.sh
 }

@@ -11,4 +11,4 @@ cd "$RPCRDMA2_TOP"
 step "testbed kernel (cached after the first build)" tools/testing/kernel/build.sh >/dev/null
 step "build rpcrdma2.ko" make -s modules
 log "booting the server and client guests (soft-RoCE on a private L2)"
-exec tools/testing/vm/run.sh --append kunit.enable=1 tools/testing/demo-guest.sh
+exec tools/testing/vm/run.sh tools/testing/demo-guest.sh

@@ -114,7 +114,7 @@ fn chunks_off_is_thresholds_fit() {
         }
         other => panic!("{other:?}"),
     }
-    // A big reply buffer is not refused without chunks (see conn.rs).
+    // A big reply buffer is not refused without chunks (see conn/).
     let r = plan(&reply(100, 0, 1 << 20, 0, true), &t, &l).unwrap();
     assert_eq!(r.reply(), ReplyForm::Inline);
     assert_eq!(

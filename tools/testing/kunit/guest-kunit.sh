@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Client script for tools/testing/vm/run.sh: load rpcrdma2.ko (its KUnit
-# suites run at load and print KTAP to the kernel log), save the log to
+# Client script for tools/testing/vm/run.sh: load the KUnit variant of
+# rpcrdma2.ko (build/kunit/, make modules-kunit; its KUnit suites run at
+# load and print KTAP to the kernel log), save the log to
 # $RESULTS/kunit.log for the host to judge, and unload the module.
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
 . "$TESTBED_LIB"
 
-ko=$SRC/rpcrdma2.ko
-[ -f "$ko" ] || tb_die "$ko not built (make modules)"
+ko=$SRC/build/kunit/rpcrdma2.ko
+[ -f "$ko" ] || tb_die "$ko not built (make modules-kunit)"
 dmesg -C
 tb_step "insmod rpcrdma2.ko (runs the KUnit suites)" insmod "$ko"
 dmesg >"$RESULTS/kunit.log"

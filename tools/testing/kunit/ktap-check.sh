@@ -20,6 +20,7 @@ suites=("$@")
 if ((${#suites[@]} == 0)); then
 	# Invocations at the start of a line (not doc examples), possibly
 	# split over lines by rustfmt.
+	# (The KUnit variant's build copy under build/ is not searched.)
 	mapfile -t suites < <(find "$RPCRDMA2_TOP/rpcrdma" -name '*.rs' -print0 |
 		xargs -0 perl -0ne 'while (/^\s*kunit_(?:table_)?suite!\(\s*(\w+)/mg) { print "$1\n" }' |
 		sort -u)

@@ -4,12 +4,15 @@
 # Run rpcrdma2's KUnit suites in the client guest of the two-guest testbed
 # (rxe is up, so suites that need an RDMA device have one) and judge the
 # KTAP on the host with ktap-check.sh. Extra arguments go to vm/run.sh.
+# The suites are in the module's KUnit variant, build/kunit/rpcrdma2.ko
+# (make modules-kunit); the production rpcrdma2.ko has none.
 
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
-[ -f "$RPCRDMA2_TOP/rpcrdma2.ko" ] || die "rpcrdma2.ko is not built: run 'make modules'"
+[ -f "$RPCRDMA2_TOP/build/kunit/rpcrdma2.ko" ] ||
+	die "build/kunit/rpcrdma2.ko (the KUnit variant) is not built: run 'make modules-kunit'"
 results=$(mktemp -d "${TMPDIR:-/tmp}/rpcrdma2-kunit.XXXXXX")
 trap 'rm -rf "$results"' EXIT
 # The testbed kernel keeps KUnit off at boot (KUNIT_DEFAULT_ENABLED=n):

@@ -19,11 +19,32 @@
 //! * CM private data: [`pvtdata::PrivateData::encode`] and
 //!   [`pvtdata::decode`].
 
+#![forbid(unsafe_code)]
+// No input may make this code panic: in the kernel a panic is a BUG(). These
+// hold wherever the tree is compiled: the host crate and the module's clippy
+// run (`make clippy`); the rest of the lint policy is the workspace's
+// (Cargo.toml) on the host and the kernel's flags in the module.
+#![deny(
+    unreachable_pub,
+    clippy::indexing_slicing,
+    clippy::panic,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::arithmetic_side_effects,
+    clippy::unreachable,
+    clippy::todo,
+    clippy::unimplemented,
+    clippy::as_conversions
+)]
+
 pub mod chunk;
 pub mod error;
 pub mod header;
 pub mod props;
 pub mod pvtdata;
+// The self-test tables: on the host (no CONFIG_RUST) and in the module's
+// KUnit variant (Kbuild's RPCRDMA2_KUNIT), never in the production module.
+#[cfg(any(not(CONFIG_RUST), rpcrdma2_kunit))]
 pub mod selftest;
 pub mod stream;
 pub mod v1;

@@ -44,7 +44,11 @@ pub struct SelfTest {
     pub run: fn() -> TestResult,
 }
 
-macro_rules! case {
+/// Builds a [`SelfTest`] entry from a test function's name. Exported so
+/// that every self-test table (this one, `proto`'s) shares one kit; use it
+/// as [`case!`](case) with `SelfTest` and `CStr` in scope.
+#[macro_export]
+macro_rules! selftest_case {
     ($f:ident) => {
         SelfTest {
             name: stringify!($f),
@@ -58,7 +62,10 @@ macro_rules! case {
     };
 }
 
-macro_rules! check {
+/// Fails the running self test with the line and the condition unless
+/// `$cond` holds; use it as [`check!`](check) with `Failure` in scope.
+#[macro_export]
+macro_rules! selftest_check {
     ($cond:expr) => {
         if !($cond) {
             return Err(Failure {
@@ -67,6 +74,20 @@ macro_rules! check {
             });
         }
     };
+}
+
+// The kit under short names, by a path that is the same in the host crate
+// and in the kernel module (`xdr::selftest::{case, check}`).
+pub use crate::selftest_case as case;
+pub use crate::selftest_check as check;
+
+/// Runs every test of `table`; returns the number run, or the first
+/// failure with its test name.
+pub fn run_table(table: &[SelfTest]) -> core::result::Result<usize, (&'static str, Failure)> {
+    for t in table {
+        (t.run)().map_err(|f| (t.name, f))?;
+    }
+    Ok(table.len())
 }
 
 /// Every self test.
@@ -90,10 +111,7 @@ pub const SELF_TESTS: &[SelfTest] = &[
 /// Runs every self test; returns the number run, or the first failure with
 /// its test name.
 pub fn run_all() -> core::result::Result<usize, (&'static str, Failure)> {
-    for t in SELF_TESTS {
-        (t.run)().map_err(|f| (t.name, f))?;
-    }
-    Ok(SELF_TESTS.len())
+    run_table(SELF_TESTS)
 }
 
 /// Writes `words` big-endian into `out`; returns the byte length.

@@ -123,13 +123,13 @@ pub const fn suite_name(name: &str) -> [kernel::ffi::c_char; 256] {
 macro_rules! kassert {
     ($cond:expr $(,)?) => {
         if !$cond {
-            $crate::kunit::report(
+            $crate::compat::kunit::report(
                 module_path!(),
                 file!(),
                 line!(),
                 format_args!("Expected {} to be true", stringify!($cond)),
             );
-            return Err($crate::kunit::Failure);
+            return Err($crate::compat::kunit::Failure);
         }
     };
 }
@@ -141,7 +141,7 @@ macro_rules! kassert_eq {
         match (&$left, &$right) {
             (l, r) => {
                 if !(*l == *r) {
-                    $crate::kunit::report(
+                    $crate::compat::kunit::report(
                         module_path!(),
                         file!(),
                         line!(),
@@ -153,7 +153,7 @@ macro_rules! kassert_eq {
                             r
                         ),
                     );
-                    return Err($crate::kunit::Failure);
+                    return Err($crate::compat::kunit::Failure);
                 }
             }
         }
@@ -168,7 +168,7 @@ macro_rules! kassert_eq {
 macro_rules! __kunit_suite_entry {
     ($suite:ident) => {
         static mut SUITE: kernel::bindings::kunit_suite = kernel::bindings::kunit_suite {
-            name: $crate::kunit::suite_name(stringify!($suite)),
+            name: $crate::compat::kunit::suite_name(stringify!($suite)),
             test_cases: core::ptr::addr_of_mut!(CASES).cast(),
             // SAFETY: all-zero is the valid "unset" value of the rest.
             ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
@@ -207,7 +207,7 @@ macro_rules! kunit_table_suite {
                 desc: *mut kernel::ffi::c_char,
             ) -> *const core::ffi::c_void {
                 // SAFETY: KUnit honours `table_next`'s contract.
-                unsafe { $crate::kunit::table_next(TABLE, prev, desc) }
+                unsafe { $crate::compat::kunit::table_next(TABLE, prev, desc) }
             }
 
             /// Runs the current table entry.
@@ -217,7 +217,7 @@ macro_rules! kunit_table_suite {
             /// Called by KUnit with the running test.
             unsafe extern "C" fn run(test: *mut kunit) {
                 // SAFETY: `param_value` came from `params` over TABLE.
-                unsafe { $crate::kunit::table_run::<$ty>(test) }
+                unsafe { $crate::compat::kunit::table_run::<$ty>(test) }
             }
 
             static mut CASES: [kunit_case; 2] = [
@@ -261,7 +261,7 @@ macro_rules! kunit_suite {
                 /// Called by KUnit with the running test.
                 unsafe extern "C" fn $case(test: *mut kunit) {
                     // SAFETY: KUnit passes the running test.
-                    unsafe { $crate::kunit::run_case(test, super::$case) }
+                    unsafe { $crate::compat::kunit::run_case(test, super::$case) }
                 }
             )+
 

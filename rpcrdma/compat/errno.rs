@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Error codes the 6.12 `kernel::error::code` list lacks.
+//! Error codes the 6.12 `kernel::error::code` list lacks (it stops at the
+//! generic ones and a few kernel-internal codes). Replaced by the same
+//! names in `kernel::error::code` once listed there.
 
 use crate::bindings;
 use kernel::error::Error;
 
-/// Turns a positive `E*` constant from the bindings into an [`Error`].
-fn from(errno: u32) -> Error {
+/// Turns a positive `E*` constant from the module's bindings into an
+/// [`Error`].
+pub fn code(errno: u32) -> Error {
     // The constants are small positive values, so the negation is in range.
     Error::from_errno(-(errno as i32))
 }
@@ -16,7 +19,7 @@ macro_rules! errnos {
         $(
             $(#[$m])*
             pub fn $name() -> Error {
-                from(bindings::$e)
+                code(bindings::$e)
             }
         )*
     };
@@ -46,3 +49,17 @@ errnos! {
     /// `EPROTO`: protocol error.
     eproto => EPROTO,
 }
+
+// `proto` defines the errno values it hands out without the kernel crate:
+// check every one against the kernel's own at compile time.
+const _: () = {
+    use crate::bindings as b;
+    use crate::proto::errno as e;
+    assert!(e::EIO.unsigned_abs() == b::EIO);
+    assert!(e::EAGAIN.unsigned_abs() == b::EAGAIN);
+    assert!(e::EPROTO.unsigned_abs() == b::EPROTO);
+    assert!(e::EMSGSIZE.unsigned_abs() == b::EMSGSIZE);
+    assert!(e::EPROTONOSUPPORT.unsigned_abs() == b::EPROTONOSUPPORT);
+    assert!(e::ENOBUFS.unsigned_abs() == b::ENOBUFS);
+    assert!(e::ENOTCONN.unsigned_abs() == b::ENOTCONN);
+};

@@ -1,0 +1,20 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The module's parameters. 6.12's `module!` declares none, so
+//! `rpcrdma/shim.c` declares them with `module_param()` and these read
+//! them. Replaced by `module!` parameters once the kernel crate has them
+//! (`rust/kernel/module_param.rs`, after 6.12; they must support `bool`).
+
+use crate::bindings;
+
+/// `force_v1`: speak RPC-over-RDMA version 1 only (read at connect).
+pub fn force_v1() -> bool {
+    // SAFETY: FFI call without preconditions (a READ_ONCE of a static).
+    unsafe { bindings::rpcrdma2_shim_param_force_v1() }
+}
+
+/// `ddp`: direct data placement allowed (read per RPC).
+pub fn ddp() -> bool {
+    // SAFETY: FFI call without preconditions (a READ_ONCE of a static).
+    unsafe { bindings::rpcrdma2_shim_param_ddp() }
+}

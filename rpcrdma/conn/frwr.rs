@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A connection's FRWR bookkeeping for chunks: the registrations of each
+//! request slot ([`Regs`], in a [`RegTable`] that finds a reply's slot by
+//! XID in O(1)), the MR pool, and the asynchronous
+//! invalidation that ends an RPC once its MRs are safe (C: `frwr_unmap_async`
+//! then `rpcrdma_complete_rqst`). The mapping itself is in `Conn::send`
+//! and `ib::mr`.
+
+use super::*;
+use crate::proto::xidmap::{self, XidEntry};
+
+/// Inline Reply bytes that follow a Write chunk's payload, and the offset
+/// in the Reply where they go.
+pub(super) type Tail = (u32, KVec<u8>);
+
+/// How an RPC whose MRs are being invalidated ends afterwards.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Finish {
+    /// `xprt_complete_rqst` with this many reply bytes.
+    Complete(i32),
+    /// Fail it with this (negative) errno.
+    Fail(i32),
+}
+
+/// The chunk registrations of the RPC in one request slot.
+pub(super) struct Regs {
+    /// An RPC with MRs is outstanding in this slot.
+    pub(super) active: bool,
+    /// Its XID (host order).
+    pub(super) xid: u32,
+    pub(super) plan: Option<ChunkPlan>,
+    /// The segments advertised, in [`ChunkPlan::ranges`] order.
+    pub(super) segs: [Segment; MAX_RANGES],
+    pub(super) nsegs: usize,
+    /// The MRs that are back from the Send queue (`None`: empty place).
+    pub(super) mrs: KVec<Option<Mr>>,
+    /// MRs still owned by Send-queue WRs (REG_MR not retired yet).
+    pub(super) in_flight: u32,
+    /// LOCAL_INVs are outstanding.
+    pub(super) invalidating: bool,
+    /// `Conn::release` is taking the MRs back.
+    pub(super) releasing: bool,
+    /// One of them failed: the connection is going away; the RPC is not
+    /// completed (it is sent again after the reconnect).
+    pub(super) inv_failed: bool,
+    /// The reply arrived: end the RPC this way once the MRs are
+    /// invalidated.
+    pub(super) finish: Option<Finish>,
+    /// The rkey the responder invalidated with the reply (Send With
+    /// Invalidate), already checked to be one of this RPC's.
+    pub(super) remote_rkey: Option<u32>,
+    /// Inline bytes that follow a Write chunk's payload in the Reply,
+    /// and their offset: written into the Reply after the MRs are
+    /// invalidated and unmapped (they may land in the DMA-mapped pages).
+    pub(super) tail: Option<Tail>,
+    /// Scratch page list for mapping one range (room for an MR's depth,
+    /// allocated at connect so that the data path never allocates).
+    pub(super) pages: KVec<PageSeg>,
+}
+
+impl Regs {
+    pub(super) fn new(n: usize, depth: usize) -> Result<Self> {
+        let pages = KVec::with_capacity(depth, GFP_KERNEL)?;
+        let mut mrs = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            mrs.push(None, GFP_KERNEL)?;
+        }
+        Ok(Regs {
+            active: false,
+            xid: 0,
+            plan: None,
+            segs: [Segment::default(); MAX_RANGES],
+            nsegs: 0,
+            mrs,
+            in_flight: 0,
+            invalidating: false,
+            releasing: false,
+            inv_failed: false,
+            finish: None,
+            remote_rkey: None,
+            tail: None,
+            pages,
+        })
+    }
+
+    pub(super) fn reset(&mut self) {
+        self.active = false;
+        self.plan = None;
+        self.nsegs = 0;
+        self.in_flight = 0;
+        self.invalidating = false;
+        self.releasing = false;
+        self.inv_failed = false;
+        self.finish = None;
+        self.remote_rkey = None;
+        self.tail = None;
+    }
+
+    /// Stores an MR that came back; gives it back if there is no room.
+    pub(super) fn store(&mut self, mr: Mr) -> core::result::Result<(), Mr> {
+        match self.mrs.iter_mut().find(|m| m.is_none()) {
+            Some(e) => {
+                *e = Some(mr);
+                Ok(())
+            }
+            None => Err(mr),
+        }
+    }
+
+    /// Takes one MR that is back.
+    pub(super) fn take(&mut self) -> Option<Mr> {
+        self.mrs.iter_mut().find_map(|m| m.take())
+    }
+
+    /// Marks the MR the responder invalidated (if any) as such; then
+    /// counts the MRs that still need a LOCAL_INV.
+    pub(super) fn registered(&mut self) -> (usize, Option<u32>) {
+        let mut remote = None;
+        if let Some(rkey) = self.remote_rkey.take() {
+            for m in self.mrs.iter_mut().flatten() {
+                if m.state() == MrState::Registered
+                    && m.rkey() == rkey
+                    && m.remote_invalidated(rkey).is_ok()
+                {
+                    remote = Some(rkey);
+                }
+            }
+        }
+        let n = self
+            .mrs
+            .iter()
+            .flatten()
+            .filter(|m| m.state() == MrState::Registered)
+            .count();
+        (n, remote)
+    }
+}
+
+/// The registrations of every request slot, and which slot each active
+/// XID is in (`proto::xidmap`, twice as many entries as slots): a reply
+/// finds its registrations without scanning the slots. Dereferences to
+/// the slots; an RPC becomes active and inactive only through
+/// [`RegTable::activate`] and [`RegTable::deactivate`], which keep the
+/// two in step.
+pub(super) struct RegTable {
+    slots: KVec<Regs>,
+    by_xid: KVec<XidEntry>,
+}
+
+impl RegTable {
+    /// `n` slots of `mrs_per_rpc` MRs of `depth` pages.
+    pub(super) fn new(n: usize, mrs_per_rpc: usize, depth: usize) -> Result<Self> {
+        let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            slots.push(Regs::new(mrs_per_rpc, depth)?, GFP_KERNEL)?;
+        }
+        let entries = n.checked_mul(2).ok_or(EINVAL)?;
+        let mut by_xid = KVec::with_capacity(entries, GFP_KERNEL)?;
+        for _ in 0..entries {
+            by_xid.push(XidEntry::default(), GFP_KERNEL)?;
+        }
+        Ok(RegTable { slots, by_xid })
+    }
+
+    /// The slot of active RPC `xid` (host order).
+    pub(super) fn find(&self, xid: u32) -> Option<usize> {
+        let i = usize::from(xidmap::get(&self.by_xid, xid)?);
+        self.slots
+            .get(i)
+            .is_some_and(|r| r.active && r.xid == xid)
+            .then_some(i)
+    }
+
+    /// Makes `slot` hold the registrations of RPC `xid` from now on
+    /// (cleared; what it held before is forgotten).
+    pub(super) fn activate(&mut self, slot: usize, xid: u32) -> Option<&mut Regs> {
+        self.deactivate(slot);
+        let tag = u16::try_from(slot).ok()?;
+        // At most one active RPC per slot: the table never fills.
+        xidmap::insert(&mut self.by_xid, xid, tag).ok()?;
+        let r = self.slots.get_mut(slot)?;
+        r.active = true;
+        r.xid = xid;
+        Some(r)
+    }
+
+    /// Clears `slot`: its RPC, if any, is no longer found by XID.
+    pub(super) fn deactivate(&mut self, slot: usize) {
+        let Some(r) = self.slots.get_mut(slot) else {
+            return;
+        };
+        if r.active && xidmap::get(&self.by_xid, r.xid) == u16::try_from(slot).ok() {
+            xidmap::remove(&mut self.by_xid, r.xid);
+        }
+        r.reset();
+    }
+}
+
+impl core::ops::Deref for RegTable {
+    type Target = [Regs];
+
+    fn deref(&self) -> &[Regs] {
+        &self.slots
+    }
+}
+
+impl core::ops::DerefMut for RegTable {
+    fn deref_mut(&mut self) -> &mut [Regs] {
+        &mut self.slots
+    }
+}
+
+/// How much chunk-registration state a connection keeps.
+pub(super) struct RegSizing {
+    /// Request slots.
+    pub(super) slots: usize,
+    /// MRs one RPC may use.
+    pub(super) mrs_per_rpc: usize,
+    /// Pages per MR.
+    pub(super) depth: usize,
+}
+
+/// FRWR for chunks: the device's sizing and the connection's MR pool.
+pub(super) struct Chunking {
+    pub(super) caps: FrwrCaps,
+    pub(super) pool: Arc<MrPool>,
+}
+
+impl QpState {
+    /// Gives an MR back to the pool (deregisters it if it is not clean).
+    pub(super) fn put_mr(&self, mr: Mr) {
+        match self.chunking() {
+            Some(c) => {
+                let lost = c.pool.lost();
+                c.pool.put(mr);
+                if c.pool.lost() > lost {
+                    self.stats.mrs_orphaned.fetch_add(1, Relaxed);
+                }
+            }
+            None => drop(mr),
+        }
+    }
+
+    /// Ends request `xid` (host order) as `f` says, if it still waits,
+    /// after writing a deferred Reply `tail` (see [`Regs::tail`]).
+    pub(super) fn finish(&self, xid: u32, f: Finish, tail: Option<Tail>) {
+        let _ = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| match f {
+            Finish::Complete(len) => match tail {
+                Some((at, bytes)) => match rqst.write_reply_at(at, &bytes) {
+                    Ok(()) => rqst.complete(&self.xprt, len),
+                    Err(e) => rqst.fail(&self.xprt, e.to_errno()),
+                },
+                None => rqst.complete(&self.xprt, len),
+            },
+            Finish::Fail(e) => rqst.fail(&self.xprt, e),
+        });
+    }
+
+    /// The slot whose registrations belong to RPC `xid` (host order).
+    pub(super) fn slot_of(&self, xid: u32) -> Option<usize> {
+        self.regs.lock().find(xid)
+    }
+
+    /// Ends RPC `xid` as `f` says once its MRs, if it has any, are
+    /// invalidated (C: `frwr_unmap_async`, then `rpcrdma_complete_rqst`).
+    pub(super) fn end_rpc(&self, qp: &Qp<ConnQp>, xid: u32, f: Finish, inv: Option<u32>) {
+        let Some(slot) = self.slot_of(xid) else {
+            if inv.is_some() {
+                self.remote_inv_foreign(xid, inv);
+            }
+            self.finish(xid, f, None);
+            return;
+        };
+        let start = {
+            let mut g = self.regs.lock();
+            match g.get_mut(slot) {
+                Some(r) if r.active && r.xid == xid => {
+                    r.finish = Some(f);
+                    r.remote_rkey = inv;
+                    let go = r.in_flight == 0 && !r.invalidating && !r.releasing;
+                    r.invalidating |= go;
+                    go
+                }
+                _ => false,
+            }
+        };
+        if start {
+            self.start_inv(qp, slot);
+        }
+    }
+
+    /// Posts LOCAL_INV for the registered MRs of `slot` (marked
+    /// `invalidating`, all MRs back); the last completion ends the RPC.
+    pub(super) fn start_inv(&self, qp: &Qp<ConnQp>, slot: usize) {
+        let tag = u16::try_from(slot).unwrap_or(u16::MAX);
+        // MRs that are not registered need no invalidation.
+        let (n, remote) = {
+            let mut g = self.regs.lock();
+            let Some(r) = g.get_mut(slot) else { return };
+            r.registered()
+        };
+        let xid = self.regs.lock().get(slot).map_or(0, |r| r.xid);
+        if let Some(rkey) = remote {
+            self.stats.remote_inv.fetch_add(1, Relaxed);
+            trace::mr_inv(self.id, xid, c"remote", rkey, 1);
+        }
+        self.stats.local_inv.fetch_add(n as u64, Relaxed);
+        if n > 0 {
+            trace::mr_inv(
+                self.id,
+                xid,
+                c"local",
+                0,
+                u32::try_from(n).unwrap_or(u32::MAX),
+            );
+        }
+        if n == 0 {
+            let (xid, f, tail) = self.drain_slot(slot);
+            if let Some(f) = f {
+                self.finish(xid, f, tail);
+            }
+            return;
+        }
+        // Without a spare chain (no memory), post them one by one.
+        let mut chain = self.take_chain().ok();
+        let mut i = 0;
+        let mut failed = false;
+        loop {
+            let next = {
+                let mut g = self.regs.lock();
+                g.get_mut(slot).and_then(|r| r.take())
+            };
+            let Some(mr) = next else { break };
+            if mr.state() != MrState::Registered {
+                self.put_mr(mr);
+                continue;
+            }
+            i += 1;
+            let last = i == n;
+            if failed {
+                self.inv_done(slot, mr, last);
+                continue;
+            }
+            let wr = SendWr::local_inv(SendOpCtx::Inv {
+                wr: MrWr::new(mr),
+                slot: tag,
+                last,
+            });
+            // A failed post hands the WRs back as Aborted.
+            failed = qp.post_batched(chain.as_deref_mut(), wr, last).is_err();
+        }
+        if let Some(c) = chain {
+            self.put_chain(c);
+        }
+    }
+
+    /// Takes everything out of `slot` (MRs to the pool) and resets it;
+    /// returns the XID and how the RPC was to end.
+    pub(super) fn drain_slot(&self, slot: usize) -> (u32, Option<Finish>, Option<Tail>) {
+        loop {
+            let next = {
+                let mut g = self.regs.lock();
+                g.get_mut(slot).and_then(|r| r.take())
+            };
+            match next {
+                Some(mr) => self.put_mr(mr),
+                None => break,
+            }
+        }
+        let mut g = self.regs.lock();
+        let out = match g.get_mut(slot) {
+            Some(r) => (
+                r.xid,
+                if r.inv_failed { None } else { r.finish },
+                r.tail.take(),
+            ),
+            None => return (0, None, None),
+        };
+        g.deactivate(slot);
+        out
+    }
+
+    /// A REG_MR of `slot` came back.
+    pub(super) fn reg_done(&self, qp: &Qp<ConnQp>, slot: usize, mr: Mr) {
+        let (start, extra) = {
+            let mut g = self.regs.lock();
+            match g.get_mut(slot) {
+                Some(r) => {
+                    let extra = r.store(mr).err();
+                    r.in_flight = r.in_flight.saturating_sub(1);
+                    let go =
+                        r.in_flight == 0 && r.finish.is_some() && !r.invalidating && !r.releasing;
+                    r.invalidating |= go;
+                    (go, extra)
+                }
+                None => (false, Some(mr)),
+            }
+        };
+        if let Some(mr) = extra {
+            self.put_mr(mr);
+        }
+        if start {
+            self.start_inv(qp, slot);
+        }
+    }
+
+    /// A LOCAL_INV of `slot` came back (or was never posted).
+    pub(super) fn inv_done(&self, slot: usize, mr: Mr, last: bool) {
+        let ok = mr.state() == MrState::Invalidated;
+        self.put_mr(mr);
+        if !ok {
+            if let Some(r) = self.regs.lock().get_mut(slot) {
+                r.inv_failed = true;
+            }
+        }
+        if last {
+            let (xid, f, tail) = self.drain_slot(slot);
+            if let Some(f) = f {
+                self.finish(xid, f, tail);
+            }
+        }
+    }
+}

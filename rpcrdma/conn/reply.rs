@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A connection's reply handler: a Receive's message is classified by the
+//! protocol state ([`QpState::handle`]), then delivered inline, checked and
+//! placed when it uses chunks, or turned into a failure, a resend or a
+//! disconnect; the RPC ends through `frwr` once its MRs are invalidated.
+
+use super::*;
+
+impl QpState {
+    /// Copies an inline reply into request `xid` and ends it.
+    pub(super) fn deliver_inline(
+        &self,
+        qp: &Qp<ConnQp>,
+        xid: u32,
+        payload: &[u8],
+        inv: Option<u32>,
+    ) {
+        let copied = self
+            .xprt
+            .with_rqst(xid.to_be(), |rqst: &Rqst| rqst.copy_reply(payload));
+        let f = match copied {
+            None => {
+                // A late reply for an RPC that was already
+                // retransmitted or abandoned: nothing waits for it.
+                pr_debug!(
+                    "reply: no request waits for xid {:#010x}
+",
+                    xid
+                );
+                return;
+            }
+            Some(Ok(())) => {
+                self.stats
+                    .reply_bytes
+                    .fetch_add(payload.len() as u64, Relaxed);
+                Finish::Complete(payload.len() as i32)
+            }
+            Some(Err(e)) => {
+                self.stats.too_big.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "reply: {} bytes do not fit the receive buffer ({:?})\n",
+                        payload.len(),
+                        e
+                    );
+                }
+                Finish::Fail(e.to_errno())
+            }
+        };
+        self.end_rpc(qp, xid, f, inv);
+    }
+
+    /// Keeps a copy of the inline bytes that follow a Write chunk's
+    /// payload (none with Linux's NFS client, whose COMPOUNDs end with
+    /// READ) for [`QpState::finish`] to write at offset `at`.
+    pub(super) fn defer_tail(&self, xid: u32, at: u32, tail: &[u8]) -> Result {
+        if tail.is_empty() {
+            return Ok(());
+        }
+        let mut v = KVec::with_capacity(tail.len(), GFP_NOWAIT)?;
+        v.extend_from_slice(tail, GFP_NOWAIT)?;
+        let mut g = self.regs.lock();
+        let i = g.find(xid).ok_or(EINVAL)?;
+        let r = g.get_mut(i).ok_or(EINVAL)?;
+        r.tail = Some((at, v));
+        Ok(())
+    }
+
+    /// A Send With Invalidate named `rkey`, which is none of RPC `xid`'s
+    /// MRs: counted and logged; the RPC's MRs are invalidated locally.
+    pub(super) fn remote_inv_foreign(&self, xid: u32, rkey: Option<u32>) {
+        self.stats.remote_inv_foreign.fetch_add(1, Relaxed);
+        if crate::compat::print::ratelimit() {
+            pr_err!(
+                "reply: xid {:#010x}: the server invalidated rkey {:#x}, which is not one of the RPC's\n",
+                xid,
+                rkey.unwrap_or(0)
+            );
+        }
+    }
+
+    /// A reply that uses chunks: checks it against what RPC `xid`
+    /// registered, then ends the RPC.
+    pub(super) fn deliver_chunked(
+        &self,
+        qp: &Qp<ConnQp>,
+        xid: u32,
+        h: &crate::xdr::header::Header<'_>,
+        inv: Option<u32>,
+    ) {
+        // Check the reply against the registration and the remotely
+        // invalidated rkey against the RPC's MRs.
+        let checked = {
+            let g = self.regs.lock();
+            g.find(xid).and_then(|i| g.get(i)).and_then(|r| {
+                let plan = r.plan?;
+                let segs = r.segs.get(..r.nsegs)?;
+                let ours = inv.map(|k| plan.invalidated(segs, k));
+                Some((plan.check_reply(segs, h), ours))
+            })
+        };
+        let (checked, inv) = match checked {
+            Some((c, Some(proto::chunks::Invalidated::NotOurs))) => {
+                self.remote_inv_foreign(xid, inv);
+                (Some(c), None)
+            }
+            Some((c, _)) => (Some(c), inv),
+            None => (None, inv),
+        };
+        let f = match checked {
+            Some(Ok(ReplyData::Inline { payload })) => {
+                return self.deliver_inline(qp, xid, payload, inv);
+            }
+            Some(Ok(ReplyData::Long { len })) => {
+                self.stats.rdma_reply.fetch_add(u64::from(len), Relaxed);
+                Finish::Complete(i32::try_from(len).unwrap_or(i32::MAX))
+            }
+            Some(Ok(ReplyData::Written {
+                head,
+                written,
+                tail,
+                ..
+            })) => {
+                let placed = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
+                    rqst.place_written(head, written, tail.len() as u32)
+                });
+                match placed {
+                    None => {
+                        pr_debug!("reply: no request waits for xid {:#010x}\n", xid);
+                        // Its MRs (if still registered) go with the slot.
+                        Finish::Fail(EIO.to_errno())
+                    }
+                    Some(Ok((at, len))) => match self.defer_tail(xid, at, tail) {
+                        Ok(()) => {
+                            self.stats.rdma_reply.fetch_add(u64::from(written), Relaxed);
+                            self.stats
+                                .reply_bytes
+                                .fetch_add((head.len() + tail.len()) as u64, Relaxed);
+                            Finish::Complete(i32::try_from(len).unwrap_or(i32::MAX))
+                        }
+                        Err(e) => {
+                            if crate::compat::print::ratelimit() {
+                                pr_err!(
+                                    "reply: xid {:#010x}: no memory for {} inline bytes after the payload ({:?})\n",
+                                    xid,
+                                    tail.len(),
+                                    e
+                                );
+                            }
+                            Finish::Fail(e.to_errno())
+                        }
+                    },
+                    Some(Err(e)) => {
+                        self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
+                        if crate::compat::print::ratelimit() {
+                            pr_err!(
+                                "reply: xid {:#010x}: {} written bytes with {} + {} inline do not fit the receive buffer ({:?})\n",
+                                xid,
+                                written,
+                                head.len(),
+                                tail.len(),
+                                e
+                            );
+                        }
+                        Finish::Fail(e.to_errno())
+                    }
+                }
+            }
+            None => {
+                // Chunks for an RPC that registered none are the
+                // responder's error.
+                self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "reply: xid {:#010x} uses chunks it was not offered (-EIO)\n",
+                        xid
+                    );
+                }
+                Finish::Fail(EIO.to_errno())
+            }
+            Some(Err(e)) => {
+                self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "reply: xid {:#010x} does not match its chunks: {:?} ({})\n",
+                        xid,
+                        e,
+                        e.errno().to_kernel()
+                    );
+                }
+                Finish::Fail(e.errno().to_kernel())
+            }
+        };
+        self.end_rpc(qp, xid, f, inv);
+    }
+
+    /// Fires the tracepoints of a received message.
+    fn trace_received(
+        &self,
+        data: &[u8],
+        out: &proto::Outcome<'_>,
+        vers: Option<Protocol>,
+        settled: Option<Protocol>,
+    ) {
+        let msg_xid = header::peek(data).map_or(0, |c| c.xid);
+        match settled {
+            Some(Protocol::V2) => trace::version(self.id, Protocol::V2, c"the probe was answered"),
+            Some(Protocol::V1) => trace::version(
+                self.id,
+                Protocol::V1,
+                c"ERR_VERS: falling back to version 1",
+            ),
+            None => {}
+        }
+        let (class, xid, status): (&CStr, u32, i32) = match out.reply {
+            Reply::Deliver { xid, .. } => (c"deliver", xid, 0),
+            Reply::Chunked { xid, .. } => (c"chunked", xid, 0),
+            Reply::Fail { xid, errno, cause } => {
+                if let proto::Cause::RdmaError { protocol, body } = cause {
+                    trace::peer_error(self.id, xid, protocol, &body);
+                }
+                (c"fail", xid, errno.to_kernel())
+            }
+            Reply::Resend { xid } => (c"resend", xid, 0),
+            Reply::ReverseCall { xid, .. } => (c"reverse_call", xid, 0),
+            Reply::Control(proto::Control::CreditGrant) => (c"credit_grant", msg_xid, 0),
+            Reply::Control(proto::Control::Properties(ref p)) => {
+                trace::connprop(self.id, p);
+                (c"connprop", msg_xid, 0)
+            }
+            Reply::Control(proto::Control::PropertiesPart) => (c"connprop_part", msg_xid, 0),
+            Reply::Drop(cause) => {
+                if let proto::Cause::RdmaError { protocol, body } = cause {
+                    trace::peer_error(self.id, msg_xid, protocol, &body);
+                }
+                (c"drop", msg_xid, 0)
+            }
+            Reply::Disconnect(_) => (c"disconnect", msg_xid, 0),
+        };
+        trace::reply(self.id, xid, vers, class, data.len(), status);
+        if let Some(u) = out.credits {
+            trace::credits(self.id, msg_xid, u.credits);
+        }
+    }
+
+    /// Acts on one received message (the reply handler).
+    pub(super) fn handle(&self, qp: &Qp<ConnQp>, data: &[u8], inv: Option<u32>) -> u32 {
+        let (out, vers, settled) = {
+            let mut p = self.proto.lock();
+            let was = p.phase();
+            let out = p.receive(data);
+            let settled = match p.phase() {
+                proto::Phase::Settled(v) if p.phase() != was => Some(v),
+                _ => None,
+            };
+            (out, p.protocol(), settled)
+        };
+        self.trace_received(data, &out, vers, settled);
+        if let Some(u) = out.credits {
+            self.xprt.set_cwnd(u.credits, false);
+        }
+        if out.wake_senders {
+            self.xprt.write_space();
+        }
+        match out.reply {
+            Reply::Deliver { xid, payload } => self.deliver_inline(qp, xid, payload, inv),
+            Reply::Chunked { xid, header } => self.deliver_chunked(qp, xid, &header, inv),
+            Reply::Fail { xid, errno, cause } => {
+                if crate::compat::print::ratelimit() {
+                    match cause {
+                        proto::Cause::RdmaError {
+                            protocol: Protocol::V1,
+                            body: crate::xdr::header::ErrorBody::BadXdr,
+                        } => {
+                            // v1 ERR_CHUNK: svcrdma sends it for a Reply
+                            // larger than its inline threshold with no (or
+                            // too small a) chunk for it, and for a header it
+                            // cannot process.
+                            pr_err!("reply: server answered ERR_CHUNK (xid {:#010x}): the reply does not fit inline and no Write or Reply chunk could hold it, or the server could not process the Call's header ({})\n", xid, errno.to_kernel());
+                        }
+                        proto::Cause::RdmaError { protocol, body } => {
+                            pr_err!(
+                                "reply: server answered {} (xid {:#010x}, {:?}): RPC failed ({})\n",
+                                body.name(protocol),
+                                xid,
+                                body,
+                                errno.to_kernel()
+                            );
+                        }
+                        _ => {
+                            pr_err!(
+                                "reply: xid {:#010x} failed ({}): {:?}\n",
+                                xid,
+                                errno.to_kernel(),
+                                cause
+                            );
+                        }
+                    }
+                }
+                self.end_rpc(qp, xid, Finish::Fail(errno.to_kernel()), inv);
+            }
+            Reply::Resend { xid } => {
+                pr_info!(
+                    "server answered the RPC-over-RDMA version 2 probe with ERR_VERS: continuing in version 1\n"
+                );
+                let _ = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
+                    // The probe was not executed: send it again, in v1, on
+                    // this same connection.
+                    rqst.allow_resend(&self.xprt);
+                    rqst.retry(&self.xprt, EAGAIN.to_errno());
+                });
+            }
+            Reply::ReverseCall { xid, .. } => {
+                self.stats.bc_dropped.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_warn!("backchannel: callback xid {:#010x} dropped (backchannel calls are not supported yet)\n", xid);
+                }
+            }
+            Reply::Control(_) => {}
+            Reply::Drop(cause) => {
+                let unsolicited_error = matches!(cause, proto::Cause::RdmaError { .. });
+                if (cause.is_bad_reply() || unsolicited_error) && crate::compat::print::ratelimit()
+                {
+                    pr_err!("reply: dropped: {:?}\n", cause);
+                }
+            }
+            Reply::Disconnect(cause) => {
+                pr_err!("reply: protocol error, disconnecting: {:?}\n", cause);
+                self.xprt.force_disconnect();
+            }
+        }
+        out.post_receives
+    }
+}
