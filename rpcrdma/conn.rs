@@ -935,7 +935,16 @@ impl QpState {
 
     /// Acts on one received message (the reply handler).
     fn handle(&self, qp: &Qp<ConnQp>, data: &[u8], inv: Option<u32>) -> u32 {
-        let out = self.proto.lock().receive(data);
+        let (out, settled_v2) = {
+            let mut p = self.proto.lock();
+            let was = p.phase();
+            let out = p.receive(data);
+            let v2 = proto::Phase::Settled(Protocol::V2);
+            (out, was != v2 && p.phase() == v2)
+        };
+        if settled_v2 {
+            pr_info!("server answered in RPC-over-RDMA version 2: connection settled on version 2\n");
+        }
         if let Some(u) = out.credits {
             self.xprt.set_cwnd(u.credits, false);
         }

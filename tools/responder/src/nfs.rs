@@ -119,7 +119,7 @@ pub fn ddp_range(call: &CallHdr, reply: &[u8], max: usize) -> Option<Range<usize
 /// `OP_READ, NFS4_OK, eof` or `OP_READLINK, NFS4_OK`.
 fn v4_tail(reply: &[u8], results: usize, max: usize) -> Option<Range<usize>> {
     let n = reply.len();
-    if n % 4 != 0 || n < results.checked_add(16)? {
+    if !n.is_multiple_of(4) || n < results.checked_add(16)? {
         return None;
     }
     let mut p = n.checked_sub(4)?;
@@ -149,8 +149,7 @@ pub fn take_records(buf: &mut Vec<u8>, max: usize) -> Result<Vec<Vec<u8>>, usize
     let mut rec: Vec<u8> = Vec::new();
     let mut at = 0usize;
     let mut consumed = 0usize;
-    loop {
-        let Some(mark) = word_at(buf, at) else { break };
+    while let Some(mark) = word_at(buf, at) {
         let len = (mark & 0x7fff_ffff) as usize;
         if rec.len().saturating_add(len) > max {
             return Err(rec.len().saturating_add(len));

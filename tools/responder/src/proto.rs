@@ -524,7 +524,8 @@ impl ConnProto {
             .iter()
             .map(|c| c.iter().map(|s| Segment { length: 0, ..*s }).collect())
             .collect();
-        let mut inline_ranges: Vec<Range<usize>> = vec![0..rpc.len()];
+        let whole: Range<usize> = 0..rpc.len();
+        let mut inline_ranges: Vec<Range<usize>> = Vec::from([whole]);
         if let (Some(d), Some(first)) = (ddp.clone(), call.writes.first()) {
             let cap: u64 = first.iter().map(|s| u64::from(s.length)).sum();
             if d.len() as u64 > cap {

@@ -612,14 +612,14 @@ impl Server {
             }
         };
         for rec in recs {
-            self.from_nfsd(k, rec);
+            self.nfsd_record(k, rec);
         }
         if eof {
             self.close(k, "nfsd closed the TCP connection");
         }
     }
 
-    fn from_nfsd(&mut self, k: usize, rec: Vec<u8>) {
+    fn nfsd_record(&mut self, k: usize, rec: Vec<u8>) {
         self.dirty = true;
         let Some(c) = self.conns.get_mut(&k) else {
             return;
