@@ -45,7 +45,7 @@ impl Default for Options {
             no_connprop: false,
             credits: 32,
             recv_size: 4096,
-            max_data: 1 << 20,
+            max_data: (1 << 20) + 16384,
             continue_over: None,
             err_nth: None,
         }
