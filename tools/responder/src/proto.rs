@@ -295,7 +295,7 @@ impl ConnProto {
         let props = [
             Property::MaxSendSize(self.opts.recv_size),
             Property::RecvBufSize(self.opts.recv_size),
-            Property::MaxSegmentSize(self.opts.max_data as u32),
+            Property::MaxSegmentSize(self.opts.max_data.min(1 << 20) as u32),
             Property::MaxSegmentCount(16),
             Property::ReverseRequestSupport(rpcrdma_xdr::props::RVREQSUP_NONE),
         ];
