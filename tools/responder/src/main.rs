@@ -23,6 +23,7 @@ options:
                          on SIGUSR1 and on exit)
   --credits N            credit limit advertised (default 32)
   --inline N             our Receive buffer size / inline threshold (default 4096)
+  -v, --verbose          log every message received and every reply planned
   --v1-only              speak only version 1; answer version 2 with ERR_VERS
                          in version 1 layout carrying the Call's version word
                          (what Linux svcrdma does)
@@ -69,6 +70,7 @@ fn parse() -> Result<Option<Config>, String> {
         drop_nth: None,
         delay_nth: None,
         malform_nth: None,
+        verbose: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -95,6 +97,7 @@ fn parse() -> Result<Option<Config>, String> {
             "--credits" => cfg.opts.credits = num::<u16>(args.next(), &a)?.max(1),
             "--inline" => cfg.opts.recv_size = num::<u32>(args.next(), &a)?.clamp(1024, 65536),
             "--v1-only" => cfg.opts.v1_only = true,
+            "-v" | "--verbose" => cfg.verbose = true,
             "--no-connprop" => cfg.opts.no_connprop = true,
             "--no-private-data" => cfg.no_private_data = true,
             "--continue-over" => cfg.opts.continue_over = Some(num(args.next(), &a)?),

@@ -41,6 +41,8 @@ pub struct Config {
     pub delay_nth: Option<(u64, u64)>,
     /// Replace the Nth reply by a malformed message of this kind.
     pub malform_nth: Option<(u64, crate::malform::Kind)>,
+    /// Log every message received and every reply planned.
+    pub verbose: bool,
 }
 
 const K_RECV: u64 = 1;
@@ -406,6 +408,19 @@ impl Server {
             return;
         }
         c.received += 1;
+        if self.cfg.verbose {
+            let w: Vec<String> = data
+                .chunks(4)
+                .take(12)
+                .map(|x| format!("{:08x}", nfs::word_at(x, 0).unwrap_or(0)))
+                .collect();
+            log::info(format_args!(
+                "{} recv {} bytes: {}",
+                c.peer,
+                data.len(),
+                w.join(" ")
+            ));
+        }
         let actions = c.proto.on_receive(&data, &mut self.stats);
         if self.cfg.disconnect_after == Some(c.received) {
             self.stats.disconnects_injected += 1;
@@ -691,7 +706,9 @@ impl Server {
             Some(h) if cap > 0 => nfs::ddp_range(&h, &rec, cap),
             _ => None,
         };
-        let mut plan: ReplyPlan = c.proto.plan_reply(&slot.call, &rec, ddp, &mut self.stats);
+        let mut plan: ReplyPlan =
+            c.proto
+                .plan_reply(&slot.call, &rec, ddp.clone(), &mut self.stats);
         if let Some((nth, kind)) = self.cfg.malform_nth {
             if nth == c.replies {
                 self.stats.malformed_sent += 1;
@@ -700,6 +717,20 @@ impl Server {
                 ));
                 crate::malform::apply(kind, &mut plan);
             }
+        }
+        if self.cfg.verbose {
+            log::info(format_args!(
+                "{} reply xid {:#x}: {} bytes, ddp {:?}, path {:?}, {} writes, {} sends ({:?} bytes), invalidate {:?}",
+                c.peer,
+                slot.call.xid,
+                rec.len(),
+                ddp,
+                plan.path,
+                plan.writes.len(),
+                plan.sends.len(),
+                plan.sends.iter().map(|b| b.len()).collect::<Vec<_>>(),
+                plan.invalidate
+            ));
         }
         let base = self.layout.data_off(s);
         let sbase = self.layout.slot_off(s);
