@@ -943,7 +943,9 @@ impl QpState {
             (out, was != v2 && p.phase() == v2)
         };
         if settled_v2 {
-            pr_info!("server answered in RPC-over-RDMA version 2: connection settled on version 2\n");
+            pr_info!(
+                "server answered in RPC-over-RDMA version 2: connection settled on version 2\n"
+            );
         }
         if let Some(u) = out.credits {
             self.xprt.set_cwnd(u.credits, false);
