@@ -18,6 +18,15 @@ BIN=/src/tools/responder/target/release/rpcrdma-responder
 RESPONDER_INSTANCES=${RESPONDER_INSTANCES:-"20050
 20051 --v1-only"}
 
+# nfsd sees the responder's TCP connections coming from 127.0.0.1: export
+# to it too, with the same options (and fsid) as to the client network.
+if ! grep -q '127\.0\.0\.1(' /etc/exports; then
+	sed -n 's#^\([^[:space:]]*\)[[:space:]][[:space:]]*[^(]*(#\1\t127.0.0.1(#p' /etc/exports >/tmp/exports.lo
+	cat /tmp/exports.lo >>/etc/exports
+	exportfs -ra
+	echo "exports: $(tr '\n' ' ' </etc/exports)"
+fi
+
 ports=()
 while read -r port args; do
 	[ -n "$port" ] || continue
