@@ -164,10 +164,18 @@ pub struct ConnProto {
     pub client: PrivateData,
     /// The client's transport properties (v2 CONNPROP), if sent.
     pub client_props: Option<TransportProperties>,
-    /// Messages received since our last Send (v2 credits returned).
-    recvd_since_send: u16,
+    /// v2 credits: received messages whose credit we have not returned.
+    unreturned: u32,
+    /// v2 credits: admitted Calls not answered yet (each answer returns
+    /// its Call's credit, the reading's rule 3).
+    unanswered: u32,
     /// Calls received on the connection.
     pub calls: u64,
+    /// v2 credits returned ahead of their message (a CONNPROP must grant
+    /// at least one).
+    advance: u32,
+    /// Our CONNPROP is to be sent before anything else.
+    connprop_due: bool,
     /// Continued Call being reassembled: xid, bytes.
     cont: Option<(u32, Vec<u8>)>,
 }
@@ -201,7 +209,10 @@ impl ConnProto {
             version: None,
             client,
             client_props: None,
-            recvd_since_send: 0,
+            unreturned: 0,
+            unanswered: 0,
+            advance: 0,
+            connprop_due: false,
             calls: 0,
             cont: None,
         }
@@ -226,15 +237,31 @@ impl ConnProto {
     }
 
     /// The credit word for our next message. `answers`: the message
-    /// completes a Call (so returns at least that Call's credit).
+    /// answers an admitted Call (a reply, or an error for it).
+    ///
+    /// Version 2 (Documentation/wire-formats.rst): high half the credit
+    /// limit; low half the credits returned. Every Receive is reposted
+    /// before its message is processed, so each received message is a
+    /// credit to return, exactly once: an answer returns its Call's credit
+    /// plus those of the messages no answer will return (continuation
+    /// pieces, grants, CONNPROP, messages answered by nothing); a message
+    /// that answers nothing returns only the latter. The low half must not
+    /// be zero (§4.3.1): when nothing is owed it is 1, an advance that the
+    /// next answer does not repeat.
     pub fn credit_word(&mut self, answers: bool) -> u32 {
         match self.version {
             Some(Protocol::V2) => {
-                let mut granted = self.recvd_since_send;
-                if answers || granted == 0 {
-                    granted = granted.max(1);
+                if answers {
+                    self.unanswered = self.unanswered.saturating_sub(1);
                 }
-                self.recvd_since_send = 0;
+                let spare = self.unreturned.saturating_sub(self.unanswered);
+                let owed = if answers { spare.max(1) } else { spare };
+                self.unreturned = self.unreturned.saturating_sub(owed);
+                let granted = u16::try_from(owed.max(1)).unwrap_or(u16::MAX);
+                if owed == 0 {
+                    // the advance: one receipt to come is returned now
+                    self.advance = self.advance.saturating_add(1);
+                }
                 Credits {
                     granted,
                     max: self.opts.credits.max(1),
@@ -245,12 +272,28 @@ impl ConnProto {
         }
     }
 
+    /// Forgets an admitted Call that will get no answer (a dropped reply).
+    pub fn forget_call(&mut self) {
+        self.unanswered = self.unanswered.saturating_sub(1);
+    }
+
+    /// An error answering an admitted Call.
+    pub fn call_error(&mut self, xid: u32, code: u32, stats: &mut Stats) -> Vec<u8> {
+        self.error_inner(xid, code, true, stats)
+    }
+
     /// Encodes an error reply for `xid` in the connection's version.
     pub fn error(&mut self, xid: u32, code: u32, stats: &mut Stats) -> Vec<u8> {
+        self.error_inner(xid, code, false, stats)
+    }
+
+    fn error_inner(&mut self, xid: u32, code: u32, answers: bool, stats: &mut Stats) -> Vec<u8> {
         let mut buf = vec![0u8; 64];
         let n = match self.version {
             Some(Protocol::V2) => {
-                let credit = self.credit_word(true);
+                // A requester ignores an RDMA2_ERROR's credit word and
+                // counts it as returning one credit.
+                let credit = self.credit_word(answers);
                 v2::encode_error(&mut buf, xid, credit, &err_body(code, &self.opts))
             }
             _ => {
@@ -261,7 +304,7 @@ impl ConnProto {
                     },
                     _ => ErrorBody::BadXdr,
                 };
-                let credit = self.credit_word(true);
+                let credit = self.credit_word(answers);
                 v1::encode_error(&mut buf, xid, credit, &body)
             }
         };
@@ -313,7 +356,23 @@ impl ConnProto {
     /// Handles one received message. May return several actions (our
     /// CONNPROP, then the Call).
     pub fn on_receive(&mut self, buf: &[u8], stats: &mut Stats) -> Vec<Action> {
-        self.recvd_since_send = self.recvd_since_send.saturating_add(1);
+        let mut out = self.on_receive_inner(buf, stats);
+        if self.connprop_due {
+            // Built after the message was admitted, so that its credit
+            // word does not return the credit the reply will return.
+            self.connprop_due = false;
+            out.insert(0, Action::Send(self.connprop()));
+            stats.connprop_sent += 1;
+        }
+        out
+    }
+
+    fn on_receive_inner(&mut self, buf: &[u8], stats: &mut Stats) -> Vec<Action> {
+        if self.advance > 0 {
+            self.advance -= 1;
+        } else {
+            self.unreturned = self.unreturned.saturating_add(1);
+        }
         stats.msgs_received += 1;
         let Ok(common) = header::peek(buf) else {
             log::warn(format_args!(
@@ -332,10 +391,7 @@ impl ConnProto {
                 log::info(format_args!(
                     "connection settled on RPC-over-RDMA version 2"
                 ));
-                if !self.opts.no_connprop {
-                    out.push(Action::Send(self.connprop()));
-                    stats.connprop_sent += 1;
-                }
+                self.connprop_due = !self.opts.no_connprop;
             }
             (None, 1) => {
                 self.version = Some(Protocol::V1);
@@ -503,6 +559,7 @@ impl ConnProto {
         if call.reads.iter().any(|r| r.position % 4 != 0) {
             return Action::Send(self.error(call.xid, v2::ERR_BAD_XDR, stats));
         }
+        self.unanswered = self.unanswered.saturating_add(1);
         Action::Call(call)
     }
 
@@ -710,7 +767,8 @@ impl ConnProto {
         }
         // v1 without room: ERR_CHUNK, as svcrdma does.
         let mut p = ReplyPlan::default();
-        p.sends.push(self.error(call.xid, v2::ERR_BAD_XDR, stats));
+        p.sends
+            .push(self.call_error(call.xid, v2::ERR_BAD_XDR, stats));
         p
     }
 }

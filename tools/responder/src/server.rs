@@ -511,7 +511,7 @@ impl Server {
         if at > self.layout.data_size() {
             let e = c
                 .proto
-                .error(xid, rpcrdma_xdr::v2::ERR_SYSTEM, &mut self.stats);
+                .call_error(xid, rpcrdma_xdr::v2::ERR_SYSTEM, &mut self.stats);
             self.send_ctrl(k, e);
             self.free_slot(k, s);
             return;
@@ -541,7 +541,7 @@ impl Server {
                 self.stats.malformed += 1;
                 let e = c
                     .proto
-                    .error(xid, rpcrdma_xdr::v2::ERR_BAD_XDR, &mut self.stats);
+                    .call_error(xid, rpcrdma_xdr::v2::ERR_BAD_XDR, &mut self.stats);
                 self.send_ctrl(k, e);
                 self.free_slot(k, s);
             }
@@ -564,7 +564,7 @@ impl Server {
             self.stats.malformed += 1;
             let e = c
                 .proto
-                .error(xid, rpcrdma_xdr::v2::ERR_BAD_XDR, &mut self.stats);
+                .call_error(xid, rpcrdma_xdr::v2::ERR_BAD_XDR, &mut self.stats);
             self.send_ctrl(k, e);
             self.free_slot(k, s);
             return;
@@ -655,6 +655,7 @@ impl Server {
         let n = c.replies;
         if self.cfg.drop_nth == Some(n) {
             self.stats.replies_dropped += 1;
+            c.proto.forget_call();
             log::info(format_args!(
                 "fault injection: dropping reply {n} (xid {xid:#x})"
             ));
@@ -738,7 +739,7 @@ impl Server {
         if rec.len() > self.layout.data_size() || total_send > SEND_AREA {
             let e = c
                 .proto
-                .error(slot.call.xid, rpcrdma_xdr::v2::ERR_SYSTEM, &mut self.stats);
+                .call_error(slot.call.xid, rpcrdma_xdr::v2::ERR_SYSTEM, &mut self.stats);
             self.send_ctrl(k, e);
             self.free_slot(k, s);
             return;

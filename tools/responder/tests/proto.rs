@@ -360,10 +360,20 @@ fn credits_return_what_was_received() {
         calls.push(the_call(&a));
     }
     let r = bytes(&[1, 1, 0, 0, 0, 0, 0]);
-    let p1 = p.plan_reply(&calls[0], &r, None, &mut st);
-    assert_eq!(words(&p1.sends[0])[2], (8 << 16) | 3);
-    let p2 = p.plan_reply(&calls[1], &r, None, &mut st);
-    assert_eq!(words(&p2.sends[0])[2], (8 << 16) | 1);
+    // Each reply returns its own Call's credit, exactly once.
+    for c in &calls {
+        let pl = p.plan_reply(c, &r, None, &mut st);
+        assert_eq!(words(&pl.sends[0])[2], (8 << 16) | 1);
+    }
+    // A grant (NOMSG, XID 0) answers nothing: the next reply returns it too.
+    let g = bytes(&[0, 2, (8 << 16) | 1, 1, 0, 0, 0, 0, 0]);
+    assert_eq!(p.on_receive(&g, &mut st), vec![Action::Nothing]);
+    let a = p.on_receive(
+        &call_msg(Protocol::V2, 9, 0, ChunkLists::EMPTY, &rpc_call(9, 3, 0)),
+        &mut st,
+    );
+    let pl = p.plan_reply(&the_call(&a), &r, None, &mut st);
+    assert_eq!(words(&pl.sends[0])[2], (8 << 16) | 2);
 }
 
 #[test]
