@@ -20,7 +20,9 @@
 #   3. a 1000-entry directory listed (READDIR replies in Reply chunks);
 #   4. a symlink with a 4000-byte target created and read back;
 #   5. a short fio random read/write run with verify=crc32c;
-#   6. afterwards, the responder's counters show inline replies, Reply
+#   6. NFSv3 again on 20050 with rpcrdma2's ddp=0: Long Calls reach the
+#      responder as Position-Zero Read chunks;
+#   7. afterwards, the responder's counters show inline replies, Reply
 #      chunks, Write chunks and Read chunks, no malformed message from
 #      rpcrdma2 and, on version 1 (RFC 8797 R bit, one rkey per Call),
 #      Sends With Invalidate. (rpcrdma2 names no rdma_inv_handle in its
@@ -113,6 +115,18 @@ done
 # (issue 11), so the responder has nothing to invalidate remotely there.
 tb_log "responder (v2): $(stat_of 20050 invalidations) Sends With Invalidate"
 (($(stat_of 20050 malformed) == 0)) || tb_die "responder (v2): rpcrdma2 sent malformed messages"
+
+# Without direct data placement: Long Calls (RDMA2_NOMSG with a
+# Position-Zero Read chunk) and Long Replies (Reply chunks) on version 2.
+tb_log "=== port 20050 (v2), rpcrdma2 ddp=0"
+echo 0 >/sys/module/rpcrdma2/parameters/ddp
+p0=$(stat_of 20050 position_zero_calls)
+one_version 20050 v2 3
+echo 1 >/sys/module/rpcrdma2/parameters/ddp
+stats_now
+(($(stat_of 20050 position_zero_calls) > p0)) ||
+	tb_die "ddp=0: no Position-Zero Read chunk reached the responder"
+tb_log "ddp=0: $(($(stat_of 20050 position_zero_calls) - p0)) Long Calls in Position-Zero Read chunks"
 
 for vers in "${VERSIONS[@]}"; do
 	one_version 20051 v1 "$vers"
