@@ -408,3 +408,47 @@ fn hostile_input_never_panics() {
         }
     }
 }
+
+#[test]
+fn err_nth_sends_each_error_with_its_body() {
+    // -00 §6.4.3: rdma_err, then the body its code selects.
+    let bodies: [(u32, &[u32]); 10] = [
+        (1, &[1, 2]),
+        (2, &[]),
+        (3, &[]),
+        (4, &[]),
+        (5, &[1]),
+        (6, &[1]),
+        (7, &[16]),
+        (8, &[1, (1 << 20) + 16384]),
+        (9, &[(1 << 20) + 16384]),
+        (10, &[]),
+    ];
+    for (code, body) in bodies {
+        let mut st = Stats::default();
+        let opts = Options {
+            err_nth: Some((2, code)),
+            no_connprop: true,
+            ..Options::default()
+        };
+        let mut p = ConnProto::new(opts, client(4096));
+        let first = p.on_receive(
+            &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 3, 0)),
+            &mut st,
+        );
+        assert!(matches!(first[0], Action::Call(_)));
+        let a = p.on_receive(
+            &call_msg(Protocol::V2, 2, 0, ChunkLists::EMPTY, &rpc_call(2, 3, 0)),
+            &mut st,
+        );
+        let s = sends(&a);
+        assert_eq!(s.len(), 1, "code {code}");
+        // xid, vers 2, credit (ignored by the receiver), RDMA2_ERROR,
+        // F_RESPONSE, code, body
+        assert_eq!(s[0][0], 2);
+        assert_eq!(s[0][1], 2);
+        assert_eq!(&s[0][3..6], &[4, 1, code]);
+        assert_eq!(&s[0][6..], body, "code {code}");
+        assert_eq!(st.errors_sent, 1);
+    }
+}
