@@ -3,6 +3,8 @@
 //! `rpcrdma-responder`: an RPC-over-RDMA version 2 (-00) and version 1
 //! responder that forwards every RPC Call to nfsd over TCP.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use rpcrdma_responder::malform::Kind;

@@ -4,6 +4,8 @@
 //! rewrites the planned reply of the Nth RPC into a message a requester
 //! must reject (with a clean RPC error or a reconnect, never a crash).
 
+#![forbid(unsafe_code)]
+
 use crate::proto::ReplyPlan;
 
 macro_rules! kinds {

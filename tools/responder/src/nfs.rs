@@ -6,6 +6,8 @@
 //! READLINK that ends an NFSv4 COMPOUND reply (the Linux client always
 //! puts READ/READLINK last: SEQUENCE, PUTFH, READ).
 
+#![forbid(unsafe_code)]
+
 use std::ops::Range;
 
 /// ONC RPC program number of NFS.

@@ -6,6 +6,8 @@
 //! Reply chunk, Write chunk, continued). The event loop (`server`) feeds it
 //! received bytes and nfsd's replies and carries out what it returns.
 
+#![forbid(unsafe_code)]
+
 use std::ops::Range;
 
 use rpcrdma_xdr::chunk::{ChunkLists, ReadSegment, Segment};

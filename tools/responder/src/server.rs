@@ -7,6 +7,8 @@
 //! state (`proto::ConnProto`). A failure on one connection closes only
 //! that connection.
 
+#![forbid(unsafe_code)]
+
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -3,6 +3,8 @@
 //! Counters the tests read: written as `name value` lines to the stats
 //! file (see `--stats`), periodically, on SIGUSR1 and on exit.
 
+#![forbid(unsafe_code)]
+
 use std::fmt::Write as _;
 
 /// How a reply's data travelled.
