@@ -29,6 +29,9 @@ options:
   --v1-only              speak only version 1; answer version 2 with ERR_VERS
                          in version 1 layout carrying the Call's version word
                          (what Linux svcrdma does)
+  --relay-callbacks      relay nfsd's callbacks (NFSv4.x) to the client as
+                         reverse-direction Calls and its replies back to nfsd
+                         (default: count and drop them)
 fault injection:
   --no-connprop          do not send RDMA2_CONNPROP
   --no-private-data      accept without RFC 8797 private data
@@ -101,6 +104,7 @@ fn parse() -> Result<Option<Config>, String> {
             "--v1-only" => cfg.opts.v1_only = true,
             "-v" | "--verbose" => cfg.verbose = true,
             "--no-connprop" => cfg.opts.no_connprop = true,
+            "--relay-callbacks" => cfg.opts.relay_callbacks = true,
             "--no-private-data" => cfg.no_private_data = true,
             "--continue-over" => cfg.opts.continue_over = Some(num(args.next(), &a)?),
             "--err-nth" => {

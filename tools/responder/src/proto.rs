@@ -38,6 +38,8 @@ pub struct Options {
     pub continue_over: Option<usize>,
     /// Answer the Nth Call (1-based, per connection) with this error code.
     pub err_nth: Option<(u64, u32)>,
+    /// Relay nfsd's callbacks to the client as reverse-direction Calls.
+    pub relay_callbacks: bool,
 }
 
 impl Default for Options {
@@ -50,6 +52,7 @@ impl Default for Options {
             max_data: (1 << 20) + 16384,
             continue_over: None,
             err_nth: None,
+            relay_callbacks: false,
         }
     }
 }
@@ -151,6 +154,9 @@ pub enum Action {
     Call(Call),
     /// Nothing to do (message consumed or dropped; logged).
     Nothing,
+    /// The client's reply to a reverse-direction Call: hand this RPC
+    /// Reply to nfsd.
+    ToNfsd(Vec<u8>),
     /// Close the connection.
     Disconnect(&'static str),
 }
@@ -342,7 +348,11 @@ impl ConnProto {
             Property::RecvBufSize(self.opts.recv_size),
             Property::MaxSegmentSize(self.opts.max_data.min(1 << 20) as u32),
             Property::MaxSegmentCount(16),
-            Property::ReverseRequestSupport(rpcrdma_xdr::props::RVREQSUP_NONE),
+            Property::ReverseRequestSupport(if self.opts.relay_callbacks {
+                rpcrdma_xdr::props::RVREQSUP_INLINE
+            } else {
+                rpcrdma_xdr::props::RVREQSUP_NONE
+            }),
         ];
         let mut buf = vec![0u8; 256];
         let p = v2::Prefix {
@@ -445,8 +455,12 @@ impl ConnProto {
             }
         };
         let v2 = h.protocol == Protocol::V2;
+        if let Some(reply) = self.reverse_reply(&h) {
+            stats.reverse_replies += 1;
+            return vec![Action::ToNfsd(reply)];
+        }
         if v2 && h.flags.is_response() {
-            // A reply to a reverse-direction Call: we send none.
+            // A reply to a reverse-direction Call we did not send.
             stats.malformed += 1;
             log::warn(format_args!(
                 "unexpected F_RESPONSE message (xid {:#x})",
@@ -521,6 +535,53 @@ impl ConnProto {
             }
         }
         out
+    }
+
+    /// The client's reply to one of our reverse-direction Calls: an
+    /// inline RPC Reply (v2: `F_RESPONSE` set; v1: the message type word),
+    /// when relaying is on.
+    fn reverse_reply(&self, h: &header::Header<'_>) -> Option<Vec<u8>> {
+        if !self.opts.relay_callbacks {
+            return None;
+        }
+        let Body::Msg(m) = h.body else { return None };
+        let is_reply = crate::nfs::word_at(m.payload, 4) == Some(crate::nfs::RPC_REPLY)
+            && crate::nfs::word_at(m.payload, 0) == Some(h.xid);
+        let v2_ok = h.protocol != Protocol::V2 || h.flags.is_response();
+        (is_reply && v2_ok && m.chunks.is_empty() && !h.flags.has_more())
+            .then(|| m.payload.to_vec())
+    }
+
+    /// Frames nfsd's callback Call `rpc` as a reverse-direction Call
+    /// (RDMA_MSG / RDMA2_MSG without `F_RESPONSE`, no chunks), or `None`
+    /// if relaying is off or it does not fit the client's receive size.
+    pub fn reverse_call(&mut self, rpc: &[u8]) -> Option<Vec<u8>> {
+        if !self.opts.relay_callbacks || self.version.is_none() {
+            return None;
+        }
+        let proto = self.version?;
+        let xid = crate::nfs::word_at(rpc, 0)?;
+        let spec = MsgSpec {
+            xid,
+            credit: 0,
+            kind: MsgKind::Msg,
+            flags: Flags::NONE,
+            inv_handle: 0,
+            chunks: ChunkLists::EMPTY,
+        };
+        let hdr_len = spec.encoded_len(proto)?;
+        if hdr_len.saturating_add(rpc.len()) > self.client_recv() {
+            return None;
+        }
+        let spec = MsgSpec {
+            credit: self.credit_word(false),
+            ..spec
+        };
+        let mut buf = vec![0u8; hdr_len];
+        let n = header::encode_msg(&mut buf, proto, &spec).ok()?;
+        buf.truncate(n);
+        buf.extend_from_slice(rpc);
+        Some(buf)
     }
 
     fn call_from(

@@ -51,7 +51,7 @@ const K_RECV: u64 = 1;
 const K_CTRL: u64 = 2;
 const K_SLOT: u64 = 3;
 const K_READ: u64 = 4;
-const CTRL_SIZE: usize = 512;
+const CTRL_SIZE: usize = 4096;
 const NCTRL: usize = 16;
 const SEND_AREA: usize = 64 * 1024;
 
@@ -434,6 +434,12 @@ impl Server {
                 Action::Send(b) => self.send_ctrl(k, b),
                 Action::Call(call) => self.start_call(k, call),
                 Action::Nothing => {}
+                Action::ToNfsd(reply) => {
+                    if let Some(c) = self.conns.get_mut(&k) {
+                        c.tcp_out.extend_from_slice(&nfs::record(&reply));
+                    }
+                    self.tcp_flush(k);
+                }
                 Action::Disconnect(why) => self.close(k, why),
             }
         }
@@ -643,10 +649,18 @@ impl Server {
         };
         let xid = nfs::word_at(&rec, 0).unwrap_or(0);
         if nfs::word_at(&rec, 4) == Some(nfs::RPC_CALL) {
-            self.stats.reverse_calls_dropped += 1;
-            log::info(format_args!(
-                "callback Call from nfsd (xid {xid:#x}) not relayed"
-            ));
+            match c.proto.reverse_call(&rec) {
+                Some(m) => {
+                    self.stats.reverse_calls_sent += 1;
+                    self.send_ctrl(k, m);
+                }
+                None => {
+                    self.stats.reverse_calls_dropped += 1;
+                    log::info(format_args!(
+                        "callback Call from nfsd (xid {xid:#x}) not relayed"
+                    ));
+                }
+            }
             return;
         }
         let Some(s) = c.by_xid.remove(&xid) else {

@@ -50,6 +50,8 @@ counters! {
     calls_forwarded: "Calls forwarded to nfsd",
     replies_sent: "RPC replies sent",
     reverse_calls_dropped: "Calls from nfsd (callbacks) not relayed",
+    reverse_calls_sent: "callbacks relayed to the client as reverse-direction Calls",
+    reverse_replies: "the client's replies to them, handed to nfsd",
     msgs_sent: "messages sent (all types)",
     msg_sent: "RDMA_MSG / RDMA2_MSG sent",
     nomsg_sent: "RDMA_NOMSG / RDMA2_NOMSG sent",

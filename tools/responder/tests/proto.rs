@@ -452,3 +452,51 @@ fn err_nth_sends_each_error_with_its_body() {
         assert_eq!(st.errors_sent, 1);
     }
 }
+
+#[test]
+fn callbacks_relayed_both_ways() {
+    let mut st = Stats::default();
+    let opts = Options {
+        relay_callbacks: true,
+        no_connprop: true,
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    // Nothing is relayed before the version is known.
+    let cb = bytes(&[0x77, 0, 2, 0x4000_0000, 1, 1, 0, 0, 0, 0]);
+    assert!(p.reverse_call(&cb).is_none());
+    let a = p.on_receive(
+        &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 4, 1)),
+        &mut st,
+    );
+    assert!(matches!(a[0], Action::Call(_)));
+    // nfsd's callback goes out as RDMA2_MSG without F_RESPONSE.
+    let m = words(&p.reverse_call(&cb).unwrap());
+    assert_eq!(&m[..2], &[0x77, 2]);
+    assert_eq!(&m[3..9], &[0, 0, 0, 0, 0, 0]);
+    assert_eq!(&m[9..], &words(&cb)[..]);
+    // The client's reply (F_RESPONSE) goes back to nfsd.
+    let reply = bytes(&[0x77, 1, 0, 0, 0, 0]);
+    let spec = MsgSpec {
+        xid: 0x77,
+        credit: (32 << 16) | 1,
+        kind: MsgKind::Msg,
+        flags: Flags::RESPONSE,
+        inv_handle: 0,
+        chunks: ChunkLists::EMPTY,
+    };
+    let mut b = vec![0u8; 64];
+    let n = header::encode_msg(&mut b, Protocol::V2, &spec).unwrap();
+    b.truncate(n);
+    b.extend_from_slice(&reply);
+    assert_eq!(p.on_receive(&b, &mut st), vec![Action::ToNfsd(reply)]);
+    assert_eq!(st.reverse_replies, 1);
+    // Relaying off: the same message is malformed input.
+    let mut q = ConnProto::new(Options::default(), client(4096));
+    q.on_receive(
+        &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 4, 1)),
+        &mut st,
+    );
+    assert_eq!(q.on_receive(&b, &mut st), vec![Action::Nothing]);
+    assert!(q.reverse_call(&cb).is_none());
+}
