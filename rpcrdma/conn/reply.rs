@@ -257,6 +257,11 @@ impl QpState {
             (out, p.protocol(), settled)
         };
         self.trace_received(data, &out, vers, settled);
+        if settled == Some(Protocol::V2) {
+            pr_info!(
+                "server answered in RPC-over-RDMA version 2: connection settled on version 2\n"
+            );
+        }
         if let Some(u) = out.credits {
             self.xprt.set_cwnd(u.credits, false);
         }

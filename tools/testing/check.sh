@@ -27,6 +27,7 @@ phase_host() {
 	step "module: rustfmt --check" rustfmt --check --edition 2021 rpcrdma/rpcrdma2.rs
 	step "host crates (workspace): fmt, clippy, doc, tests, kcompat, fuzz" \
 		tools/testing/host-check.sh
+	step "responder: build, fmt, clippy, tests" tools/responder/check.sh
 	step "KTAP checker self-test" tools/testing/kunit/selftest.sh
 }
 

@@ -28,7 +28,7 @@ readonly WARN_RE='WARNING:|BUG:|Oops|Call Trace|KASAN|UBSAN|Kernel panic|general
 # Debian packages the host needs: QEMU, a static busybox, and everything the
 # guests run from the host's /usr.
 readonly VM_DEBS=(qemu-system-x86 busybox-static nfs-kernel-server nfs-common
-	rpcbind rdma-core ibverbs-providers ibverbs-utils perftest fio iproute2
+	rpcbind rdma-core ibverbs-providers ibverbs-utils libibverbs1 librdmacm1 perftest fio iproute2
 	kmod util-linux procps gzip)
 
 usage() {

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `rpcrdma-responder`: an RPC-over-RDMA version 2 (-00) and version 1
+//! responder that forwards every RPC Call to nfsd over TCP.
+
+#![forbid(unsafe_code)]
+
+use std::process::ExitCode;
+
+use rpcrdma_responder::malform::Kind;
+use rpcrdma_responder::proto::Options;
+use rpcrdma_responder::server::{Config, Server};
+
+const USAGE: &str = "\
+usage: rpcrdma-responder [options]
+
+Listens with RDMA-CM, speaks RPC-over-RDMA version 2
+(draft-ietf-nfsv4-rpcrdma-version-two-00) and version 1 (RFC 8166), and
+forwards each RPC Call to nfsd over TCP with record marking.
+
+options:
+  --port N               RDMA-CM port (default 20050)
+  --nfsd ADDR:PORT       nfsd's TCP address (default 127.0.0.1:2049)
+  --stats FILE           write counters to FILE (every 0.5 s when changed,
+                         on SIGUSR1 and on exit)
+  --credits N            credit limit advertised (default 32)
+  --inline N             our Receive buffer size / inline threshold (default 4096)
+  -v, --verbose          log every message received and every reply planned
+  --v1-only              speak only version 1; answer version 2 with ERR_VERS
+                         in version 1 layout carrying the Call's version word
+                         (what Linux svcrdma does)
+  --relay-callbacks      relay nfsd's callbacks (NFSv4.x) to the client as
+                         reverse-direction Calls and its replies back to nfsd
+                         (default: count and drop them)
+fault injection:
+  --no-connprop          do not send RDMA2_CONNPROP
+  --no-private-data      accept without RFC 8797 private data
+  --continue-over N      v2: continue (F_MORE) every reply longer than N bytes,
+                         in pieces of at most N bytes
+  --err-nth N:CODE       answer the Nth Call of each connection with
+                         RDMA2_ERR_* CODE (1-10, or any number; v1: ERR_VERS
+                         for 1, else ERR_CHUNK)
+  --drop-nth N           never send the Nth reply of each connection
+  --delay-nth N:MS       send the Nth reply MS milliseconds late
+  --disconnect-after N   disconnect after N received messages
+  --malform-nth N:KIND   replace the Nth reply by a malformed message
+                         (--list-malformed shows the kinds)
+  --list-malformed       print the catalogue of malformed messages
+  -h, --help             this text
+";
+
+fn num<T: std::str::FromStr>(s: Option<String>, what: &str) -> Result<T, String> {
+    s.ok_or(format!("{what} needs a value"))?
+        .parse()
+        .map_err(|_| format!("{what}: not a number"))
+}
+
+fn pair(s: Option<String>, what: &str) -> Result<(u64, String), String> {
+    let s = s.ok_or(format!("{what} needs N:VALUE"))?;
+    let (a, b) = s.split_once(':').ok_or(format!("{what} needs N:VALUE"))?;
+    Ok((
+        a.parse().map_err(|_| format!("{what}: bad N"))?,
+        b.to_string(),
+    ))
+}
+
+fn parse() -> Result<Option<Config>, String> {
+    let mut cfg = Config {
+        port: 20050,
+        nfsd: "127.0.0.1:2049".parse().map_err(|_| "addr")?,
+        opts: Options::default(),
+        stats_file: None,
+        no_private_data: false,
+        disconnect_after: None,
+        drop_nth: None,
+        delay_nth: None,
+        malform_nth: None,
+        verbose: false,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "-h" | "--help" => {
+                print!("{USAGE}");
+                return Ok(None);
+            }
+            "--list-malformed" => {
+                for (_, name, doc) in Kind::ALL {
+                    println!("{name:22} {doc}");
+                }
+                return Ok(None);
+            }
+            "--port" => cfg.port = num(args.next(), &a)?,
+            "--nfsd" => {
+                cfg.nfsd = args
+                    .next()
+                    .ok_or("--nfsd needs ADDR:PORT")?
+                    .parse()
+                    .map_err(|_| "--nfsd: bad address")?
+            }
+            "--stats" => cfg.stats_file = args.next(),
+            "--credits" => cfg.opts.credits = num::<u16>(args.next(), &a)?.max(1),
+            "--inline" => cfg.opts.recv_size = num::<u32>(args.next(), &a)?.clamp(1024, 65536),
+            "--v1-only" => cfg.opts.v1_only = true,
+            "-v" | "--verbose" => cfg.verbose = true,
+            "--no-connprop" => cfg.opts.no_connprop = true,
+            "--relay-callbacks" => cfg.opts.relay_callbacks = true,
+            "--no-private-data" => cfg.no_private_data = true,
+            "--continue-over" => cfg.opts.continue_over = Some(num(args.next(), &a)?),
+            "--err-nth" => {
+                let (n, c) = pair(args.next(), &a)?;
+                cfg.opts.err_nth = Some((n, c.parse().map_err(|_| "--err-nth: bad CODE")?));
+            }
+            "--drop-nth" => cfg.drop_nth = Some(num(args.next(), &a)?),
+            "--delay-nth" => {
+                let (n, ms) = pair(args.next(), &a)?;
+                cfg.delay_nth = Some((n, ms.parse().map_err(|_| "--delay-nth: bad MS")?));
+            }
+            "--disconnect-after" => cfg.disconnect_after = Some(num(args.next(), &a)?),
+            "--malform-nth" => {
+                let (n, k) = pair(args.next(), &a)?;
+                let k = Kind::parse(&k).ok_or(format!("--malform-nth: unknown kind {k}"))?;
+                cfg.malform_nth = Some((n, k));
+            }
+            _ => return Err(format!("unknown option {a}")),
+        }
+    }
+    Ok(Some(cfg))
+}
+
+fn main() -> ExitCode {
+    let cfg = match parse() {
+        Ok(Some(c)) => c,
+        Ok(None) => return ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rpcrdma-responder: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match Server::new(cfg).and_then(|mut s| s.run()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rpcrdma-responder: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Just enough ONC RPC and NFS to forward Calls and to find the
+//! DDP-eligible data item of a reply (RFC 8166 §6, RFC 8267): the
+//! `data` of an NFSv3 READ or READLINK result, and the data of a READ or
+//! READLINK that ends an NFSv4 COMPOUND reply (the Linux client always
+//! puts READ/READLINK last: SEQUENCE, PUTFH, READ).
+
+#![forbid(unsafe_code)]
+
+use std::ops::Range;
+
+/// ONC RPC program number of NFS.
+pub const NFS_PROGRAM: u32 = 100_003;
+/// NFSv3 READLINK procedure.
+pub const NFS3_READLINK: u32 = 5;
+/// NFSv3 READ procedure.
+pub const NFS3_READ: u32 = 6;
+/// NFSv4 COMPOUND procedure.
+pub const NFS4_COMPOUND: u32 = 1;
+/// NFSv4 operation READ.
+pub const OP_READ: u32 = 25;
+/// NFSv4 operation READLINK.
+pub const OP_READLINK: u32 = 27;
+/// RPC message type CALL.
+pub const RPC_CALL: u32 = 0;
+/// RPC message type REPLY.
+pub const RPC_REPLY: u32 = 1;
+
+/// Reads big-endian word at byte offset `at`.
+pub fn word_at(b: &[u8], at: usize) -> Option<u32> {
+    let end = at.checked_add(4)?;
+    let w = b.get(at..end)?;
+    Some(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
+}
+
+/// Rounds `n` up to a multiple of four.
+pub fn pad4(n: usize) -> usize {
+    n.saturating_add(3) & !3
+}
+
+/// The identifying words of an RPC Call.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CallHdr {
+    /// XID.
+    pub xid: u32,
+    /// Program.
+    pub prog: u32,
+    /// Program version.
+    pub vers: u32,
+    /// Procedure.
+    pub proc_: u32,
+}
+
+/// Parses the start of an RPC Call message (RFC 5531 §9).
+pub fn parse_call(call: &[u8]) -> Option<CallHdr> {
+    if word_at(call, 4)? != RPC_CALL || word_at(call, 8)? != 2 {
+        return None;
+    }
+    Some(CallHdr {
+        xid: word_at(call, 0)?,
+        prog: word_at(call, 12)?,
+        vers: word_at(call, 16)?,
+        proc_: word_at(call, 20)?,
+    })
+}
+
+/// Byte offset of the procedure results in an accepted, successful RPC
+/// reply, or `None`.
+pub fn results_offset(reply: &[u8]) -> Option<usize> {
+    if word_at(reply, 4)? != RPC_REPLY || word_at(reply, 8)? != 0 {
+        return None;
+    }
+    // verifier: flavor, opaque<400>
+    let vlen = usize::try_from(word_at(reply, 16)?).ok()?;
+    if vlen > 400 {
+        return None;
+    }
+    let at = 20usize.checked_add(pad4(vlen))?;
+    if word_at(reply, at)? != 0 {
+        return None; // accept_stat != SUCCESS
+    }
+    at.checked_add(4)
+}
+
+/// The data item of the reply that belongs in the Call's Write chunk, as a
+/// byte range of `reply` (without its XDR padding), or `None` if the reply
+/// has none. `max` bounds the search (the Write chunk's size).
+pub fn ddp_range(call: &CallHdr, reply: &[u8], max: usize) -> Option<Range<usize>> {
+    if call.prog != NFS_PROGRAM {
+        return None;
+    }
+    let r = results_offset(reply)?;
+    match (call.vers, call.proc_) {
+        (3, NFS3_READ) | (3, NFS3_READLINK) => {
+            if word_at(reply, r)? != 0 {
+                return None;
+            }
+            let mut at = r.checked_add(4)?;
+            // post_op_attr: bool, fattr3 (84 bytes)
+            if word_at(reply, at)? != 0 {
+                at = at.checked_add(84)?;
+            }
+            at = at.checked_add(4)?;
+            if call.proc_ == NFS3_READ {
+                at = at.checked_add(8)?; // count, eof
+            }
+            let len = usize::try_from(word_at(reply, at)?).ok()?;
+            let start = at.checked_add(4)?;
+            let end = start.checked_add(len)?;
+            (end <= reply.len() && len <= max).then_some(start..end)
+        }
+        (4, NFS4_COMPOUND) => v4_tail(reply, r, max),
+        _ => None,
+    }
+}
+
+/// Finds a READ or READLINK result that ends a COMPOUND reply: scans the
+/// candidate length words from the end (bounded by `max`) and accepts one
+/// whose opaque ends the message exactly and whose preceding words are
+/// `OP_READ, NFS4_OK, eof` or `OP_READLINK, NFS4_OK`.
+fn v4_tail(reply: &[u8], results: usize, max: usize) -> Option<Range<usize>> {
+    let n = reply.len();
+    if !n.is_multiple_of(4) || n < results.checked_add(16)? {
+        return None;
+    }
+    let mut p = n.checked_sub(4)?;
+    loop {
+        let room = n - 4 - p; // bytes after the length word
+        if room > pad4(max) || p < results.checked_add(8)? {
+            return None;
+        }
+        let len = usize::try_from(word_at(reply, p)?).ok()?;
+        if pad4(len) == room && len <= max {
+            let w = |back: usize| p.checked_sub(back).and_then(|a| word_at(reply, a));
+            let read = w(12) == Some(OP_READ) && w(8) == Some(0) && matches!(w(4), Some(0 | 1));
+            let link = w(8) == Some(OP_READLINK) && w(4) == Some(0);
+            if read || link {
+                return Some(p + 4..p + 4 + len);
+            }
+        }
+        p = p.checked_sub(4)?;
+    }
+}
+
+/// Splits a TCP byte stream into RPC records (RFC 5531 §11 record
+/// marking). Returns complete records and leaves the rest in `buf`.
+/// `Err` when a record is larger than `max`.
+pub fn take_records(buf: &mut Vec<u8>, max: usize) -> Result<Vec<Vec<u8>>, usize> {
+    let mut out = Vec::new();
+    let mut rec: Vec<u8> = Vec::new();
+    let mut at = 0usize;
+    let mut consumed = 0usize;
+    while let Some(mark) = word_at(buf, at) {
+        let len = (mark & 0x7fff_ffff) as usize;
+        if rec.len().saturating_add(len) > max {
+            return Err(rec.len().saturating_add(len));
+        }
+        let start = at + 4;
+        let Some(end) = start.checked_add(len) else {
+            break;
+        };
+        if end > buf.len() {
+            break;
+        }
+        rec.extend_from_slice(&buf[start..end]);
+        at = end;
+        if mark & 0x8000_0000 != 0 {
+            out.push(std::mem::take(&mut rec));
+            consumed = at;
+        }
+    }
+    buf.drain(..consumed);
+    Ok(out)
+}
+
+/// Prepends the RPC record mark (one last fragment) to `msg`.
+pub fn record(msg: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(msg.len() + 4);
+    v.extend_from_slice(&(0x8000_0000u32 | msg.len() as u32).to_be_bytes());
+    v.extend_from_slice(msg);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(ws: &[u32]) -> Vec<u8> {
+        ws.iter().flat_map(|w| w.to_be_bytes()).collect()
+    }
+
+    fn reply_hdr(xid: u32) -> Vec<u8> {
+        words(&[xid, 1, 0, 0, 0, 0])
+    }
+
+    #[test]
+    fn v3_read_payload() {
+        let call = CallHdr {
+            xid: 7,
+            prog: NFS_PROGRAM,
+            vers: 3,
+            proc_: NFS3_READ,
+        };
+        let mut r = reply_hdr(7);
+        r.extend(words(&[0, 1]));
+        r.extend(vec![0u8; 84]);
+        r.extend(words(&[5, 1, 5]));
+        let start = r.len();
+        r.extend(b"hello\0\0\0");
+        assert_eq!(ddp_range(&call, &r, 8192), Some(start..start + 5));
+        assert_eq!(ddp_range(&call, &r, 4), None);
+    }
+
+    #[test]
+    fn v4_read_and_readlink_tail() {
+        let call = CallHdr {
+            xid: 9,
+            prog: NFS_PROGRAM,
+            vers: 4,
+            proc_: NFS4_COMPOUND,
+        };
+        let mut r = reply_hdr(9);
+        // status, tag<>, 3 results: SEQUENCE(53) ok + body, PUTFH(22) ok, READ
+        r.extend(words(&[0, 0, 3, 53, 0]));
+        r.extend(vec![0u8; 36]);
+        r.extend(words(&[22, 0, OP_READ, 0, 1, 6]));
+        let start = r.len();
+        r.extend(b"abcdef\0\0");
+        assert_eq!(ddp_range(&call, &r, 1 << 20), Some(start..start + 6));
+        let mut l = reply_hdr(9);
+        l.extend(words(&[0, 0, 3, 53, 0]));
+        l.extend(vec![0u8; 36]);
+        l.extend(words(&[22, 0, OP_READLINK, 0, 4]));
+        let s2 = l.len();
+        l.extend(b"link");
+        assert_eq!(ddp_range(&call, &l, 1 << 20), Some(s2..s2 + 4));
+        // a GETATTR-ending reply has none
+        let mut g = reply_hdr(9);
+        g.extend(words(&[0, 0, 1, 9, 0, 1, 0, 0]));
+        assert_eq!(ddp_range(&call, &g, 1 << 20), None);
+    }
+
+    #[test]
+    fn records() {
+        let mut b = Vec::new();
+        b.extend(words(&[0x0000_0004, 1, 0x8000_0004, 2, 0x8000_0008]));
+        b.extend(words(&[3]));
+        let recs = take_records(&mut b, 1 << 20).unwrap();
+        assert_eq!(recs, vec![words(&[1, 2])]);
+        assert_eq!(b, words(&[0x8000_0008, 3]));
+        b.extend(words(&[4]));
+        assert_eq!(take_records(&mut b, 1 << 20).unwrap(), vec![words(&[3, 4])]);
+        assert!(b.is_empty());
+        let mut big = words(&[0x8100_0000]);
+        assert!(take_records(&mut big, 1 << 20).is_err());
+    }
+}

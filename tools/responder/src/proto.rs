@@ -1,0 +1,882 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The responder's protocol logic, free of I/O: version settlement,
+//! decoding Calls, credit words, error selection, CONNPROP, reassembly of
+//! continued Calls, splicing Read chunks, and planning each reply (inline,
+//! Reply chunk, Write chunk, continued). The event loop (`server`) feeds it
+//! received bytes and nfsd's replies and carries out what it returns.
+
+#![forbid(unsafe_code)]
+
+use std::ops::Range;
+
+use rpcrdma_xdr::chunk::{ChunkLists, ReadSegment, Segment};
+use rpcrdma_xdr::header::{
+    self, Body, Credits, ErrorBody, Flags, MsgKind, MsgSpec, Protocol, COMMON_LEN,
+};
+use rpcrdma_xdr::props::{Property, TransportProperties};
+use rpcrdma_xdr::pvtdata::PrivateData;
+use rpcrdma_xdr::{v1, v2};
+
+use crate::stats::{Path, Stats};
+
+/// Behaviour switches that shape the protocol (normal and fault injection).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Speak only version 1, answer anything else with a svcrdma-style
+    /// ERR_VERS.
+    pub v1_only: bool,
+    /// Do not send RDMA2_CONNPROP.
+    pub no_connprop: bool,
+    /// The credit limit advertised (v1 grant; v2 high half).
+    pub credits: u16,
+    /// Size of our Receive buffers (advertised in private data and RBSIZ).
+    pub recv_size: u32,
+    /// Largest RDMA data item (Read chunk, Write or Reply chunk) handled.
+    pub max_data: usize,
+    /// v2: continue every reply longer than this many bytes (F_MORE).
+    pub continue_over: Option<usize>,
+    /// Answer the Nth Call (1-based, per connection) with this error code.
+    pub err_nth: Option<(u64, u32)>,
+    /// Relay nfsd's callbacks to the client as reverse-direction Calls.
+    pub relay_callbacks: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            v1_only: false,
+            no_connprop: false,
+            credits: 32,
+            recv_size: 4096,
+            max_data: (1 << 20) + 16384,
+            continue_over: None,
+            err_nth: None,
+            relay_callbacks: false,
+        }
+    }
+}
+
+/// A Call that has been decoded and is ready to be completed (Read chunks
+/// pulled) and forwarded.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Call {
+    /// RPC XID (the transport header's).
+    pub xid: u32,
+    /// Version it arrived in.
+    pub v2: bool,
+    /// The Call's `rdma_inv_handle` (v2), 0 if none.
+    pub inv_handle: u32,
+    /// Read segments (flat list, in order).
+    pub reads: Vec<ReadSegment>,
+    /// Write chunks offered.
+    pub writes: Vec<Vec<Segment>>,
+    /// Reply chunk offered.
+    pub reply: Option<Vec<Segment>>,
+    /// The (possibly reduced) RPC message that arrived inline.
+    pub inline: Vec<u8>,
+    /// Decoded RPC words of the complete Call, once known.
+    pub rpc: Option<crate::nfs::CallHdr>,
+}
+
+impl Call {
+    /// Total bytes to pull with RDMA Read.
+    pub fn read_len(&self) -> u64 {
+        self.reads.iter().map(|r| u64::from(r.target.length)).sum()
+    }
+
+    /// Builds the complete RPC Call from the inline part and the Read
+    /// chunk data (`data`: the bytes of every Read segment, concatenated in
+    /// list order). Returns `None` if the positions are inconsistent.
+    pub fn splice(&self, data: &[u8]) -> Option<Vec<u8>> {
+        let mut out = Vec::with_capacity(self.inline.len() + data.len() + 8);
+        let mut cursor = 0usize; // in `inline`
+        let mut at = 0usize; // in `data`
+        let mut i = 0usize;
+        while i < self.reads.len() {
+            let pos = self.reads[i].position as usize;
+            let mut len = 0usize;
+            let mut j = i;
+            while j < self.reads.len() && self.reads[j].position as usize == pos {
+                len += self.reads[j].target.length as usize;
+                j += 1;
+            }
+            // copy the inline bytes in front of this chunk
+            let need = pos.checked_sub(out.len())?;
+            let end = cursor.checked_add(need)?;
+            out.extend_from_slice(self.inline.get(cursor..end)?);
+            cursor = end;
+            out.extend_from_slice(data.get(at..at.checked_add(len)?)?);
+            at += len;
+            if pos != 0 {
+                out.resize(crate::nfs::pad4(out.len()), 0);
+            }
+            i = j;
+        }
+        out.extend_from_slice(self.inline.get(cursor..)?);
+        Some(out)
+    }
+}
+
+/// An RDMA Write the I/O layer performs: `src` (a range of the RPC reply)
+/// to the remote segment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RdmaWrite {
+    /// Byte range of the reply to write.
+    pub src: Range<usize>,
+    /// Remote rkey.
+    pub rkey: u32,
+    /// Remote address.
+    pub addr: u64,
+}
+
+/// A planned reply.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplyPlan {
+    /// RDMA Writes, posted before the Sends.
+    pub writes: Vec<RdmaWrite>,
+    /// Complete Send payloads (transport header + inline part).
+    pub sends: Vec<Vec<u8>>,
+    /// rkey to invalidate with the last Send.
+    pub invalidate: Option<u32>,
+    /// How the data travelled (for the counters).
+    pub path: Option<Path>,
+    /// Bytes moved by RDMA Write.
+    pub written: usize,
+}
+
+/// What the event loop does with a received message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Send this control message (error, CONNPROP).
+    Send(Vec<u8>),
+    /// Pull the Read chunks (if any), then forward the Call.
+    Call(Call),
+    /// Nothing to do (message consumed or dropped; logged).
+    Nothing,
+    /// The client's reply to a reverse-direction Call: hand this RPC
+    /// Reply to nfsd.
+    ToNfsd(Vec<u8>),
+    /// Close the connection.
+    Disconnect(&'static str),
+}
+
+/// Protocol state of one connection.
+#[derive(Debug)]
+pub struct ConnProto {
+    /// Switches.
+    pub opts: Options,
+    /// The settled version.
+    pub version: Option<Protocol>,
+    /// The client's RFC 8797 parameters (or defaults).
+    pub client: PrivateData,
+    /// The client's transport properties (v2 CONNPROP), if sent.
+    pub client_props: Option<TransportProperties>,
+    /// v2 credits: received messages whose credit we have not returned.
+    unreturned: u32,
+    /// v2 credits: admitted Calls not answered yet (each answer returns
+    /// its Call's credit, the reading's rule 3).
+    unanswered: u32,
+    /// Calls received on the connection.
+    pub calls: u64,
+    /// v2 credits returned ahead of their message (a CONNPROP must grant
+    /// at least one).
+    advance: u32,
+    /// Our CONNPROP is to be sent before anything else.
+    connprop_due: bool,
+    /// Continued Call being reassembled: xid, bytes.
+    cont: Option<(u32, Vec<u8>)>,
+}
+
+fn err_body(code: u32, opts: &Options) -> ErrorBody {
+    match code {
+        v2::ERR_VERS => ErrorBody::Vers { low: 1, high: 2 },
+        v2::ERR_BAD_XDR => ErrorBody::BadXdr,
+        v2::ERR_INVAL_HTYPE => ErrorBody::InvalHtype,
+        v2::ERR_INVAL_FLAG => ErrorBody::InvalFlag,
+        v2::ERR_READ_CHUNKS => ErrorBody::ReadChunks { max_chunks: 1 },
+        v2::ERR_WRITE_CHUNKS => ErrorBody::WriteChunks { max_chunks: 1 },
+        v2::ERR_SEGMENTS => ErrorBody::Segments { max_segments: 16 },
+        v2::ERR_WRITE_RESOURCE => ErrorBody::WriteResource {
+            chunk_index: 1,
+            length_needed: opts.max_data as u32,
+        },
+        v2::ERR_REPLY_RESOURCE => ErrorBody::ReplyResource {
+            length_needed: opts.max_data as u32,
+        },
+        v2::ERR_SYSTEM => ErrorBody::System,
+        c => ErrorBody::Other(c),
+    }
+}
+
+impl ConnProto {
+    /// A new connection whose client sent `client` in its private data.
+    pub fn new(opts: Options, client: PrivateData) -> Self {
+        Self {
+            opts,
+            version: None,
+            client,
+            client_props: None,
+            unreturned: 0,
+            unanswered: 0,
+            advance: 0,
+            connprop_due: false,
+            calls: 0,
+            cont: None,
+        }
+    }
+
+    /// Our RFC 8797 private data.
+    pub fn our_private_data(&self) -> PrivateData {
+        PrivateData {
+            remote_invalidate: false,
+            send_size: self.opts.recv_size.min(pvt_max()),
+            recv_size: self.opts.recv_size.min(pvt_max()),
+        }
+    }
+
+    /// The largest message the client can receive.
+    pub fn client_recv(&self) -> usize {
+        let mut n = self.client.recv_size;
+        if let Some(p) = self.client_props {
+            n = n.min(p.recv_buf_size.max(1024));
+        }
+        n as usize
+    }
+
+    /// The credit word for our next message. `answers`: the message
+    /// answers an admitted Call (a reply, or an error for it).
+    ///
+    /// Version 2 (Documentation/wire-formats.rst): high half the credit
+    /// limit; low half the credits returned. Every Receive is reposted
+    /// before its message is processed, so each received message is a
+    /// credit to return, exactly once: an answer returns its Call's credit
+    /// plus those of the messages no answer will return (continuation
+    /// pieces, grants, CONNPROP, messages answered by nothing); a message
+    /// that answers nothing returns only the latter. The low half must not
+    /// be zero (§4.3.1): when nothing is owed it is 1, an advance that the
+    /// next answer does not repeat.
+    pub fn credit_word(&mut self, answers: bool) -> u32 {
+        match self.version {
+            Some(Protocol::V2) => {
+                if answers {
+                    self.unanswered = self.unanswered.saturating_sub(1);
+                }
+                let spare = self.unreturned.saturating_sub(self.unanswered);
+                let owed = if answers { spare.max(1) } else { spare };
+                self.unreturned = self.unreturned.saturating_sub(owed);
+                let granted = u16::try_from(owed.max(1)).unwrap_or(u16::MAX);
+                if owed == 0 {
+                    // the advance: one receipt to come is returned now
+                    self.advance = self.advance.saturating_add(1);
+                }
+                Credits {
+                    granted,
+                    max: self.opts.credits.max(1),
+                }
+                .to_word()
+            }
+            _ => u32::from(self.opts.credits),
+        }
+    }
+
+    /// Forgets an admitted Call that will get no answer (a dropped reply).
+    pub fn forget_call(&mut self) {
+        self.unanswered = self.unanswered.saturating_sub(1);
+    }
+
+    /// An error answering an admitted Call.
+    pub fn call_error(&mut self, xid: u32, code: u32, stats: &mut Stats) -> Vec<u8> {
+        self.error_inner(xid, code, true, stats)
+    }
+
+    /// Encodes an error reply for `xid` in the connection's version.
+    pub fn error(&mut self, xid: u32, code: u32, stats: &mut Stats) -> Vec<u8> {
+        self.error_inner(xid, code, false, stats)
+    }
+
+    fn error_inner(&mut self, xid: u32, code: u32, answers: bool, stats: &mut Stats) -> Vec<u8> {
+        let mut buf = vec![0u8; 64];
+        let n = match self.version {
+            Some(Protocol::V2) => {
+                // A requester ignores an RDMA2_ERROR's credit word and
+                // counts it as returning one credit.
+                let credit = self.credit_word(answers);
+                v2::encode_error(&mut buf, xid, credit, &err_body(code, &self.opts))
+            }
+            _ => {
+                let body = match code {
+                    v2::ERR_VERS => ErrorBody::Vers {
+                        low: 1,
+                        high: if self.opts.v1_only { 1 } else { 2 },
+                    },
+                    _ => ErrorBody::BadXdr,
+                };
+                let credit = self.credit_word(answers);
+                v1::encode_error(&mut buf, xid, credit, &body)
+            }
+        };
+        stats.errors_sent += 1;
+        buf.truncate(n.unwrap_or(0));
+        buf
+    }
+
+    /// svcrdma's answer to a version it does not speak: v1 layout, the
+    /// Call's version word copied (`svc_rdma_send_error_msg`).
+    fn svcrdma_err_vers(&self, xid: u32, vers: u32, stats: &mut Stats) -> Vec<u8> {
+        stats.errors_sent += 1;
+        stats.err_vers += 1;
+        let high = if self.opts.v1_only { 1 } else { 2 };
+        [
+            xid,
+            vers,
+            u32::from(self.opts.credits),
+            v1::RDMA_ERROR,
+            v1::ERR_VERS,
+            1,
+            high,
+        ]
+        .iter()
+        .flat_map(|w| w.to_be_bytes())
+        .collect()
+    }
+
+    /// Our RDMA2_CONNPROP.
+    pub fn connprop(&mut self) -> Vec<u8> {
+        let props = [
+            Property::MaxSendSize(self.opts.recv_size),
+            Property::RecvBufSize(self.opts.recv_size),
+            Property::MaxSegmentSize(self.opts.max_data.min(1 << 20) as u32),
+            Property::MaxSegmentCount(16),
+            Property::ReverseRequestSupport(if self.opts.relay_callbacks {
+                rpcrdma_xdr::props::RVREQSUP_INLINE
+            } else {
+                rpcrdma_xdr::props::RVREQSUP_NONE
+            }),
+        ];
+        let mut buf = vec![0u8; 256];
+        let p = v2::Prefix {
+            xid: 0,
+            credit: self.credit_word(false),
+            flags: Flags::NONE,
+        };
+        let n = v2::encode_connprop(&mut buf, &p, &props).unwrap_or(0);
+        buf.truncate(n);
+        buf
+    }
+
+    /// Handles one received message. May return several actions (our
+    /// CONNPROP, then the Call).
+    pub fn on_receive(&mut self, buf: &[u8], stats: &mut Stats) -> Vec<Action> {
+        let mut out = self.on_receive_inner(buf, stats);
+        if self.connprop_due {
+            // Built after the message was admitted, so that its credit
+            // word does not return the credit the reply will return.
+            self.connprop_due = false;
+            out.insert(0, Action::Send(self.connprop()));
+            stats.connprop_sent += 1;
+        }
+        out
+    }
+
+    fn on_receive_inner(&mut self, buf: &[u8], stats: &mut Stats) -> Vec<Action> {
+        if self.advance > 0 {
+            self.advance -= 1;
+        } else {
+            self.unreturned = self.unreturned.saturating_add(1);
+        }
+        stats.msgs_received += 1;
+        let Ok(common) = header::peek(buf) else {
+            log::warn(format_args!(
+                "dropping a {}-byte message: too short",
+                buf.len()
+            ));
+            stats.malformed += 1;
+            return vec![Action::Nothing];
+        };
+        let mut out = Vec::new();
+        // Version settlement: the first message decides.
+        match (self.version, common.vers) {
+            (None, 2) if !self.opts.v1_only => {
+                self.version = Some(Protocol::V2);
+                stats.conn_v2 += 1;
+                log::info(format_args!(
+                    "connection settled on RPC-over-RDMA version 2"
+                ));
+                self.connprop_due = !self.opts.no_connprop;
+            }
+            (None, 1) => {
+                self.version = Some(Protocol::V1);
+                stats.conn_v1 += 1;
+                log::info(format_args!(
+                    "connection settled on RPC-over-RDMA version 1"
+                ));
+            }
+            (None, v) => {
+                // svcrdma behaviour: ERR_VERS in v1 layout with the Call's
+                // version word; the connection stays unsettled.
+                log::info(format_args!(
+                    "ERR_VERS to a version {v} message (xid {:#x})",
+                    common.xid
+                ));
+                return vec![Action::Send(self.svcrdma_err_vers(common.xid, v, stats))];
+            }
+            (Some(p), v) if p.vers() != v => {
+                log::warn(format_args!(
+                    "version {v} message on a version {} connection",
+                    p.vers()
+                ));
+                stats.malformed += 1;
+                if v == 1 || v == 2 {
+                    return vec![Action::Send(self.error(common.xid, v2::ERR_VERS, stats))];
+                }
+                return vec![Action::Send(self.svcrdma_err_vers(common.xid, v, stats))];
+            }
+            _ => {}
+        }
+        let h = match header::decode(buf) {
+            Ok(h) => h,
+            Err(e) => {
+                stats.malformed += 1;
+                let code = match self.version {
+                    Some(Protocol::V2) => e.rdma2_err().unwrap_or(v2::ERR_BAD_XDR),
+                    _ => v2::ERR_BAD_XDR,
+                };
+                log::warn(format_args!(
+                    "malformed message (xid {:#x}): {e}",
+                    common.xid
+                ));
+                if common.xid == 0 {
+                    out.push(Action::Nothing);
+                } else {
+                    out.push(Action::Send(self.error(common.xid, code, stats)));
+                }
+                return out;
+            }
+        };
+        let v2 = h.protocol == Protocol::V2;
+        if let Some(reply) = self.reverse_reply(&h) {
+            stats.reverse_replies += 1;
+            return vec![Action::ToNfsd(reply)];
+        }
+        if v2 && h.flags.is_response() {
+            // A reply to a reverse-direction Call we did not send.
+            stats.malformed += 1;
+            log::warn(format_args!(
+                "unexpected F_RESPONSE message (xid {:#x})",
+                h.xid
+            ));
+            out.push(Action::Nothing);
+            return out;
+        }
+        match h.body {
+            Body::ConnProp(set) => {
+                stats.connprop_received += 1;
+                self.client_props = Some(set.values());
+                out.push(Action::Nothing);
+            }
+            Body::ConnPropPart(_) => {
+                stats.connprop_received += 1;
+                out.push(Action::Nothing);
+            }
+            Body::Error(_) => {
+                stats.malformed += 1;
+                log::warn(format_args!(
+                    "client sent an error message (xid {:#x})",
+                    h.xid
+                ));
+                out.push(Action::Nothing);
+            }
+            Body::NoMsg(n) if v2 && h.xid == 0 && n.chunks.is_empty() => {
+                stats.grants_received += 1;
+                out.push(Action::Nothing);
+            }
+            Body::NoMsg(n) => {
+                let p0 = n.chunks.reads.iter().next().map(|s| s.position) == Some(0);
+                if !p0 {
+                    stats.malformed += 1;
+                    out.push(Action::Send(self.error(h.xid, v2::ERR_BAD_XDR, stats)));
+                    return out;
+                }
+                let call = self.call_from(&h, &n.chunks, &[], n.inv_handle);
+                out.push(self.admit(call, stats));
+            }
+            Body::Msg(m) => {
+                if v2 && h.flags.has_more() {
+                    stats.continuations_received += 1;
+                    match &mut self.cont {
+                        Some((x, v)) if *x == h.xid => v.extend_from_slice(m.payload),
+                        Some(_) => {
+                            self.cont = None;
+                            out.push(Action::Send(self.error(h.xid, v2::ERR_INVAL_FLAG, stats)));
+                            return out;
+                        }
+                        None => self.cont = Some((h.xid, m.payload.to_vec())),
+                    }
+                    if self.cont.as_ref().map_or(0, |c| c.1.len()) > self.opts.max_data {
+                        self.cont = None;
+                        out.push(Action::Send(self.error(h.xid, v2::ERR_SYSTEM, stats)));
+                    } else {
+                        out.push(Action::Nothing);
+                    }
+                    return out;
+                }
+                let mut inline = m.payload.to_vec();
+                if let Some((x, mut v)) = self.cont.take() {
+                    if x != h.xid {
+                        out.push(Action::Send(self.error(h.xid, v2::ERR_INVAL_FLAG, stats)));
+                        return out;
+                    }
+                    v.extend_from_slice(&inline);
+                    inline = v;
+                }
+                let call = self.call_from(&h, &m.chunks, &inline, m.inv_handle);
+                out.push(self.admit(call, stats));
+            }
+        }
+        out
+    }
+
+    /// The client's reply to one of our reverse-direction Calls: an
+    /// inline RPC Reply (v2: `F_RESPONSE` set; v1: the message type word),
+    /// when relaying is on.
+    fn reverse_reply(&self, h: &header::Header<'_>) -> Option<Vec<u8>> {
+        if !self.opts.relay_callbacks {
+            return None;
+        }
+        let Body::Msg(m) = h.body else { return None };
+        let is_reply = crate::nfs::word_at(m.payload, 4) == Some(crate::nfs::RPC_REPLY)
+            && crate::nfs::word_at(m.payload, 0) == Some(h.xid);
+        let v2_ok = h.protocol != Protocol::V2 || h.flags.is_response();
+        (is_reply && v2_ok && m.chunks.is_empty() && !h.flags.has_more())
+            .then(|| m.payload.to_vec())
+    }
+
+    /// Frames nfsd's callback Call `rpc` as a reverse-direction Call
+    /// (RDMA_MSG / RDMA2_MSG without `F_RESPONSE`, no chunks), or `None`
+    /// if relaying is off or it does not fit the client's receive size.
+    pub fn reverse_call(&mut self, rpc: &[u8]) -> Option<Vec<u8>> {
+        if !self.opts.relay_callbacks || self.version.is_none() {
+            return None;
+        }
+        let proto = self.version?;
+        let xid = crate::nfs::word_at(rpc, 0)?;
+        let spec = MsgSpec {
+            xid,
+            credit: 0,
+            kind: MsgKind::Msg,
+            flags: Flags::NONE,
+            inv_handle: 0,
+            chunks: ChunkLists::EMPTY,
+        };
+        let hdr_len = spec.encoded_len(proto)?;
+        if hdr_len.saturating_add(rpc.len()) > self.client_recv() {
+            return None;
+        }
+        let spec = MsgSpec {
+            credit: self.credit_word(false),
+            ..spec
+        };
+        let mut buf = vec![0u8; hdr_len];
+        let n = header::encode_msg(&mut buf, proto, &spec).ok()?;
+        buf.truncate(n);
+        buf.extend_from_slice(rpc);
+        Some(buf)
+    }
+
+    fn call_from(
+        &self,
+        h: &header::Header<'_>,
+        c: &rpcrdma_xdr::chunk::ChunkListsView<'_>,
+        inline: &[u8],
+        inv_handle: u32,
+    ) -> Call {
+        Call {
+            xid: h.xid,
+            v2: h.protocol == Protocol::V2,
+            inv_handle,
+            reads: c.reads.iter().collect(),
+            writes: c.writes.iter().map(|w| w.iter().collect()).collect(),
+            reply: c.reply.map(|r| r.iter().collect()),
+            inline: inline.to_vec(),
+            rpc: None,
+        }
+    }
+
+    /// Checks a Call's chunks against our limits and fault switches.
+    fn admit(&mut self, call: Call, stats: &mut Stats) -> Action {
+        self.calls += 1;
+        stats.calls += 1;
+        if let Some((n, code)) = self.opts.err_nth {
+            if n == self.calls {
+                log::info(format_args!(
+                    "injecting error {code} for call {n} (xid {:#x})",
+                    call.xid
+                ));
+                return Action::Send(self.error(call.xid, code, stats));
+            }
+        }
+        if call.read_len() > self.opts.max_data as u64 {
+            return Action::Send(self.error(call.xid, v2::ERR_SYSTEM, stats));
+        }
+        if call.reads.iter().any(|r| r.position % 4 != 0) {
+            return Action::Send(self.error(call.xid, v2::ERR_BAD_XDR, stats));
+        }
+        self.unanswered = self.unanswered.saturating_add(1);
+        Action::Call(call)
+    }
+
+    /// Plans the reply to `call` carrying RPC reply `rpc`; `ddp` is the
+    /// DDP-eligible data item of `rpc` (if the Call offered a Write chunk).
+    pub fn plan_reply(
+        &mut self,
+        call: &Call,
+        rpc: &[u8],
+        ddp: Option<Range<usize>>,
+        stats: &mut Stats,
+    ) -> ReplyPlan {
+        let v2 = self.version == Some(Protocol::V2);
+        let proto = if v2 { Protocol::V2 } else { Protocol::V1 };
+        let mut plan = ReplyPlan::default();
+        // Write list echo: every offered chunk, lengths = bytes written.
+        let mut write_echo: Vec<Vec<Segment>> = call
+            .writes
+            .iter()
+            .map(|c| c.iter().map(|s| Segment { length: 0, ..*s }).collect())
+            .collect();
+        let whole: Range<usize> = 0..rpc.len();
+        let mut inline_ranges: Vec<Range<usize>> = Vec::from([whole]);
+        if let (Some(d), Some(first)) = (ddp.clone(), call.writes.first()) {
+            let cap: u64 = first.iter().map(|s| u64::from(s.length)).sum();
+            if d.len() as u64 > cap {
+                if v2 {
+                    let mut p = ReplyPlan::default();
+                    let e = ErrorBody::WriteResource {
+                        chunk_index: 1,
+                        length_needed: d.len() as u32,
+                    };
+                    let mut buf = vec![0u8; 64];
+                    let credit = self.credit_word(true);
+                    let n = v2::encode_error(&mut buf, call.xid, credit, &e).unwrap_or(0);
+                    buf.truncate(n);
+                    stats.errors_sent += 1;
+                    p.sends.push(buf);
+                    return p;
+                }
+            } else if !d.is_empty() {
+                let mut at = d.start;
+                for (i, s) in first.iter().enumerate() {
+                    if at >= d.end {
+                        break;
+                    }
+                    let n = (d.end - at).min(s.length as usize);
+                    plan.writes.push(RdmaWrite {
+                        src: at..at + n,
+                        rkey: s.handle,
+                        addr: s.offset,
+                    });
+                    write_echo[0][i].length = n as u32;
+                    at += n;
+                }
+                plan.written += d.len();
+                plan.path = Some(Path::WriteChunk);
+                // The reduced reply: without the data and its XDR pad.
+                let pad_end = (d.start + crate::nfs::pad4(d.len())).min(rpc.len());
+                inline_ranges = vec![0..d.start, pad_end..rpc.len()];
+            }
+        }
+        let inline_len: usize = inline_ranges.iter().map(|r| r.len()).sum();
+        let writes_refs: Vec<&[Segment]> = write_echo.iter().map(|v| v.as_slice()).collect();
+        let limit = self.client_recv();
+        let hdr_len = MsgSpec {
+            chunks: ChunkLists {
+                reads: &[],
+                writes: &writes_refs,
+                reply: None,
+            },
+            ..Default::default()
+        }
+        .encoded_len(proto)
+        .unwrap_or(usize::MAX);
+        let invalidate = if v2 {
+            (call.inv_handle != 0).then_some(call.inv_handle)
+        } else if self.client.remote_invalidate {
+            single_handle(call)
+        } else {
+            None
+        };
+        plan.invalidate = invalidate;
+        let cont_forced = v2 && self.opts.continue_over.is_some_and(|n| inline_len > n);
+        let fits = hdr_len.saturating_add(inline_len) <= limit;
+        if fits && !cont_forced {
+            let credit = self.credit_word(true);
+            let spec = MsgSpec {
+                xid: call.xid,
+                credit,
+                kind: MsgKind::Msg,
+                flags: if v2 { Flags::RESPONSE } else { Flags::NONE },
+                inv_handle: 0,
+                chunks: ChunkLists {
+                    reads: &[],
+                    writes: &writes_refs,
+                    reply: None,
+                },
+            };
+            let mut buf = vec![0u8; hdr_len + inline_len];
+            let n = header::encode_msg(&mut buf, proto, &spec).unwrap_or(0);
+            buf.truncate(n);
+            for r in &inline_ranges {
+                buf.extend_from_slice(&rpc[r.clone()]);
+            }
+            plan.sends.push(buf);
+            plan.path.get_or_insert(Path::Inline);
+            return plan;
+        }
+        if let Some(reply) = call.reply.as_ref().filter(|_| !cont_forced) {
+            let cap: u64 = reply.iter().map(|s| u64::from(s.length)).sum();
+            if inline_len as u64 <= cap && plan.writes.is_empty() {
+                let mut echo: Vec<Segment> =
+                    reply.iter().map(|s| Segment { length: 0, ..*s }).collect();
+                let mut at = 0usize;
+                for (i, s) in reply.iter().enumerate() {
+                    if at >= inline_len {
+                        break;
+                    }
+                    let n = (inline_len - at).min(s.length as usize);
+                    plan.writes.push(RdmaWrite {
+                        src: at..at + n,
+                        rkey: s.handle,
+                        addr: s.offset,
+                    });
+                    echo[i].length = n as u32;
+                    at += n;
+                }
+                plan.written += inline_len;
+                let credit = self.credit_word(true);
+                let spec = MsgSpec {
+                    xid: call.xid,
+                    credit,
+                    kind: MsgKind::NoMsg,
+                    flags: if v2 { Flags::RESPONSE } else { Flags::NONE },
+                    inv_handle: 0,
+                    chunks: ChunkLists {
+                        reads: &[],
+                        writes: &writes_refs,
+                        reply: Some(&echo),
+                    },
+                };
+                let mut buf = vec![0u8; 1024];
+                let n = header::encode_msg(&mut buf, proto, &spec).unwrap_or(0);
+                buf.truncate(n);
+                plan.sends.push(buf);
+                plan.path = Some(Path::ReplyChunk);
+                return plan;
+            }
+        }
+        if v2 {
+            // -00 §6.3.3.1: continue the reply over several messages.
+            let mut data = Vec::with_capacity(inline_len);
+            for r in &inline_ranges {
+                data.extend_from_slice(&rpc[r.clone()]);
+            }
+            let piece_room = limit.saturating_sub(v2::MIN_MSG_HDR_LEN).max(4) & !3;
+            let piece = match self.opts.continue_over {
+                Some(n) => piece_room.min(n.max(4) & !3).max(4),
+                None => piece_room,
+            };
+            let mut chunks: Vec<&[u8]> = data.chunks(piece).collect();
+            if chunks.is_empty() {
+                chunks.push(&[]);
+            }
+            // The last piece carries the chunk lists: it must fit too.
+            let last_room = limit.saturating_sub(hdr_len);
+            if chunks.last().is_some_and(|c| c.len() > last_room) {
+                let c = chunks.pop().unwrap_or(&[]);
+                let split = last_room.min(c.len()) & !3;
+                let (a, b) = c.split_at(c.len() - split.min(c.len()));
+                chunks.push(a);
+                chunks.push(b);
+            }
+            let count = chunks.len();
+            for (i, c) in chunks.iter().enumerate() {
+                let last = i + 1 == count;
+                let credit = self.credit_word(last);
+                let empty: [&[Segment]; 0] = [];
+                let spec = MsgSpec {
+                    xid: call.xid,
+                    credit,
+                    kind: MsgKind::Msg,
+                    flags: if last {
+                        Flags::RESPONSE
+                    } else {
+                        Flags::RESPONSE.with(Flags::MORE)
+                    },
+                    inv_handle: 0,
+                    chunks: ChunkLists {
+                        reads: &[],
+                        writes: if last { &writes_refs } else { &empty },
+                        reply: None,
+                    },
+                };
+                let mut buf = vec![0u8; hdr_len + c.len()];
+                let n = header::encode_msg(&mut buf, proto, &spec).unwrap_or(0);
+                buf.truncate(n);
+                buf.extend_from_slice(c);
+                plan.sends.push(buf);
+            }
+            stats.continuations_sent += count.saturating_sub(1) as u64;
+            plan.path = Some(Path::Continued);
+            return plan;
+        }
+        // v1 without room: ERR_CHUNK, as svcrdma does.
+        let mut p = ReplyPlan::default();
+        p.sends
+            .push(self.call_error(call.xid, v2::ERR_BAD_XDR, stats));
+        p
+    }
+}
+
+/// v1 remote invalidation: only when every chunk segment of the Call names
+/// one rkey (what svcrdma does).
+fn single_handle(call: &Call) -> Option<u32> {
+    let mut handles = call
+        .reads
+        .iter()
+        .map(|r| r.target.handle)
+        .chain(call.writes.iter().flatten().map(|s| s.handle))
+        .chain(call.reply.iter().flatten().map(|s| s.handle));
+    let first = handles.next()?;
+    handles.all(|h| h == first).then_some(first)
+}
+
+fn pvt_max() -> u32 {
+    rpcrdma_xdr::pvtdata::MAX_SIZE
+}
+
+/// True if `buf` is at least a common header.
+pub fn long_enough(buf: &[u8]) -> bool {
+    buf.len() >= COMMON_LEN
+}
+
+/// Minimal leveled logging to stderr with a timestamp.
+pub mod log {
+    use std::fmt::Arguments;
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    fn ts() -> String {
+        let d = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        format!("{}.{:03}", d.as_secs(), d.subsec_millis())
+    }
+
+    /// An informational line.
+    pub fn info(a: Arguments<'_>) {
+        eprintln!("[{}] responder: {a}", ts());
+    }
+
+    /// A warning line (bad input, failures).
+    pub fn warn(a: Arguments<'_>) {
+        eprintln!("[{}] responder: warning: {a}", ts());
+    }
+}

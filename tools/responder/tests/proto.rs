@@ -1,0 +1,502 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Host tests of the responder's protocol logic: the bytes it sends are
+//! checked word by word against the XDR of draft-ietf-nfsv4-rpcrdma-
+//! version-two-00 (shared/reference/rpcrdma-v2-00.x) and RFC 8166.
+
+use rpcrdma_responder::nfs::{self, NFS3_READ, NFS_PROGRAM};
+use rpcrdma_responder::proto::{Action, Call, ConnProto, Options};
+use rpcrdma_responder::stats::{Path, Stats};
+use rpcrdma_xdr::chunk::{ChunkLists, ReadSegment, Segment};
+use rpcrdma_xdr::header::{self, Flags, MsgKind, MsgSpec, Protocol};
+use rpcrdma_xdr::pvtdata::PrivateData;
+
+fn words(b: &[u8]) -> Vec<u32> {
+    b.chunks(4)
+        .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+fn bytes(ws: &[u32]) -> Vec<u8> {
+    ws.iter().flat_map(|w| w.to_be_bytes()).collect()
+}
+
+fn client(recv: u32) -> PrivateData {
+    PrivateData {
+        remote_invalidate: true,
+        send_size: 4096,
+        recv_size: recv,
+    }
+}
+
+/// An RPC Call message: xid, CALL, rpcvers 2, prog, vers, proc, AUTH_NONE x2.
+fn rpc_call(xid: u32, vers: u32, proc_: u32) -> Vec<u8> {
+    bytes(&[xid, 0, 2, NFS_PROGRAM, vers, proc_, 0, 0, 0, 0])
+}
+
+fn call_msg(proto: Protocol, xid: u32, inv: u32, chunks: ChunkLists<'_>, rpc: &[u8]) -> Vec<u8> {
+    let spec = MsgSpec {
+        xid,
+        credit: if proto == Protocol::V2 {
+            (32 << 16) | 1
+        } else {
+            32
+        },
+        kind: MsgKind::Msg,
+        flags: Flags::NONE,
+        inv_handle: inv,
+        chunks,
+    };
+    let mut b = vec![0u8; 4096];
+    let n = header::encode_msg(&mut b, proto, &spec).unwrap();
+    b.truncate(n);
+    b.extend_from_slice(rpc);
+    b
+}
+
+fn sends(a: &[Action]) -> Vec<Vec<u32>> {
+    a.iter()
+        .filter_map(|x| match x {
+            Action::Send(b) => Some(words(b)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn the_call(a: &[Action]) -> Call {
+    a.iter()
+        .find_map(|x| match x {
+            Action::Call(c) => Some(c.clone()),
+            _ => None,
+        })
+        .expect("a Call")
+}
+
+#[test]
+fn v2_connprop_first_then_call() {
+    let mut st = Stats::default();
+    let mut p = ConnProto::new(Options::default(), client(4096));
+    let rpc = rpc_call(0x11, 3, 0);
+    let a = p.on_receive(
+        &call_msg(Protocol::V2, 0x11, 0, ChunkLists::EMPTY, &rpc),
+        &mut st,
+    );
+    let s = sends(&a);
+    assert_eq!(s.len(), 1);
+    // rpcrdma2_hdr_prefix: xid 0, vers 2, credit (max 32 | granted 1),
+    // htype RDMA2_CONNPROP (5), flags 0; then rpcrdma2_propset: count 5,
+    // { rdma_which, rdma_data<> } each.
+    assert_eq!(
+        s[0],
+        vec![
+            0,
+            2,
+            (32 << 16) | 1,
+            5,
+            0,
+            5,
+            1,
+            4,
+            4096,
+            2,
+            4,
+            4096,
+            3,
+            4,
+            1 << 20,
+            4,
+            4,
+            16,
+            5,
+            4,
+            0
+        ]
+    );
+    let c = the_call(&a);
+    assert_eq!(c.xid, 0x11);
+    assert!(c.v2);
+    assert_eq!(c.inline, rpc);
+    assert_eq!(st.conn_v2, 1);
+}
+
+#[test]
+fn v2_inline_reply_bytes_and_invalidate() {
+    let mut st = Stats::default();
+    let mut p = ConnProto::new(Options::default(), client(4096));
+    let rpc = rpc_call(0x22, 3, 0);
+    let a = p.on_receive(
+        &call_msg(Protocol::V2, 0x22, 0xabcd, ChunkLists::EMPTY, &rpc),
+        &mut st,
+    );
+    let c = the_call(&a);
+    assert_eq!(c.inv_handle, 0xabcd);
+    let reply = bytes(&[0x22, 1, 0, 0, 0, 0, 0]);
+    let plan = p.plan_reply(&c, &reply, None, &mut st);
+    assert_eq!(plan.path, Some(Path::Inline));
+    assert_eq!(plan.invalidate, Some(0xabcd));
+    assert_eq!(plan.sends.len(), 1);
+    let w = words(&plan.sends[0]);
+    // prefix: xid, 2, credit (the CONNPROP took the first grant: this
+    // reply returns the Call's credit), RDMA2_MSG, F_RESPONSE; then
+    // rdma_inv_handle 0, three empty lists, the RPC reply.
+    assert_eq!(&w[..9], &[0x22, 2, (32 << 16) | 1, 0, 1, 0, 0, 0, 0]);
+    assert_eq!(&w[9..], &words(&reply)[..]);
+}
+
+#[test]
+fn v1_only_answers_v2_like_svcrdma() {
+    let mut st = Stats::default();
+    let opts = Options {
+        v1_only: true,
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    let rpc = rpc_call(0x33, 3, 0);
+    let a = p.on_receive(
+        &call_msg(Protocol::V2, 0x33, 0, ChunkLists::EMPTY, &rpc),
+        &mut st,
+    );
+    assert_eq!(sends(&a), vec![vec![0x33, 2, 32, 4, 1, 1, 1]]);
+    assert!(p.version.is_none());
+    // The resent Call in v1 settles the connection on v1.
+    let a = p.on_receive(
+        &call_msg(Protocol::V1, 0x33, 0, ChunkLists::EMPTY, &rpc),
+        &mut st,
+    );
+    let c = the_call(&a);
+    assert!(!c.v2);
+    let plan = p.plan_reply(&c, &bytes(&[0x33, 1, 0, 0, 0, 0, 0]), None, &mut st);
+    assert_eq!(&words(&plan.sends[0])[..7], &[0x33, 1, 32, 0, 0, 0, 0]);
+    assert_eq!(st.err_vers, 1);
+    assert_eq!(st.conn_v1, 1);
+}
+
+#[test]
+fn unknown_version_gets_err_vers() {
+    let mut st = Stats::default();
+    let mut p = ConnProto::new(Options::default(), client(4096));
+    let a = p.on_receive(&bytes(&[9, 3, 1, 0, 0, 0, 0, 0]), &mut st);
+    assert_eq!(sends(&a), vec![vec![9, 3, 32, 4, 1, 1, 2]]);
+}
+
+#[test]
+fn v2_reserved_flag_is_inval_flag() {
+    let mut st = Stats::default();
+    let mut p = ConnProto::new(Options::default(), client(4096));
+    let mut m = call_msg(
+        Protocol::V2,
+        0x44,
+        0,
+        ChunkLists::EMPTY,
+        &rpc_call(0x44, 3, 0),
+    );
+    m[16..20].copy_from_slice(&0x100u32.to_be_bytes());
+    let a = p.on_receive(&m, &mut st);
+    let s = sends(&a);
+    // CONNPROP, then RDMA2_ERROR: xid, 2, credit, 4, F_RESPONSE, ERR_INVAL_FLAG
+    assert_eq!(s.len(), 2);
+    assert_eq!(s[1][0], 0x44);
+    assert_eq!(s[1][1], 2);
+    assert_eq!(&s[1][3..], &[4, 1, 4]);
+}
+
+#[test]
+fn write_chunk_plan() {
+    let mut st = Stats::default();
+    let mut p = ConnProto::new(Options::default(), client(4096));
+    let segs = [
+        Segment {
+            handle: 7,
+            length: 4096,
+            offset: 0x1000,
+        },
+        Segment {
+            handle: 7,
+            length: 4096,
+            offset: 0x2000,
+        },
+    ];
+    let wl: [&[Segment]; 1] = [&segs];
+    let chunks = ChunkLists {
+        reads: &[],
+        writes: &wl,
+        reply: None,
+    };
+    let rpc = rpc_call(0x55, 3, NFS3_READ);
+    let a = p.on_receive(&call_msg(Protocol::V2, 0x55, 7, chunks, &rpc), &mut st);
+    let mut c = the_call(&a);
+    c.rpc = nfs::parse_call(&rpc);
+    // READ3resok: status, post_op_attr absent, count, eof, data<5001>
+    let mut reply = bytes(&[0x55, 1, 0, 0, 0, 0, 0, 0, 5001, 1, 5001]);
+    let start = reply.len();
+    reply.extend((0..5001u32).map(|i| i as u8));
+    reply.extend([0, 0, 0]);
+    let ddp = nfs::ddp_range(c.rpc.as_ref().unwrap(), &reply, 8192);
+    assert_eq!(ddp, Some(start..start + 5001));
+    let plan = p.plan_reply(&c, &reply, ddp, &mut st);
+    assert_eq!(plan.path, Some(Path::WriteChunk));
+    assert_eq!(plan.writes.len(), 2);
+    assert_eq!(plan.writes[0].src, start..start + 4096);
+    assert_eq!(plan.writes[1].src, start + 4096..start + 5001);
+    assert_eq!(plan.invalidate, Some(7));
+    let w = words(&plan.sends[0]);
+    // inv 0, read list 0, write list {1, count 2, segs with the written
+    // lengths}, 0, reply chunk 0; then the reply without data and pad.
+    assert_eq!(
+        &w[5..19],
+        &[0, 0, 1, 2, 7, 4096, 0, 0x1000, 7, 905, 0, 0x2000, 0, 0]
+    );
+    assert_eq!(&w[19..], &[0x55, 1, 0, 0, 0, 0, 0, 0, 5001, 1, 5001]);
+}
+
+#[test]
+fn reply_chunk_and_continuation() {
+    let mut st = Stats::default();
+    let mut p = ConnProto::new(Options::default(), client(4096));
+    let seg = [Segment {
+        handle: 9,
+        length: 16384,
+        offset: 0x9000,
+    }];
+    let chunks = ChunkLists {
+        reads: &[],
+        writes: &[],
+        reply: Some(&seg),
+    };
+    let rpc = rpc_call(0x66, 3, 16);
+    let a = p.on_receive(&call_msg(Protocol::V2, 0x66, 9, chunks, &rpc), &mut st);
+    let c = the_call(&a);
+    let mut reply = bytes(&[0x66, 1, 0, 0, 0, 0]);
+    reply.resize(10000, 0xaa);
+    let plan = p.plan_reply(&c, &reply, None, &mut st);
+    assert_eq!(plan.path, Some(Path::ReplyChunk));
+    assert_eq!(plan.writes.len(), 1);
+    assert_eq!(plan.writes[0].src, 0..10000);
+    let w = words(&plan.sends[0]);
+    // RDMA2_NOMSG (1), F_RESPONSE, inv 0, no reads, no writes, reply
+    // chunk {1, 1 segment: 9, 10000, 0x9000}
+    assert_eq!(&w[3..], &[1, 1, 0, 0, 0, 1, 1, 9, 10000, 0, 0x9000]);
+
+    // Without a Reply chunk, -00 §6.3.3.1: continue it.
+    let mut c2 = c.clone();
+    c2.reply = None;
+    let plan = p.plan_reply(&c2, &reply, None, &mut st);
+    assert_eq!(plan.path, Some(Path::Continued));
+    assert!(plan.sends.len() >= 3);
+    let mut data = Vec::new();
+    for (i, s) in plan.sends.iter().enumerate() {
+        assert!(s.len() <= 4096);
+        let w = words(s);
+        let last = i + 1 == plan.sends.len();
+        assert_eq!(w[4], if last { 1 } else { 3 }, "flags of piece {i}");
+        data.extend_from_slice(&s[36..]);
+    }
+    assert_eq!(data, reply);
+}
+
+#[test]
+fn read_chunk_splice() {
+    let c = Call {
+        inline: bytes(&[1, 2, 3]),
+        reads: vec![ReadSegment {
+            position: 8,
+            target: Segment {
+                handle: 1,
+                length: 5,
+                offset: 0,
+            },
+        }],
+        ..Call::default()
+    };
+    let full = c.splice(b"hello").unwrap();
+    let mut want = bytes(&[1, 2]);
+    want.extend(b"hello\0\0\0");
+    want.extend(bytes(&[3]));
+    assert_eq!(full, want);
+    // Position zero: the whole Call.
+    let p0 = Call {
+        reads: vec![ReadSegment {
+            position: 0,
+            target: Segment {
+                handle: 1,
+                length: 8,
+                offset: 0,
+            },
+        }],
+        ..Call::default()
+    };
+    assert_eq!(p0.splice(&bytes(&[5, 6])).unwrap(), bytes(&[5, 6]));
+    // A position past the inline data is refused.
+    let bad = Call {
+        inline: bytes(&[1]),
+        reads: vec![ReadSegment {
+            position: 64,
+            target: Segment {
+                handle: 1,
+                length: 4,
+                offset: 0,
+            },
+        }],
+        ..Call::default()
+    };
+    assert!(bad.splice(b"abcd").is_none());
+}
+
+#[test]
+fn credits_return_what_was_received() {
+    let mut st = Stats::default();
+    let opts = Options {
+        no_connprop: true,
+        credits: 8,
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    let mut calls = Vec::new();
+    for x in 1..=3u32 {
+        let a = p.on_receive(
+            &call_msg(Protocol::V2, x, 0, ChunkLists::EMPTY, &rpc_call(x, 3, 0)),
+            &mut st,
+        );
+        calls.push(the_call(&a));
+    }
+    let r = bytes(&[1, 1, 0, 0, 0, 0, 0]);
+    // Each reply returns its own Call's credit, exactly once.
+    for c in &calls {
+        let pl = p.plan_reply(c, &r, None, &mut st);
+        assert_eq!(words(&pl.sends[0])[2], (8 << 16) | 1);
+    }
+    // A grant (NOMSG, XID 0) answers nothing: the next reply returns it too.
+    let g = bytes(&[0, 2, (8 << 16) | 1, 1, 0, 0, 0, 0, 0]);
+    assert_eq!(p.on_receive(&g, &mut st), vec![Action::Nothing]);
+    let a = p.on_receive(
+        &call_msg(Protocol::V2, 9, 0, ChunkLists::EMPTY, &rpc_call(9, 3, 0)),
+        &mut st,
+    );
+    let pl = p.plan_reply(&the_call(&a), &r, None, &mut st);
+    assert_eq!(words(&pl.sends[0])[2], (8 << 16) | 2);
+}
+
+#[test]
+fn hostile_input_never_panics() {
+    let mut st = Stats::default();
+    let mut seed = 0x1234_5678_9abc_def0u64;
+    let mut next = || {
+        seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = seed;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    };
+    let base = call_msg(Protocol::V2, 5, 0, ChunkLists::EMPTY, &rpc_call(5, 3, 0));
+    for i in 0..20000 {
+        let mut p = ConnProto::new(Options::default(), client(1024));
+        let mut m = base.clone();
+        let len = (next() as usize) % 80;
+        m.truncate(len.max(if i % 2 == 0 { 16 } else { 0 }));
+        for _ in 0..(next() % 6) {
+            if m.is_empty() {
+                break;
+            }
+            let at = (next() as usize) % m.len();
+            m[at] = next() as u8;
+        }
+        for a in p.on_receive(&m, &mut st) {
+            if let Action::Call(c) = a {
+                let _ = c.splice(&[0u8; 64]);
+                let _ = p.plan_reply(&c, &m, None, &mut st);
+            }
+        }
+    }
+}
+
+#[test]
+fn err_nth_sends_each_error_with_its_body() {
+    // -00 §6.4.3: rdma_err, then the body its code selects.
+    let bodies: [(u32, &[u32]); 10] = [
+        (1, &[1, 2]),
+        (2, &[]),
+        (3, &[]),
+        (4, &[]),
+        (5, &[1]),
+        (6, &[1]),
+        (7, &[16]),
+        (8, &[1, (1 << 20) + 16384]),
+        (9, &[(1 << 20) + 16384]),
+        (10, &[]),
+    ];
+    for (code, body) in bodies {
+        let mut st = Stats::default();
+        let opts = Options {
+            err_nth: Some((2, code)),
+            no_connprop: true,
+            ..Options::default()
+        };
+        let mut p = ConnProto::new(opts, client(4096));
+        let first = p.on_receive(
+            &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 3, 0)),
+            &mut st,
+        );
+        assert!(matches!(first[0], Action::Call(_)));
+        let a = p.on_receive(
+            &call_msg(Protocol::V2, 2, 0, ChunkLists::EMPTY, &rpc_call(2, 3, 0)),
+            &mut st,
+        );
+        let s = sends(&a);
+        assert_eq!(s.len(), 1, "code {code}");
+        // xid, vers 2, credit (ignored by the receiver), RDMA2_ERROR,
+        // F_RESPONSE, code, body
+        assert_eq!(s[0][0], 2);
+        assert_eq!(s[0][1], 2);
+        assert_eq!(&s[0][3..6], &[4, 1, code]);
+        assert_eq!(&s[0][6..], body, "code {code}");
+        assert_eq!(st.errors_sent, 1);
+    }
+}
+
+#[test]
+fn callbacks_relayed_both_ways() {
+    let mut st = Stats::default();
+    let opts = Options {
+        relay_callbacks: true,
+        no_connprop: true,
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    // Nothing is relayed before the version is known.
+    let cb = bytes(&[0x77, 0, 2, 0x4000_0000, 1, 1, 0, 0, 0, 0]);
+    assert!(p.reverse_call(&cb).is_none());
+    let a = p.on_receive(
+        &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 4, 1)),
+        &mut st,
+    );
+    assert!(matches!(a[0], Action::Call(_)));
+    // nfsd's callback goes out as RDMA2_MSG without F_RESPONSE.
+    let m = words(&p.reverse_call(&cb).unwrap());
+    assert_eq!(&m[..2], &[0x77, 2]);
+    assert_eq!(&m[3..9], &[0, 0, 0, 0, 0, 0]);
+    assert_eq!(&m[9..], &words(&cb)[..]);
+    // The client's reply (F_RESPONSE) goes back to nfsd.
+    let reply = bytes(&[0x77, 1, 0, 0, 0, 0]);
+    let spec = MsgSpec {
+        xid: 0x77,
+        credit: (32 << 16) | 1,
+        kind: MsgKind::Msg,
+        flags: Flags::RESPONSE,
+        inv_handle: 0,
+        chunks: ChunkLists::EMPTY,
+    };
+    let mut b = vec![0u8; 64];
+    let n = header::encode_msg(&mut b, Protocol::V2, &spec).unwrap();
+    b.truncate(n);
+    b.extend_from_slice(&reply);
+    assert_eq!(p.on_receive(&b, &mut st), vec![Action::ToNfsd(reply)]);
+    assert_eq!(st.reverse_replies, 1);
+    // Relaying off: the same message is malformed input.
+    let mut q = ConnProto::new(Options::default(), client(4096));
+    q.on_receive(
+        &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 4, 1)),
+        &mut st,
+    );
+    assert_eq!(q.on_receive(&b, &mut st), vec![Action::Nothing]);
+    assert!(q.reverse_call(&cb).is_none());
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Server script for tools/testing/vm/run.sh --server-script: starts the
+# user-space RPC-over-RDMA responder (tools/responder) next to nfsd, one
+# instance per line of RESPONDER_INSTANCES ("PORT ARGS..."), by default
+#   20050             versions 2 and 1
+#   20051 --v1-only   behaves like svcrdma
+# Each forwards to nfsd at 127.0.0.1:2049 and writes its counters and log
+# to the control directory both guests share:
+# /results/ctl/responder-PORT.stats and /results/ctl/responder-PORT.log.
+# The responders run until the guest powers off. Other server scripts
+# set RESPONDER_INSTANCES and source this file.
+
+set -euo pipefail
+BIN=/src/tools/responder/target/release/rpcrdma-responder
+[ -x "$BIN" ] || { echo "no responder binary at $BIN (tools/responder/build.sh)"; exit 1; }
+RESPONDER_INSTANCES=${RESPONDER_INSTANCES:-"20050
+20051 --v1-only"}
+
+# nfsd sees the responder's TCP connections coming from 127.0.0.1: export
+# to it too, with the same options (and fsid) as to the client network.
+if ! grep -q '127\.0\.0\.1(' /etc/exports; then
+	sed -n 's#^\([^[:space:]]*\)[[:space:]][[:space:]]*[^(]*(#\1\t127.0.0.1(#p' /etc/exports >/tmp/exports.lo
+	cat /tmp/exports.lo >>/etc/exports
+	exportfs -ra
+	echo "exports: $(tr '\n' ' ' </etc/exports)"
+fi
+
+ports=()
+while read -r port args; do
+	[ -n "$port" ] || continue
+	# shellcheck disable=SC2086
+	setsid -f "$BIN" --port "$port" --stats "/results/ctl/responder-$port.stats" $args \
+		</dev/null >>"/results/ctl/responder-$port.log" 2>&1
+	ports+=("$port")
+done <<<"$RESPONDER_INSTANCES"
+for port in "${ports[@]}"; do
+	for ((i = 0; i < 50; i++)); do
+		[ -s "/results/ctl/responder-$port.stats" ] && break
+		sleep 0.1
+	done
+	[ -s "/results/ctl/responder-$port.stats" ] || { cat "/results/ctl/responder-$port.log"; exit 1; }
+	echo "responder on port $port: $(head -n 1 "/results/ctl/responder-$port.log")"
+done
