@@ -40,6 +40,11 @@ fault injection:
   --err-nth N:CODE       answer the Nth Call of each connection with
                          RDMA2_ERR_* CODE (1-10, or any number; v1: ERR_VERS
                          for 1, else ERR_CHUNK)
+  --err-every START:N:CODE
+                         after the first START Calls of each connection,
+                         answer every Nth Call with CODE (as --err-nth); the
+                         stats count a refused XID the client sends again
+                         (refused_resent: it must fail the RPC instead)
   --drop-nth N           never send the Nth reply of each connection
   --delay-nth N:MS       send the Nth reply MS milliseconds late
   --disconnect-after N   disconnect after N received messages
@@ -110,6 +115,23 @@ fn parse() -> Result<Option<Config>, String> {
             "--err-nth" => {
                 let (n, c) = pair(args.next(), &a)?;
                 cfg.opts.err_nth = Some((n, c.parse().map_err(|_| "--err-nth: bad CODE")?));
+            }
+            "--err-every" => {
+                let s = args.next().ok_or("--err-every needs START:N:CODE")?;
+                let v: Vec<&str> = s.split(':').collect();
+                let [start, n, code] = v[..] else {
+                    return Err("--err-every needs START:N:CODE".into());
+                };
+                let bad = |w: &str| format!("--err-every: bad {w}");
+                let n: u64 = n.parse().map_err(|_| bad("N"))?;
+                if n == 0 {
+                    return Err(bad("N (0)"));
+                }
+                cfg.opts.err_every = Some((
+                    start.parse().map_err(|_| bad("START"))?,
+                    n,
+                    code.parse().map_err(|_| bad("CODE"))?,
+                ));
             }
             "--drop-nth" => cfg.drop_nth = Some(num(args.next(), &a)?),
             "--delay-nth" => {

@@ -38,6 +38,9 @@ pub struct Options {
     pub continue_over: Option<usize>,
     /// Answer the Nth Call (1-based, per connection) with this error code.
     pub err_nth: Option<(u64, u32)>,
+    /// After the first `.0` Calls of each connection, answer every `.1`th
+    /// Call with error code `.2`.
+    pub err_every: Option<(u64, u64, u32)>,
     /// Relay nfsd's callbacks to the client as reverse-direction Calls.
     pub relay_callbacks: bool,
 }
@@ -52,6 +55,7 @@ impl Default for Options {
             max_data: (1 << 20) + 16384,
             continue_over: None,
             err_nth: None,
+            err_every: None,
             relay_callbacks: false,
         }
     }
@@ -607,14 +611,32 @@ impl ConnProto {
     fn admit(&mut self, call: Call, stats: &mut Stats) -> Action {
         self.calls += 1;
         stats.calls += 1;
-        if let Some((n, code)) = self.opts.err_nth {
-            if n == self.calls {
-                log::info(format_args!(
-                    "injecting error {code} for call {n} (xid {:#x})",
-                    call.xid
-                ));
-                return Action::Send(self.error(call.xid, code, stats));
+        if stats.refused.contains(call.xid) {
+            // A requester must fail an RPC that was answered with a
+            // transport error, not send it again (on any connection).
+            stats.refused_resent += 1;
+            log::info(format_args!(
+                "xid {:#x} was answered with an error and is sent again",
+                call.xid
+            ));
+        }
+        let inject = match (self.opts.err_nth, self.opts.err_every) {
+            (Some((n, code)), _) if n == self.calls => Some(code),
+            (_, Some((start, n, code)))
+                if self.calls > start && (self.calls - start).is_multiple_of(n) =>
+            {
+                Some(code)
             }
+            _ => None,
+        };
+        if let Some(code) = inject {
+            log::info(format_args!(
+                "injecting error {code} for call {} (xid {:#x})",
+                self.calls, call.xid
+            ));
+            stats.errors_injected += 1;
+            stats.refused.insert(call.xid);
+            return Action::Send(self.error(call.xid, code, stats));
         }
         if call.read_len() > self.opts.max_data as u64 {
             return Action::Send(self.error(call.xid, v2::ERR_SYSTEM, stats));

@@ -5,7 +5,39 @@
 
 #![forbid(unsafe_code)]
 
+use std::collections::{HashSet, VecDeque};
 use std::fmt::Write as _;
+
+/// XIDs answered with an injected transport error, so that a Call the
+/// client sends again after such an answer is seen (the most recent
+/// [`RefusedXids::CAP`]).
+#[derive(Clone, Debug, Default)]
+pub struct RefusedXids {
+    set: HashSet<u32>,
+    order: VecDeque<u32>,
+}
+
+impl RefusedXids {
+    /// How many XIDs are remembered.
+    pub const CAP: usize = 1 << 16;
+
+    /// Remembers `xid`.
+    pub fn insert(&mut self, xid: u32) {
+        if self.set.insert(xid) {
+            self.order.push_back(xid);
+            if self.order.len() > Self::CAP {
+                if let Some(old) = self.order.pop_front() {
+                    self.set.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// True if `xid` was answered with an injected error.
+    pub fn contains(&self, xid: u32) -> bool {
+        self.set.contains(&xid)
+    }
+}
 
 /// How a reply's data travelled.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,6 +58,8 @@ macro_rules! counters {
         #[derive(Clone, Debug, Default)]
         pub struct Stats {
             $(#[doc = $doc] pub $name: u64,)*
+            /// XIDs answered with an injected error (not a counter).
+            pub refused: RefusedXids,
         }
 
         impl Stats {
@@ -78,6 +112,8 @@ counters! {
     replies_delayed: "replies delayed (fault injection)",
     disconnects_injected: "disconnects injected",
     malformed_sent: "malformed messages sent (fault injection)",
+    errors_injected: "Calls answered with an injected error (--err-nth, --err-every)",
+    refused_resent: "Calls whose XID was answered with an injected error before",
 }
 
 impl Stats {

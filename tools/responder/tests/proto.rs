@@ -500,3 +500,56 @@ fn callbacks_relayed_both_ways() {
     assert_eq!(q.on_receive(&b, &mut st), vec![Action::Nothing]);
     assert!(q.reverse_call(&cb).is_none());
 }
+
+#[test]
+fn err_every_refuses_calls_and_counts_refused_xids_sent_again() {
+    let mut st = Stats::default();
+    let opts = Options {
+        err_every: Some((2, 3, 10)),
+        no_connprop: true,
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    let mut refused = Vec::new();
+    for xid in 1..=11u32 {
+        let a = p.on_receive(
+            &call_msg(
+                Protocol::V2,
+                xid,
+                0,
+                ChunkLists::EMPTY,
+                &rpc_call(xid, 3, 0),
+            ),
+            &mut st,
+        );
+        match &a[0] {
+            Action::Call(_) => {}
+            _ => {
+                let s = sends(&a);
+                // RDMA2_ERROR, F_RESPONSE, RDMA2_ERR_SYSTEM
+                assert_eq!(&s[0][3..6], &[4, 1, 10], "xid {xid}");
+                refused.push(xid);
+            }
+        }
+    }
+    // Calls 5, 8 and 11: after the first 2, every 3rd.
+    assert_eq!(refused, [5, 8, 11]);
+    assert_eq!(st.errors_injected, 3);
+    assert_eq!(st.refused_resent, 0);
+    // A new connection (the client reconnected) that sends a refused XID
+    // again is caught; other XIDs are not.
+    let mut q = ConnProto::new(Options::default(), client(4096));
+    for xid in [8u32, 9] {
+        let _ = q.on_receive(
+            &call_msg(
+                Protocol::V2,
+                xid,
+                0,
+                ChunkLists::EMPTY,
+                &rpc_call(xid, 3, 0),
+            ),
+            &mut st,
+        );
+    }
+    assert_eq!(st.refused_resent, 1);
+}
