@@ -305,6 +305,73 @@ pub fn plan_input(b: &mut Bytes<'_>) -> PlanInput {
     }
 }
 
+/// The bytes [`plan_input`] reads back as this description (for seeds).
+#[allow(clippy::too_many_arguments)]
+pub fn plan_bytes(
+    flags: u8,
+    max_segs: u8,
+    page_shift: u8,
+    max_mr_pages: u8,
+    call: Geometry,
+    reply: Geometry,
+    reply_buflen: u32,
+    inline: (u32, u32),
+) -> Vec<u8> {
+    let mut v = vec![flags, max_segs, page_shift.saturating_sub(12), max_mr_pages];
+    for g in [call, reply] {
+        for w in [g.head, g.page_base, g.page_len, g.tail] {
+            v.extend(w.to_be_bytes());
+        }
+    }
+    for w in [reply_buflen, inline.0, inline.1] {
+        v.extend(w.to_be_bytes());
+    }
+    assert_eq!(v.len(), PLAN_INPUT_LEN);
+    v
+}
+
+/// A reply a well-behaved responder sends for `plan` (registered as
+/// `segs`): `fill` of each Write / Reply chunk segment written, the RPC
+/// Reply message inline as far as the form says (for seeds).
+pub fn good_reply(plan: &ChunkPlan, segs: &[Segment], protocol: Protocol, xid: u32, fill: u32, inline_len: usize) -> Vec<u8> {
+    let (r, w) = (plan.read_ranges().len(), plan.write_ranges().len());
+    let cut = |s: &[Segment]| -> Vec<Segment> {
+        let mut left = fill;
+        s.iter()
+            .map(|g| {
+                let n = g.length.min(left);
+                left -= n;
+                Segment { length: n, ..*g }
+            })
+            .collect()
+    };
+    let write = cut(&segs[r..r + w]);
+    let reply = cut(&segs[r + w..]);
+    let writes: Vec<&[Segment]> = if write.is_empty() { vec![] } else { vec![&write] };
+    let long = !reply.is_empty() && fill > 0;
+    let spec = MsgSpec {
+        xid,
+        credit: if protocol == Protocol::V2 { 0x0020_0001 } else { 32 },
+        kind: if long { MsgKind::NoMsg } else { MsgKind::Msg },
+        flags: if protocol == Protocol::V2 { Flags::RESPONSE } else { Flags::NONE },
+        inv_handle: 0,
+        chunks: rpcrdma_proto::xdr::ChunkLists {
+            reads: &[],
+            writes: &writes,
+            reply: if long { Some(&reply) } else { None },
+        },
+    };
+    let mut buf = vec![0u8; 4096 + inline_len];
+    let n = header::encode_msg(&mut buf, protocol, &spec).expect("seed reply encodes");
+    buf.truncate(n);
+    if !long {
+        buf.extend(xid.to_be_bytes());
+        buf.extend(1u32.to_be_bytes());
+        buf.extend((0..inline_len).map(|i| i as u8));
+    }
+    buf
+}
+
 /// Registers a plan's ranges (simulated) and checks the Call header built
 /// from them: it decodes back to the same chunk lists (encode → decode).
 pub fn register(plan: &ChunkPlan, protocol: Protocol, remote_inv: bool) -> Vec<Segment> {
