@@ -8,6 +8,8 @@
 #   make check           every test: host, KUnit in a guest, guest integration
 #   make clippy          the module under clippy with the kernel's lints
 #   make demo            boot the two guests and show rpcrdma2 in use
+#   make fuzz            the long coverage-guided fuzz run (FUZZ_SECONDS per
+#                        target, default 900; FUZZ_TARGETS to choose)
 #   make clean
 
 # Default KDIR: the testbed kernel cached outside the repository.
@@ -21,7 +23,7 @@ CLIPPY_DRIVER ?= /usr/bin/clippy-driver
 
 KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN)
 
-.PHONY: all modules clippy kernel check demo bench host-test kunit integration clean
+.PHONY: all modules clippy kernel check demo bench host-test kunit integration fuzz clean
 
 all: modules
 
@@ -57,6 +59,12 @@ demo:
 # BENCH_ARGS: options of tools/testing/bench/run.sh, e.g. BENCH_ARGS='--repeats 5'
 bench:
 	tools/testing/bench/run.sh $(BENCH_ARGS)
+
+# The documented long fuzz run (fuzz/fuzz.sh long); figures in
+# fuzz/work/summary.txt.
+FUZZ_SECONDS ?= 900
+fuzz:
+	fuzz/fuzz.sh long $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 clean:
 	@if test -f $(KDIR)/Makefile; then $(KMAKE) clean; fi

@@ -117,6 +117,7 @@ build)
 smoke)
 	secs=${1:-25}
 	per=$(( (secs + ${#TARGETS[@]} - 1) / ${#TARGETS[@]} ))
+	cargo fmt --check || die "cargo fmt --check: run 'cargo fmt' in fuzz/"
 	build
 	scratch=$(mktemp -d)
 	trap 'rm -rf "$scratch"' EXIT

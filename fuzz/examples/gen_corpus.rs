@@ -32,7 +32,7 @@ fn header_seeds(r: &mut Rng) -> Vec<Vec<u8>> {
     for i in 0..72 {
         let mut buf = vec![0u8; 1 << 12];
         let n = match i % 6 {
-            0 | 1 | 2 => {
+            0..=2 => {
                 let m = OwnedMsg::gen(r, 3);
                 let n = m.encode(&mut buf).unwrap();
                 if m.kind == MsgKind::Msg {
@@ -122,26 +122,55 @@ fn rpc_desc(r: &mut Rng) -> (u8, u8, u8, u8, Geometry, Geometry, u32, (u32, u32)
     let (call, reply, flags) = match r.below(4) {
         // READ
         0 => (
-            Geometry { head: small(r), ..Default::default() },
-            Geometry { head: small(r), page_base: 0, page_len: pages, tail: 4 * r.below(3) as u32 },
+            Geometry {
+                head: small(r),
+                ..Default::default()
+            },
+            Geometry {
+                head: small(r),
+                page_base: 0,
+                page_len: pages,
+                tail: 4 * r.below(3) as u32,
+            },
             v2 | 4 | 8,
         ),
         // WRITE
         1 => (
-            Geometry { head: small(r), page_base: 4 * r.below(1024) as u32, page_len: pages, tail: 4 },
-            Geometry { head: small(r), ..Default::default() },
+            Geometry {
+                head: small(r),
+                page_base: 4 * r.below(1024) as u32,
+                page_len: pages,
+                tail: 4,
+            },
+            Geometry {
+                head: small(r),
+                ..Default::default()
+            },
             v2 | 2 | 8,
         ),
         // long call (big head, no DDP)
         2 => (
-            Geometry { head: 4 * (r.below(2000) as u32), ..Default::default() },
-            Geometry { head: small(r), ..Default::default() },
+            Geometry {
+                head: 4 * (r.below(2000) as u32),
+                ..Default::default()
+            },
+            Geometry {
+                head: small(r),
+                ..Default::default()
+            },
             v2 | 8,
         ),
         // long reply (READDIR into pages, not DDP)
         _ => (
-            Geometry { head: small(r), ..Default::default() },
-            Geometry { head: small(r), page_len: pages, ..Default::default() },
+            Geometry {
+                head: small(r),
+                ..Default::default()
+            },
+            Geometry {
+                head: small(r),
+                page_len: pages,
+                ..Default::default()
+            },
             v2 | 8,
         ),
     };
@@ -165,11 +194,20 @@ fn chunk_reply_seeds(r: &mut Rng) -> Vec<Vec<u8>> {
         let d = rpc_desc(r);
         let bytes = plan_bytes(d.0, d.1, d.2, d.3, d.4, d.5, d.6, d.7);
         let pi = plan_input(&mut Bytes(&bytes));
-        let Ok(plan) = chunks::plan(&pi.rpc, &pi.th, &pi.limits) else { continue };
+        let Ok(plan) = chunks::plan(&pi.rpc, &pi.th, &pi.limits) else {
+            continue;
+        };
         let segs = register(&plan, pi.th.protocol, pi.th.remote_invalidation);
         let fill = [u32::MAX, 1, 4095, 4096, 100][r.below(5)];
         let mut v = bytes;
-        v.extend(good_reply(&plan, &segs, pi.th.protocol, r.u32(), fill, r.below(64)));
+        v.extend(good_reply(
+            &plan,
+            &segs,
+            pi.th.protocol,
+            r.u32(),
+            fill,
+            r.below(64),
+        ));
         check_chunk_reply(&v);
         out.push(v);
     }
@@ -200,7 +238,11 @@ fn transport_seeds(r: &mut Rng) -> Vec<Vec<u8>> {
         v.extend(xid.to_be_bytes());
         v.extend(200u32.to_be_bytes());
         v.extend(500u32.to_be_bytes());
-        let proto = if force_v1 || i % 4 == 2 { Protocol::V1 } else { Protocol::V2 };
+        let proto = if force_v1 || i % 4 == 2 {
+            Protocol::V1
+        } else {
+            Protocol::V2
+        };
         let mut buf = vec![0u8; 256];
         if i % 4 == 2 {
             // svcrdma answers the v2 probe with ERR_VERS
@@ -216,9 +258,17 @@ fn transport_seeds(r: &mut Rng) -> Vec<Vec<u8>> {
         } else {
             let spec = MsgSpec {
                 xid,
-                credit: if proto == Protocol::V2 { 0x0020_0008 } else { 32 },
+                credit: if proto == Protocol::V2 {
+                    0x0020_0008
+                } else {
+                    32
+                },
                 kind: MsgKind::Msg,
-                flags: if proto == Protocol::V2 { Flags::RESPONSE } else { Flags::NONE },
+                flags: if proto == Protocol::V2 {
+                    Flags::RESPONSE
+                } else {
+                    Flags::NONE
+                },
                 ..Default::default()
             };
             let n = rpcrdma_proto::xdr::encode_msg(&mut buf, proto, &spec).unwrap();

@@ -100,7 +100,10 @@ pub fn check_header(input: &[u8]) {
     let h = match h {
         Err(e) => {
             assert!(e.offset <= input.len(), "error offset beyond input: {e:?}");
-            assert!(e.is_decode_error(), "decoder returned an encoder error: {e:?}");
+            assert!(
+                e.is_decode_error(),
+                "decoder returned an encoder error: {e:?}"
+            );
             let _ = e.to_string();
             let _ = (e.rdma1_err(), e.rdma2_err());
             return;
@@ -108,7 +111,11 @@ pub fn check_header(input: &[u8]) {
         Ok(h) => h,
     };
     let c = p.expect("decoded header has the common words");
-    assert_eq!((h.xid, h.credit, h.body.htype()), (c.xid, c.credit, c.htype), "decode vs peek");
+    assert_eq!(
+        (h.xid, h.credit, h.body.htype()),
+        (c.xid, c.credit, c.htype),
+        "decode vs peek"
+    );
     let expect = match d {
         Ok(Dispatch::V1) | Ok(Dispatch::V1FramedErrVers) => Protocol::V1,
         Ok(Dispatch::V2) => Protocol::V2,
@@ -119,7 +126,11 @@ pub fn check_header(input: &[u8]) {
     let _ = (h.credits(), h.is_err_vers(), h.is_credit_grant());
     match h.body {
         Body::Msg(m) => {
-            assert_eq!(h.hdr_len + m.payload.len(), input.len(), "payload does not end the input");
+            assert_eq!(
+                h.hdr_len + m.payload.len(),
+                input.len(),
+                "payload does not end the input"
+            );
             views_consistent(&m.chunks);
         }
         Body::NoMsg(m) => views_consistent(&m.chunks),
@@ -169,7 +180,10 @@ fn check_propset_view(s: &PropSet<'_>) {
     PropSet::encode(&mut w, &props).expect("a decoded property set re-encodes");
     let n = w.finish();
     assert_eq!(n, s.as_bytes().len() + 4, "re-encoded property set length");
-    assert!(out[4..n] == *s.as_bytes(), "property set re-encodes differently");
+    assert!(
+        out[4..n] == *s.as_bytes(),
+        "property set re-encodes differently"
+    );
     assert_eq!(out[..4], (props.len() as u32).to_be_bytes());
 }
 
@@ -216,7 +230,10 @@ pub fn check_pvtdata(input: &[u8]) {
         }
         Peer::Invalid(e) => {
             assert!(e.offset <= input.len(), "error offset beyond input: {e:?}");
-            assert!(first.is_some(), "invalid private data without an identifier");
+            assert!(
+                first.is_some(),
+                "invalid private data without an identifier"
+            );
         }
         Peer::Absent => assert!(first.is_none(), "identifier present but Absent"),
     }
@@ -278,7 +295,11 @@ pub fn plan_input(b: &mut Bytes<'_>) -> PlanInput {
         remote_invalidate: flags & 0x20 != 0,
         max_segs,
     };
-    let protocol = if flags & 1 != 0 { Protocol::V2 } else { Protocol::V1 };
+    let protocol = if flags & 1 != 0 {
+        Protocol::V2
+    } else {
+        Protocol::V1
+    };
     let peer = if flags & 0x40 != 0 {
         Peer::Valid(PrivateData {
             remote_invalidate: true,
@@ -333,7 +354,14 @@ pub fn plan_bytes(
 /// A reply a well-behaved responder sends for `plan` (registered as
 /// `segs`): `fill` of each Write / Reply chunk segment written, the RPC
 /// Reply message inline as far as the form says (for seeds).
-pub fn good_reply(plan: &ChunkPlan, segs: &[Segment], protocol: Protocol, xid: u32, fill: u32, inline_len: usize) -> Vec<u8> {
+pub fn good_reply(
+    plan: &ChunkPlan,
+    segs: &[Segment],
+    protocol: Protocol,
+    xid: u32,
+    fill: u32,
+    inline_len: usize,
+) -> Vec<u8> {
     let (r, w) = (plan.read_ranges().len(), plan.write_ranges().len());
     let cut = |s: &[Segment]| -> Vec<Segment> {
         let mut left = fill;
@@ -347,13 +375,25 @@ pub fn good_reply(plan: &ChunkPlan, segs: &[Segment], protocol: Protocol, xid: u
     };
     let write = cut(&segs[r..r + w]);
     let reply = cut(&segs[r + w..]);
-    let writes: Vec<&[Segment]> = if write.is_empty() { vec![] } else { vec![&write] };
+    let writes: Vec<&[Segment]> = if write.is_empty() {
+        vec![]
+    } else {
+        vec![&write]
+    };
     let long = !reply.is_empty() && fill > 0;
     let spec = MsgSpec {
         xid,
-        credit: if protocol == Protocol::V2 { 0x0020_0001 } else { 32 },
+        credit: if protocol == Protocol::V2 {
+            0x0020_0001
+        } else {
+            32
+        },
         kind: if long { MsgKind::NoMsg } else { MsgKind::Msg },
-        flags: if protocol == Protocol::V2 { Flags::RESPONSE } else { Flags::NONE },
+        flags: if protocol == Protocol::V2 {
+            Flags::RESPONSE
+        } else {
+            Flags::NONE
+        },
         inv_handle: 0,
         chunks: rpcrdma_proto::xdr::ChunkLists {
             reads: &[],
@@ -396,7 +436,11 @@ pub fn register(plan: &ChunkPlan, protocol: Protocol, remote_inv: bool) -> Vec<S
     let n = header::encode_msg(&mut buf, protocol, &spec).expect("planned Call header encodes");
     assert_eq!(n as u32, plan.header_len(), "plan's header length is exact");
     // An RDMA_MSG carries at least the RPC header's XID and msg_type.
-    let end = if plan.kind() == MsgKind::Msg { n + 8 } else { n };
+    let end = if plan.kind() == MsgKind::Msg {
+        n + 8
+    } else {
+        n
+    };
     buf[n..n + 4].copy_from_slice(&spec.xid.to_be_bytes());
     let h = header::decode(&buf[..end]).expect("planned Call header decodes");
     let (chunks, inv) = match h.body {
@@ -404,14 +448,25 @@ pub fn register(plan: &ChunkPlan, protocol: Protocol, remote_inv: bool) -> Vec<S
         Body::NoMsg(m) => (m.chunks, m.inv_handle),
         b => panic!("Call header decodes as {b:?}"),
     };
-    assert_eq!(inv, if protocol == Protocol::V2 { cc.inv_handle() } else { 0 });
+    assert_eq!(
+        inv,
+        if protocol == Protocol::V2 {
+            cc.inv_handle()
+        } else {
+            0
+        }
+    );
     let lists = cc.lists();
     let want = OwnedChunks {
         reads: lists.reads.to_vec(),
         writes: lists.writes.iter().map(|w| w.to_vec()).collect(),
         reply: lists.reply.map(|r| r.to_vec()),
     };
-    assert_eq!(OwnedChunks::from_view(&chunks), want, "Call chunk lists round trip");
+    assert_eq!(
+        OwnedChunks::from_view(&chunks),
+        want,
+        "Call chunk lists round trip"
+    );
     for (i, (s, r)) in segs.iter().zip(plan.ranges()).enumerate() {
         let want = if r.part == Part::WritePad {
             Invalidated::WritePad
@@ -463,12 +518,16 @@ pub fn check_reply(plan: &ChunkPlan, segs: &[Segment], h: &Header<'_>) {
                     assert!([head, tail].concat() == p);
                     assert_eq!(
                         u64::from(rpc_len),
-                        (p.len() as u64 + u64::from(written) + u64::from(pad)).min(u64::from(u32::MAX))
+                        (p.len() as u64 + u64::from(written) + u64::from(pad))
+                            .min(u64::from(u32::MAX))
                     );
                 }
                 ReplyData::Long { len } => {
                     assert!(payload.is_none(), "Long reply from RDMA_MSG");
-                    assert!(len > 0 && u64::from(len) <= total(plan.reply_ranges()), "overrun");
+                    assert!(
+                        len > 0 && u64::from(len) <= total(plan.reply_ranges()),
+                        "overrun"
+                    );
                 }
             }
         }
@@ -486,8 +545,16 @@ pub fn check_chunk_reply(input: &[u8]) {
         let _ = header::decode(msg);
         return;
     };
-    let _ = (plan.call(), plan.reply(), plan.send_layout(), plan.is_inline());
-    assert!(plan.read_ranges().len() + plan.write_ranges().len() + plan.reply_ranges().len() == plan.ranges().len());
+    let _ = (
+        plan.call(),
+        plan.reply(),
+        plan.send_layout(),
+        plan.is_inline(),
+    );
+    assert!(
+        plan.read_ranges().len() + plan.write_ranges().len() + plan.reply_ranges().len()
+            == plan.ranges().len()
+    );
     let segs = register(&plan, pi.th.protocol, pi.th.remote_invalidation);
     if let Ok(h) = header::decode(msg) {
         check_reply(&plan, &segs, &h);
@@ -564,7 +631,9 @@ pub fn check_transport(input: &[u8]) {
                 let xid = b.u32();
                 let pi = plan_input(&mut b);
                 let page_size = pi.limits.page_size;
-                if let Ok((cp, plan)) = t.prepare_rpc(xid, &pi.rpc, page_size, pi.limits.max_mr_pages) {
+                if let Ok((cp, plan)) =
+                    t.prepare_rpc(xid, &pi.rpc, page_size, pi.limits.max_mr_pages)
+                {
                     let segs = register(&plan, cp.protocol, t.thresholds().remote_invalidation);
                     if rpcs.len() >= 8 {
                         rpcs.remove(0);

@@ -27,6 +27,9 @@ phase_host() {
 	step "module: rustfmt --check" rustfmt --check --edition 2021 rpcrdma/rpcrdma2.rs
 	step "codec: fmt, clippy, tests, fuzz" xdr/check.sh
 	step "proto: fmt, clippy, tests" rpcrdma/proto/check.sh
+	# Coverage-guided (libFuzzer) smoke run of every decoder the wire
+	# reaches; the long run is `make fuzz` (Documentation/testing.rst).
+	step "fuzz: libFuzzer smoke run, all targets" fuzz/fuzz.sh smoke "${FUZZ_SMOKE_SECONDS:-25}"
 	step "KTAP checker self-test" tools/testing/kunit/selftest.sh
 }
 
