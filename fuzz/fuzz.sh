@@ -17,6 +17,13 @@
 #                                    logs in fuzz/work/TARGET.log, crashes
 #                                    in fuzz/artifacts/TARGET/; ends with a
 #                                    table of executions and coverage.
+#   fuzz.sh coverage [TARGET...]     source coverage that the corpora
+#                                    (fuzz/work/corpus/TARGET and the
+#                                    seeds) reach in xdr/ and
+#                                    rpcrdma/proto/: replays them through
+#                                    -Cinstrument-coverage builds; needs
+#                                    llvm-profdata/llvm-cov of LLVM >= 19
+#                                    (Debian: llvm-19; LLVM_COV_SUFFIX)
 #   fuzz.sh repro TARGET FILE...     run TARGET on saved inputs (a crash
 #                                    artifact), with a backtrace
 #   fuzz.sh seeds                    regenerate corpus/ from valid encodings
@@ -148,6 +155,32 @@ long)
 	header_line | tee work/summary.txt
 	for t in "${sel[@]}"; do summary "$t" "work/$t.log"; done | tee -a work/summary.txt
 	[ "$failed" = 0 ] || die "a fuzz target failed (see fuzz/artifacts/)"
+	;;
+coverage)
+	sel=("$@")
+	((${#sel[@]})) || sel=("${TARGETS[@]}")
+	sfx=${LLVM_COV_SUFFIX:--19}
+	command -v "llvm-cov$sfx" >/dev/null || die "no llvm-cov$sfx (apt-get install llvm${sfx})"
+	RUSTFLAGS="-Cinstrument-coverage --cfg fuzzing" CARGO_TARGET_DIR="$here/target/cov" \
+		"${NICE[@]}" cargo build --locked --release --target "$TRIPLE" --bins \
+		|| die "building the coverage binaries failed"
+	cbin=$here/target/cov/$TRIPLE/release
+	prof=$here/work/coverage
+	rm -rf "$prof"; mkdir -p "$prof"
+	objs=()
+	for t in "${sel[@]}"; do
+		dirs=("corpus/$t")
+		[ -d "work/corpus/$t" ] && dirs+=("work/corpus/$t")
+		LLVM_PROFILE_FILE="$prof/$t-%p.profraw" "${NICE[@]}" "$cbin/$t" -runs=0 \
+			"${dirs[@]}" >"$prof/$t.log" 2>&1 || die "replaying the $t corpus failed"
+		objs+=(-object "$cbin/$t")
+	done
+	"llvm-profdata$sfx" merge -sparse "$prof"/*.profraw -o "$prof/all.profdata"
+	# Library code only: the fuzz harness, std and self tests excluded.
+	"llvm-cov$sfx" report "${objs[@]:1}" -instr-profile="$prof/all.profdata" \
+		--ignore-filename-regex='(/\.cargo/|/rustc/|/fuzz/|selftest\.rs)' \
+		| tee "$prof/report.txt"
+	echo "fuzz.sh: line-by-line: llvm-cov$sfx show ${objs[*]:1} -instr-profile=$prof/all.profdata"
 	;;
 repro)
 	[ $# -ge 2 ] || die "usage: fuzz.sh repro TARGET FILE..."
