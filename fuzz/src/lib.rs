@@ -20,7 +20,7 @@ use rpcrdma_proto::xdr::header::{self, Body, Dispatch, Header, MsgKind, MsgSpec,
 use rpcrdma_proto::xdr::props::{PropSet, Property};
 use rpcrdma_proto::xdr::pvtdata::{self, Peer, PrivateData};
 use rpcrdma_proto::xdr::stream::XdrWriter;
-use rpcrdma_proto::xdr::{ChunkListsView, Flags};
+use rpcrdma_proto::xdr::{v1, v2, ChunkListsView, Flags};
 use rpcrdma_proto::{
     chunks, ChunkPlan, Config, Geometry, Invalidated, Limits, Part, Reply, ReplyData, Rpc,
     Thresholds, Transport, VersionPolicy,
@@ -96,6 +96,24 @@ pub fn check_header(input: &[u8]) {
         (Err(a), Err(b)) => assert_eq!(a, b, "dispatch and decode fail differently"),
         (Err(a), Ok(_)) => panic!("dispatch failed ({a:?}) but decode succeeded"),
         _ => {}
+    }
+    // The per-version decoders agree with the dispatching one.
+    if let Ok(c) = p {
+        match c.vers {
+            v1::VERSION => assert_eq!(v1::decode(input), h, "v1::decode vs decode"),
+            v2::VERSION if d != Ok(Dispatch::V1FramedErrVers) => {
+                assert_eq!(v2::decode(input), h, "v2::decode vs decode");
+                if let Ok(ref h) = h {
+                    let (dp, rest) = v2::decode_prefix(input).expect("prefix of a v2 header");
+                    assert_eq!(
+                        (dp.xid, dp.credit, dp.htype, dp.flags),
+                        (h.xid, h.credit, h.body.htype(), h.flags)
+                    );
+                    assert_eq!(rest.len() + v2::PREFIX_LEN, input.len());
+                }
+            }
+            _ => {}
+        }
     }
     let h = match h {
         Err(e) => {
