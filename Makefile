@@ -14,6 +14,8 @@
 #                        DESTDIR= stage it under another root
 #   make clippy-kunit    ... its KUnit variant
 #   make demo            boot the two guests and show rpcrdma2 in use
+#   make fuzz            the long coverage-guided fuzz run (FUZZ_SECONDS per
+#                        target, default 900; FUZZ_TARGETS to choose)
 #   make clean
 
 # Default KDIR: the testbed kernel cached outside the repository.
@@ -43,7 +45,7 @@ KMAKE_KUNIT = $(MAKE) -C $(KDIR) M=$(CURDIR)/$(KUNIT_BUILD) LLVM=$(LLVM) $(KMAKE
 	BINDGEN=$(BINDGEN) RPCRDMA2_KUNIT=1
 
 .PHONY: all modules modules-kunit kunit-tree clippy clippy-kunit install kernel check demo bench \
-	host-test kunit integration clean
+	host-test kunit integration fuzz clean
 
 all: modules
 
@@ -106,6 +108,12 @@ demo:
 # BENCH_ARGS: options of tools/testing/bench/run.sh, e.g. BENCH_ARGS='--repeats 5'
 bench:
 	tools/testing/bench/run.sh $(BENCH_ARGS)
+
+# The documented long fuzz run (fuzz/fuzz.sh long); figures in
+# fuzz/work/summary.txt.
+FUZZ_SECONDS ?= 900
+fuzz:
+	fuzz/fuzz.sh long $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 clean:
 	@if test -f $(KDIR)/Makefile; then $(KMAKE) clean; fi

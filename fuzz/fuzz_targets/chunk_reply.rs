@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! libFuzzer target `chunk_reply`: see `rpcrdma2_fuzz::check_chunk_reply`.
+
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| rpcrdma2_fuzz::check_chunk_reply(data));
