@@ -19,6 +19,8 @@
 //!   inline / Write / Reply chunk), chunk lists from registered
 //!   segments, validation of replies that use chunks, remote
 //!   invalidation;
+//! * [`backchannel`]: reverse-direction Calls (RFC 8167): what to do
+//!   with one, the header and size of its reply;
 //! * [`conn`]: [`Transport`], which ties them together and is what the
 //!   glue calls;
 //! * [`config`], [`errno`]; [`selftest`] for KUnit.
@@ -30,6 +32,7 @@
 //! `pub mod xdr;` and the host crate (`host.rs`) with a `#[path]`.
 //! Documentation/design-proto.rst describes the design.
 
+pub mod backchannel;
 pub mod chunks;
 pub mod config;
 pub mod conn;
