@@ -8,6 +8,7 @@
 //! QP and destroys the id). Its handlers reach the transport through an
 //! [`XprtRef`].
 
+use crate::backchannel::Backchannel;
 use crate::ib::cm::{CmEvent, CmHandler, CmId, ConnParam, SockAddr};
 use crate::ib::dma::{DmaBuf, DmaDir};
 use crate::ib::mr::{self, FrwrCaps, Mr, MrAccess, MrPool, MrState, MrWr, PageSeg, Segment};
@@ -55,8 +56,6 @@ pub struct ConnStats {
     pub reply_bytes: AtomicU64,
     /// Calls or replies too large for the inline path.
     pub too_big: AtomicU64,
-    /// Backchannel calls received and dropped (not supported yet).
-    pub bc_dropped: AtomicU64,
     /// Sends refused for lack of v2 credits (waited for buffer space).
     pub no_credits: AtomicU64,
     /// Read chunk segments sent (C: `read_chunk_count`).
@@ -463,6 +462,8 @@ pub struct QpState {
     recvs: SpinLock<Stack<RecvBuf>>,
     proto: Arc<ProtoState>,
     stats: Arc<ConnStats>,
+    /// Where reverse-direction Calls go.
+    bc: Arc<Backchannel>,
     /// Chunk registrations by request slot.
     #[pin]
     regs: SpinLock<KVec<Regs>>,
@@ -483,6 +484,7 @@ impl ConnQp {
         nrecv: usize,
         proto: Arc<ProtoState>,
         stats: Arc<ConnStats>,
+        bc: Arc<Backchannel>,
         sizing: RegSizing,
     ) -> Result<Self> {
         let mut regs = KVec::with_capacity(sizing.slots, GFP_KERNEL)?;
@@ -502,6 +504,7 @@ impl ConnQp {
                 recvs <- new_spinlock!(Stack::with_capacity(nrecv)?),
                 proto,
                 stats,
+                bc,
                 regs <- new_spinlock!(regs),
                 chunking <- new_spinlock!(None),
                 chains <- new_spinlock!(chains),
@@ -990,12 +993,7 @@ impl QpState {
                     rqst.retry(&self.xprt, EAGAIN.to_errno());
                 });
             }
-            Reply::ReverseCall { xid, .. } => {
-                self.stats.bc_dropped.fetch_add(1, Relaxed);
-                if crate::sunrpc::ratelimit() {
-                    pr_warn!("backchannel: callback xid {:#010x} dropped (backchannel calls are not supported yet)\n", xid);
-                }
-            }
+            Reply::ReverseCall { xid, payload } => self.bc.receive_call(&self.xprt, xid, payload),
             Reply::Control(_) => {}
             Reply::Drop(cause) => {
                 let unsolicited_error = matches!(cause, proto::Cause::RdmaError { .. });
@@ -1091,6 +1089,7 @@ impl Conn {
         xprt: &dyn Fn() -> XprtRef,
         proto_state: &Arc<ProtoState>,
         stats: &Arc<ConnStats>,
+        bc: &Arc<Backchannel>,
     ) -> Result<Conn> {
         let (config, plan) = {
             let mut p = proto_state.lock();
@@ -1135,6 +1134,7 @@ impl Conn {
             nrecv as usize,
             proto_state.clone(),
             stats.clone(),
+            bc.clone(),
             RegSizing {
                 slots: config.max_requests as usize,
                 mrs_per_rpc,
@@ -1548,6 +1548,27 @@ impl Conn {
         if let Some(r) = q.regs.lock().get_mut(i) {
             r.reset();
         }
+    }
+
+    /// Posts one signalled Send that `fill` writes into a Send buffer
+    /// (returning the length used): for messages that are not Calls (the
+    /// backchannel's replies). `ENOBUFS` if no Send buffer is free.
+    pub fn post_send(&self, fill: impl FnOnce(&mut [u8]) -> Result<usize>) -> Result {
+        let q = &self.ep.qp().handler().0;
+        let Some(mut sb) = q.sends.lock().pop() else {
+            return Err(crate::errno::enobufs());
+        };
+        match fill(sb.buf.as_mut_slice()) {
+            Ok(len) => sb.len = len,
+            Err(e) => {
+                let _ = q.sends.lock().push(sb);
+                return Err(e);
+            }
+        }
+        sb.buf.sync_for_device(sb.len);
+        self.ep
+            .qp()
+            .post_send_one(SendWr::send(SendOpCtx::Buf(sb)).signaled())
     }
 
     /// Starts a disconnect (the drop of the connection completes it).

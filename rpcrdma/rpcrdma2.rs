@@ -14,6 +14,7 @@
 
 use kernel::prelude::*;
 
+pub mod backchannel;
 pub mod bindings;
 pub mod conn;
 pub mod errno;

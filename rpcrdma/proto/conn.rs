@@ -366,7 +366,8 @@ impl Transport {
             Err(CallError::NoCredits) => return Err(ReplyError::NoCredits),
             Err(_) => return Err(ReplyError::NotConnected),
         };
-        backchannel::fit_reply(&self.thresholds, protocol, reply_len).map_err(ReplyError::TooBig)?;
+        backchannel::fit_reply(&self.thresholds, protocol, reply_len)
+            .map_err(ReplyError::TooBig)?;
         let credit = match protocol {
             // Our backchannel window (C: rb_bc_srv_max_requests).
             Protocol::V1 => {

@@ -5,6 +5,7 @@
 //! Together with `ib`, this is the only place in the module that touches
 //! raw pointers or calls C directly.
 
+pub mod bc;
 pub mod xprt;
 
 use crate::bindings;

@@ -35,8 +35,19 @@ fn v1_up(bc: u32) -> Transport {
 /// RPC CALL for the NFSv4 callback program.
 fn v1_cb_call(xid: u32, credit: u32) -> Vec<u8> {
     bytes(&[
-        xid, 1, credit, 0, 0, 0, 0, // transport header
-        xid, 0, 2, 0x4000_0000, 1, 1, // RPC CALL, rpcvers, prog, vers, proc
+        xid,
+        1,
+        credit,
+        0,
+        0,
+        0,
+        0, // transport header
+        xid,
+        0,
+        2,
+        0x4000_0000,
+        1,
+        1, // RPC CALL, rpcvers, prog, vers, proc
     ])
 }
 
@@ -171,10 +182,27 @@ fn v2_reverse_call_and_reply() {
     let call = t.prepare_call(9, 100, 100).unwrap();
     assert!(call.probe);
     let reply = bytes(&[9, 2, 0x0001_0020, 0, 1, 0, 0, 0, 0, 9, 1, 0, 0, 0, 0]);
-    assert!(matches!(t.receive(&reply).reply, Reply::Deliver { xid: 9, .. }));
+    assert!(matches!(
+        t.receive(&reply).reply,
+        Reply::Deliver { xid: 9, .. }
+    ));
     // A v2 reverse-direction Call: F_RESPONSE clear, msg_type CALL.
     let cb = bytes(&[
-        0x77, 2, 0x0001_0020, 0, 0, 0, 0, 0, 0, 0x77, 0, 2, 0x4000_0000, 1, 1,
+        0x77,
+        2,
+        0x0001_0020,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0x77,
+        0,
+        2,
+        0x4000_0000,
+        1,
+        1,
     ]);
     assert!(matches!(
         t.receive(&cb).reply,
