@@ -16,8 +16,8 @@
 //! size limits, the Receives it needs) are in [`crate::proto::backchannel`].
 
 use crate::conn::{Conn, ProtoState};
-use crate::proto::backchannel::{self as bcp, CallVerdict, ReplyError};
 use crate::proto;
+use crate::proto::backchannel::{self as bcp, CallVerdict, ReplyError};
 use crate::sunrpc::bc::{self, BcRqst, BUF_SIZE};
 use crate::sunrpc::xprt::{Rqst, Xprt};
 use crate::xdr::header;
@@ -138,7 +138,10 @@ impl Backchannel {
         match bcp::check_call(payload.len(), limit, outstanding, service) {
             CallVerdict::Serve => {}
             CallVerdict::NoService => {
-                return self.drop_call(xid, "no callback service (no NFSv4.1 session set up a backchannel)");
+                return self.drop_call(
+                    xid,
+                    "no callback service (no NFSv4.1 session set up a backchannel)",
+                );
             }
             CallVerdict::TooBig { .. } => {
                 return self.drop_call(xid, "larger than a backchannel buffer");

@@ -437,7 +437,7 @@ impl Transport for RdmaXprt {
     fn bc_max_payload(this: &XprtBox<Self>) -> usize {
         // As the C client: the smaller inline threshold, at most a page,
         // less the minimal transport header.
-        let t = this.data.proto.lock().thresholds().clone();
+        let t = *this.data.proto.lock().thresholds();
         crate::backchannel::max_payload(&t)
     }
 
@@ -483,7 +483,10 @@ impl Transport for RdmaXprt {
             Err(e) if e == crate::errno::enotconn() => Err(e),
             Err(e) => {
                 if crate::sunrpc::ratelimit() {
-                    pr_err!("backchannel: posting a reply failed ({:?}), reconnecting\n", e);
+                    pr_err!(
+                        "backchannel: posting a reply failed ({:?}), reconnecting\n",
+                        e
+                    );
                 }
                 Self::close(this);
                 Err(crate::errno::enotconn())

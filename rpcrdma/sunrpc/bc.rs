@@ -75,7 +75,10 @@ impl BcRqst {
     /// `rq_snd_buf` is the empty Reply buffer, as `svc_process_bc`
     /// expects. Fails with `EMSGSIZE` if the Call exceeds [`BUF_SIZE`].
     pub fn load(&mut self, xprt: &Xprt, xid: u32, call: &[u8]) -> Result {
-        let dst = self.call.get_mut(..call.len()).ok_or(crate::errno::emsgsize())?;
+        let dst = self
+            .call
+            .get_mut(..call.len())
+            .ok_or(crate::errno::emsgsize())?;
         dst.copy_from_slice(call);
         let cbase = self.call.as_mut_ptr();
         let rbase = self.reply.as_mut_ptr();
