@@ -18,8 +18,15 @@
 #   4. the delegation is gone from the server's states; the file reads
 #      back with the server's write;
 #   5. mountstats counts the callbacks served and the replies sent
-#      (rpcrdma2's xprt fields), none dropped; the kernel logged no
-#      warnings and no failed backchannel replies.
+#      (rpcrdma2's xprt fields), none dropped;
+#   6. (NFSv4.1) reconnect during a recall: a disconnect is injected
+#      (fail_sunrpc) at the first transmission after the server starts the
+#      recall -- the callback's reply or the DELEGRETURN -- so the
+#      connection drops while the callback is outstanding; the client
+#      reconnects, the recall still completes (within 20 s) and the
+#      callback path is UP again afterwards (a second recall completes in
+#      under a second);
+#   7. the kernel logged no warnings and no backchannel overflow.
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -53,6 +60,52 @@ no_deleg() { (($(deleg_count) == 0)); }
 bc_stats() {
 	awk -v m="$1" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $(NF-2), $(NF-1), $NF; exit}' \
 		/proc/self/mountstats
+}
+
+F=/sys/kernel/debug/fail_sunrpc
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+
+# recall VERS NAME FILE LIMIT_MS: hold a read delegation on FILE, have the
+# server write to it, and require the write to finish within LIMIT_MS.
+# With INJECT=1, the first transmission after the write starts drops the
+# connection.
+recall() {
+	local vers=$1 name=$2 file=$3 limit=$4 ms
+	echo "reference" >"$MNT/$file"
+	sync
+	tb_drop_caches
+	exec 3<"$MNT/$file"
+	head -c 5 <&3 >/dev/null
+	wait_for 10 has_deleg || tb_die "vers=$vers ($name): no delegation granted; server state:
+$(server_state)"
+	rm -f "$CTL/srv-done.$name"
+	if [ "${INJECT:-0}" = 1 ]; then
+		echo 0 >"$F/verbose"
+		echo 0 >"$F/probability"
+		echo 1 >"$F/interval"
+		echo 1 >"$F/times"
+		echo 100 >"$F/probability"
+	fi
+	echo "$file" >"$CTL/srv-req.$name"
+	wait_for 60 test -e "$CTL/srv-done.$name" || tb_die "vers=$vers ($name): the server's conflicting write did not finish in 60 s"
+	echo 0 >"$F/probability" 2>/dev/null || true
+	ms=$(cat "$CTL/srv-done.$name")
+	exec 3<&-
+	tb_log "vers=$vers ($name): the server's conflicting write took $ms ms"
+	((ms < limit)) || tb_die "vers=$vers ($name): the recall took $ms ms (limit $limit)"
+	wait_for 10 no_deleg || tb_die "vers=$vers ($name): the server still lists a delegation"
+}
+
+reconnect_during_recall() {
+	local vers=$1 before after
+	before=$(dmesg | grep -c "rpcrdma2: connected to" || true)
+	INJECT=1 recall "$vers" inject deleg-inject 20000
+	after=$(dmesg | grep -c "rpcrdma2: connected to" || true)
+	dmesg | grep -q "rpcrdma2: inject_disconnect: disconnecting" || tb_die "vers=$vers: no disconnect was injected"
+	((after > before)) || tb_die "vers=$vers: no reconnect after the injected disconnect ($before -> $after connects)"
+	wait_for 30 callback_up || tb_die "vers=$vers: the callback path is not UP after the reconnect: $(server_state | grep callback)"
+	recall "$vers" after-reconnect deleg-after 1000
+	tb_log "vers=$vers: recall across a reconnect completed; callbacks work on the new connection"
 }
 
 tb_step "insmod rpcrdma2.ko" insmod "$KO"
@@ -93,11 +146,14 @@ $(server_state)"
 	((served >= 2)) || tb_die "vers=$vers: mountstats counts $served callbacks served (CB_NULL and CB_RECALL at least)"
 	((replies >= served)) || tb_die "vers=$vers: $replies replies for $served callbacks"
 	((dropped == 0)) || tb_die "vers=$vers: $dropped callbacks or replies dropped"
-	rm -f "$MNT/$f"
+	if [ "$vers" = 4.1 ] && [ -d "$F" ]; then
+		reconnect_during_recall "$vers"
+	fi
+	rm -f "$MNT/"deleg-*
 	tb_umount "$MNT"
 done
 
-if dmesg | grep -E "WARNING:|BUG:|Oops|backchannel.*dropped|Could not send backchannel reply|RPC/RDMA backchannel overflow"; then
+if dmesg | grep -E "WARNING:|BUG:|Oops|RPC/RDMA backchannel overflow|backchannel: (the reply|posting)"; then
 	tb_die "kernel warnings or backchannel failures (above)"
 fi
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2

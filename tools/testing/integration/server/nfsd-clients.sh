@@ -14,6 +14,9 @@
 #     a client holds (nfsd sends CB_RECALL and the open waits until the
 #     delegation is returned, or lease-break-time). The time the open and
 #     write took, in milliseconds, goes to /results/ctl/srv-done.NAME.
+#
+# It also ends nfsd's grace period at once: nfsd grants no delegations
+# while clients may still reclaim state (90 s after it starts).
 
 set -euo pipefail
 
@@ -47,6 +50,8 @@ serve_requests() {
 	done
 }
 
+echo Y >/proc/fs/nfsd/v4_end_grace
+echo "nfsd grace period ended: v4_end_grace=$(cat /proc/fs/nfsd/v4_end_grace)"
 (
 	while :; do
 		snapshot >"$CTL/nfsd-clients.tmp"
