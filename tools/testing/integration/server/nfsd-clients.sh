@@ -15,8 +15,8 @@
 #     delegation is returned, or lease-break-time). The time the open and
 #     write took, in milliseconds, goes to /results/ctl/srv-done.NAME.
 #
-# It also ends nfsd's grace period at once: nfsd grants no delegations
-# while clients may still reclaim state (90 s after it starts).
+# nfsd's delegation and callback tracepoints (nfsd_deleg_*, nfsd_cb_*,
+# nfsd_open) go to /results/ctl/server-trace.txt.
 
 set -euo pipefail
 
@@ -50,12 +50,19 @@ serve_requests() {
 	done
 }
 
-echo Y >/proc/fs/nfsd/v4_end_grace
-echo "nfsd grace period ended: v4_end_grace=$(cat /proc/fs/nfsd/v4_end_grace)"
+T=/sys/kernel/tracing
+mountpoint -q "$T" || mount -t tracefs nodev "$T"
+echo 4096 >"$T/buffer_size_kb"
+for d in "$T"/events/nfsd/nfsd_deleg_* "$T"/events/nfsd/nfsd_cb_* "$T"/events/nfsd/nfsd_open; do
+	echo 1 >"$d/enable"
+done
+echo 1 >"$T/tracing_on"
 (
 	while :; do
 		snapshot >"$CTL/nfsd-clients.tmp"
 		mv "$CTL/nfsd-clients.tmp" "$CTL/nfsd-clients.txt"
+		cat "$T/trace" >"$CTL/server-trace.tmp"
+		mv "$CTL/server-trace.tmp" "$CTL/server-trace.txt"
 		serve_requests
 		[ -e "$CTL/client.finished" ] && exit 0
 		sleep 0.2
