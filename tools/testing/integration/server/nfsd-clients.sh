@@ -7,7 +7,7 @@
 #
 #   * every 0.2 s, /results/ctl/nfsd-clients.txt gets the info and states
 #     files of every client in /proc/fs/nfsd/clients (callback state,
-#     delegations, opens);
+#     delegations, opens) and the server's /proc/locks (leases);
 #   * a file /results/ctl/srv-req.NAME holding a path relative to the
 #     export asks for a conflicting access: the server appends a line to
 #     that file locally. Opening it for writing breaks any read delegation
@@ -16,7 +16,8 @@
 #     write took, in milliseconds, goes to /results/ctl/srv-done.NAME.
 #
 # nfsd's delegation and callback tracepoints (nfsd_deleg_*, nfsd_cb_*,
-# nfsd_open) go to /results/ctl/server-trace.txt.
+# nfsd_open) and the lease ones (generic_add_lease, break_lease_*) go to
+# /results/ctl/server-trace.txt.
 
 set -euo pipefail
 
@@ -32,6 +33,8 @@ snapshot() {
 		echo "--- states"
 		cat "$d/states" 2>/dev/null || true
 	done
+	echo "=== /proc/locks"
+	cat /proc/locks 2>/dev/null || true
 }
 
 serve_requests() {
@@ -50,10 +53,25 @@ serve_requests() {
 	done
 }
 
+# nfsd grants no delegation while any lock manager of the namespace is in
+# its grace period (nfs4_open_delegation: locks_in_grace), and lockd's
+# lasts the NFSv4 lease time, 90 s, from nfsd's start. Restart nfsd with
+# a 10-second lockd grace period and wait it out. (nfsd's own NFSv4 grace
+# period is skipped: nfsdcld has no clients to reclaim.)
+echo 10 >/proc/sys/fs/nfs/nlm_grace_period
+rpc.nfsd 0
+rpc.nfsd
+grep -q "^rdma" /proc/fs/nfsd/portlist || echo "rdma ${NFS_RDMA_PORT:-20049}" >/proc/fs/nfsd/portlist
+grep -q "^rdma" /proc/fs/nfsd/portlist
+echo "nfsd restarted with nlm_grace_period=$(cat /proc/sys/fs/nfs/nlm_grace_period): $(tr '\n' ' ' </proc/fs/nfsd/portlist)"
+sleep 12
+
 T=/sys/kernel/tracing
 mountpoint -q "$T" || mount -t tracefs nodev "$T"
 echo 4096 >"$T/buffer_size_kb"
-for d in "$T"/events/nfsd/nfsd_deleg_* "$T"/events/nfsd/nfsd_cb_* "$T"/events/nfsd/nfsd_open; do
+for d in "$T"/events/nfsd/nfsd_deleg_* "$T"/events/nfsd/nfsd_cb_* "$T"/events/nfsd/nfsd_open \
+	"$T"/events/filelock/generic_add_lease "$T"/events/filelock/break_lease_*; do
+	[ -d "$d" ] || continue
 	echo 1 >"$d/enable"
 done
 echo 1 >"$T/tracing_on"
