@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# integration-test: rpcrdma2 backchannel: NFSv4.1/4.2 callbacks over RDMA (CB_NULL, delegations, CB_RECALL)
+# integration-test: rpcrdma2 backchannel: NFSv4.1/4.2 callbacks over RDMA (delegations, CB_RECALL, reconnect during a recall)
 # run.sh-options: --server-script tools/testing/integration/server/nfsd-clients.sh
 #
 # Client script for tools/testing/vm/run.sh, with the server publishing
