@@ -14,6 +14,7 @@
 
 use kernel::prelude::*;
 
+pub mod backchannel;
 pub mod bindings;
 // What 6.12's kernel crate lacks (the KUnit kit among it: first, for the
 // suites that use its macros).

@@ -9,6 +9,8 @@
 #include <linux/sunrpc/clnt.h>
 #include <linux/sunrpc/xprt.h>
 #include <linux/sunrpc/auth.h>
+#include <linux/sunrpc/bc_xprt.h>
+#include <linux/sunrpc/svc.h>
 #include <linux/gfp.h>
 #include <linux/workqueue.h>
 
@@ -168,4 +170,69 @@ int rpcrdma2_shim_fill_sparse_pages(struct xdr_buf *buf)
 			return -ENOBUFS;
 	}
 	return 0;
+}
+
+/*
+ * The backchannel (NFSv4.1 callbacks). bc_prealloc(), lwq_enqueue() and
+ * the RPC_BC_PA_IN_USE bit operations are static inlines; xprt->bc_serv
+ * exists only with CONFIG_SUNRPC_BACKCHANNEL.
+ */
+#if IS_ENABLED(CONFIG_SUNRPC_BACKCHANNEL)
+bool rpcrdma2_shim_rqst_is_bc(struct rpc_rqst *rqst)
+{
+	return bc_prealloc(rqst);
+}
+
+bool rpcrdma2_shim_bc_has_service(struct rpc_xprt *xprt)
+{
+	return READ_ONCE(xprt->bc_serv) != NULL;
+}
+
+/*
+ * Hands a reverse-direction Call (rq_rcv_buf and rq_private_buf set up) to
+ * the transport's callback service, as xprt_complete_bc_request() does for
+ * the preallocated requests of the socket transports: marked in use (so
+ * that xprt_release() gives it back through ->bc_free_rqst), a transport
+ * reference for the request, queued, an idle callback thread woken.
+ */
+bool rpcrdma2_shim_bc_queue(struct rpc_rqst *rqst)
+{
+	struct rpc_xprt *xprt = rqst->rq_xprt;
+	struct svc_serv *serv = READ_ONCE(xprt->bc_serv);
+
+	if (!serv)
+		return false;
+	set_bit(RPC_BC_PA_IN_USE, &rqst->rq_bc_pa_state);
+	xprt_get(xprt);
+	lwq_enqueue(&rqst->rq_bc_list, &serv->sv_cb_list);
+	svc_pool_wake_idle_thread(&serv->sv_pools[0]);
+	return true;
+}
+#else
+bool rpcrdma2_shim_rqst_is_bc(struct rpc_rqst *rqst)
+{
+	return false;
+}
+
+bool rpcrdma2_shim_bc_has_service(struct rpc_xprt *xprt)
+{
+	return false;
+}
+
+bool rpcrdma2_shim_bc_queue(struct rpc_rqst *rqst)
+{
+	return false;
+}
+#endif
+
+/* __xprt_put_cong() needs transport_lock; xprt_release_rqst_cong() does
+ * not take it (it is the ->release_request op, called under it). */
+void rpcrdma2_shim_put_cong(struct rpc_rqst *rqst)
+{
+	struct rpc_xprt *xprt = rqst->rq_xprt;
+
+	spin_lock(&xprt->transport_lock);
+	if (rqst->rq_task)
+		xprt_release_rqst_cong(rqst->rq_task);
+	spin_unlock(&xprt->transport_lock);
 }

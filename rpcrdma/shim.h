@@ -47,6 +47,12 @@ struct xdr_buf;
 bool rpcrdma2_shim_rqst_ddp_allowed(struct rpc_rqst *rqst);
 int rpcrdma2_shim_fill_sparse_pages(struct xdr_buf *buf);
 
+/* The backchannel (see shim.c). */
+bool rpcrdma2_shim_rqst_is_bc(struct rpc_rqst *rqst);
+bool rpcrdma2_shim_bc_has_service(struct rpc_xprt *xprt);
+bool rpcrdma2_shim_bc_queue(struct rpc_rqst *rqst);
+void rpcrdma2_shim_put_cong(struct rpc_rqst *rqst);
+
 /* The connect worker: a delayed work on system_long_wq (6.12's Rust has
  * no delayed work). It calls rpcrdma2_rs_connect_worker(). */
 void rpcrdma2_shim_init_connect_work(struct delayed_work *dwork);

@@ -6,10 +6,12 @@
 //! pool of preallocated slots, each with its Call and Reply buffers, so
 //! the send path does not allocate.
 
+use crate::backchannel::Backchannel;
 use crate::bindings;
 use crate::conn::{Conn, ConnStats, ProtoState};
 use crate::proto;
-use crate::sunrpc::xprt::{self, SeqFile, SlotBox, Task, Transport, XprtBox};
+use crate::sunrpc::bc::{self, BcRqst};
+use crate::sunrpc::xprt::{self, Rqst, SeqFile, SlotBox, Task, Transport, XprtBox};
 use crate::sunrpc::XprtCreate;
 use core::pin::Pin;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -26,7 +28,7 @@ pub const DEFAULT_MAX_REQUESTS: u16 = 128;
 pub const MAX_PAYLOAD: usize = 257 << kernel::page::PAGE_SHIFT;
 /// Backchannel slots offered to NFSv4.1 (the C client's
 /// RPCRDMA_BACKWARD_WRS >> 1).
-const BC_SLOTS: u32 = 16;
+const BC_SLOTS: u32 = proto::backchannel::SLOTS;
 
 /// Initial reconnect delay (the C client's RPCRDMA_INIT_REEST_TO), seconds.
 const REESTABLISH_TIMEOUT_S: usize = 5;
@@ -113,6 +115,8 @@ pub struct RdmaXprt {
     /// Protocol state: negotiation, credits, thresholds (survives
     /// reconnects; shared with the connection's handlers).
     proto: Arc<ProtoState>,
+    /// NFSv4.1 callbacks (shared with the connection's reply handler).
+    bc: Arc<Backchannel>,
 }
 
 impl RdmaXprt {
@@ -125,6 +129,7 @@ impl RdmaXprt {
             stats: Stats::default(),
             conn_stats: Arc::new(ConnStats::default(), GFP_KERNEL)?,
             proto: Arc::pin_init(new_spinlock!(proto::Transport::new(Self::config(max_reqs))), GFP_KERNEL)?,
+            bc: Backchannel::new()?,
         }? Error)
     }
 
@@ -137,6 +142,10 @@ impl RdmaXprt {
                 proto::VersionPolicy::TryV2
             },
             max_requests: max_reqs.into(),
+            // Receives for the backchannel are provisioned on every
+            // connection (C: RPCRDMA_BACKWARD_WRS in the Receive Queue),
+            // so a session's backchannel needs no new QP.
+            bc_requests: BC_SLOTS,
             // Advertise the R bit (RFC 8797): the server may invalidate
             // an MR with Send With Invalidate.
             remote_invalidate: true,
@@ -350,13 +359,15 @@ impl Transport for RdmaXprt {
         // (never: a failed MR is orphaned and replaced with the next
         // connection's pool), orphaned, allocated, local_inv_needed,
         // empty_sendctx_q, a constant 0 (was reply_waits_for_send); then
-        // one field of rpcrdma2's own: MRs the server invalidated
-        // (remote invalidation), which C does not count.
+        // fields of rpcrdma2's own: MRs the server invalidated (remote
+        // invalidation), which C does not count; backchannel Calls
+        // served (C counts bcall_count but does not print it), replies
+        // sent, Calls or replies dropped.
         let _ = this.xprt().write_generic_stats(seq);
         let ld = |a: &core::sync::atomic::AtomicU64| a.load(Relaxed);
         let _ = writeln!(
             seq,
-            "{} {} {} {} {} {} {} {} {} {} {} 0 {} {} {} {} 0 {}",
+            "{} {} {} {} {} {} {} {} {} {} {} 0 {} {} {} {} 0 {} {} {} {}",
             ld(&c.read_chunks),
             ld(&c.write_chunks),
             ld(&c.reply_chunks),
@@ -373,6 +384,9 @@ impl Transport for RdmaXprt {
             ld(&c.local_inv),
             ld(&s.empty_sendq) + ld(&c.no_mrs),
             ld(&c.remote_inv),
+            ld(&this.data.bc.stats.calls),
+            ld(&this.data.bc.stats.replies),
+            ld(&this.data.bc.stats.dropped),
         );
     }
 
@@ -399,6 +413,7 @@ impl Transport for RdmaXprt {
                 &|| this.xprt_ref(),
                 &this.data.proto,
                 &this.data.conn_stats,
+                &this.data.bc,
             )
         });
         xprt::clear_connecting(xprt);
@@ -423,25 +438,76 @@ impl Transport for RdmaXprt {
     fn bc_max_payload(this: &XprtBox<Self>) -> usize {
         // As the C client: the smaller inline threshold, at most a page,
         // less the minimal transport header.
-        let limit = this
-            .data
-            .current_conn()
-            .map_or(proto::Config::DEFAULT.inline_send, |c| {
-                c.limits.send.min(c.limits.recv)
-            });
-        (limit as usize)
-            .min(kernel::page::PAGE_SIZE)
-            .saturating_sub(28)
+        let t = *this.data.proto.lock().thresholds();
+        crate::backchannel::max_payload(&t)
     }
 
     fn bc_num_slots(_this: &XprtBox<Self>) -> u32 {
         BC_SLOTS
     }
 
+    fn bc_setup(this: &XprtBox<Self>, min_reqs: u32) -> Result {
+        this.data.bc.setup(min_reqs)
+    }
+
+    fn bc_send_reply(this: &XprtBox<Self>, rqst: &Rqst) -> Result {
+        // As the C client's xprt_rdma_bc_send_reply: a reply takes a
+        // credit like a Call (it lands in one of the server's Receives).
+        let xprt = this.xprt();
+        if !xprt.connected() {
+            return Err(crate::compat::errno::enotconn());
+        }
+        if !xprt::request_get_cong(xprt, rqst) {
+            return Err(crate::compat::errno::ebadslt());
+        }
+        let r = match this.data.current_conn() {
+            Some(conn) => this.data.bc.send_reply(&conn, &this.data.proto, rqst),
+            None => Err(crate::compat::errno::enotconn()),
+        };
+        // Held only while sending, as the C client's backchannel task
+        // does (it releases it as soon as the transmission is done): no
+        // reply will return it, and a reconnect resets the window.
+        bc::put_cong(rqst);
+        match r {
+            Ok(()) => {
+                rqst.mark_sent(rqst.call_len());
+                Ok(())
+            }
+            Err(e) if e == crate::compat::errno::enobufs() => {
+                this.data.stats.empty_sendq.fetch_add(1, Relaxed);
+                xprt.wait_for_buffer_space();
+                Err(EAGAIN)
+            }
+            // Too large: dropped for good (call_bc_transmit_status logs
+            // it); the server's session layer sees no reply.
+            Err(e) if e == crate::compat::errno::emsgsize() => Err(e),
+            Err(e) if e == crate::compat::errno::enotconn() => Err(e),
+            Err(e) => {
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "backchannel: posting a reply failed ({:?}), reconnecting\n",
+                        e
+                    );
+                }
+                Self::close(this);
+                Err(crate::compat::errno::enotconn())
+            }
+        }
+    }
+
+    fn bc_free_rqst(this: &XprtBox<Self>, rq: KBox<BcRqst>) {
+        this.data.bc.put(rq);
+    }
+
+    fn bc_destroy(this: &XprtBox<Self>) {
+        this.data.bc.destroy();
+    }
+
     fn destroy(this: &XprtBox<Self>) {
         // The connection's handlers hold back-references: tear it down
         // before the transport goes away.
         this.data.disconnect(c"destroy");
+        this.data.bc.destroy();
         let free = this.data.free.lock().top;
         let all = this.data.slots.len();
         if free != all {

@@ -10,6 +10,7 @@
 //! QP and destroys the id). Its handlers reach the transport through an
 //! [`XprtRef`].
 
+use crate::backchannel::Backchannel;
 use crate::connect::{ConnCm, Step, RESOLVE_TIMEOUT_MS};
 use crate::ib::cm::{CmId, ConnParam, SockAddr};
 use crate::ib::dma::{DmaBuf, DmaDir};
@@ -60,8 +61,6 @@ pub struct ConnStats {
     pub reply_bytes: AtomicU64,
     /// Calls or replies too large for the inline path.
     pub too_big: AtomicU64,
-    /// Backchannel calls received and dropped (not supported yet).
-    pub bc_dropped: AtomicU64,
     /// Sends refused for lack of v2 credits (waited for buffer space).
     pub no_credits: AtomicU64,
     /// Read chunk segments sent (C: `read_chunk_count`).
@@ -206,6 +205,8 @@ pub struct QpState {
     recvs: SpinLock<Stack<RecvBuf>>,
     proto: Arc<ProtoState>,
     stats: Arc<ConnStats>,
+    /// Where reverse-direction Calls go.
+    bc: Arc<Backchannel>,
     /// Chunk registrations by request slot.
     #[pin]
     regs: SpinLock<RegTable>,
@@ -220,6 +221,7 @@ pub struct QpState {
 }
 
 impl ConnQp {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         xprt: XprtRef,
         id: u32,
@@ -227,6 +229,7 @@ impl ConnQp {
         nrecv: usize,
         proto: Arc<ProtoState>,
         stats: Arc<ConnStats>,
+        bc: Arc<Backchannel>,
         sizing: RegSizing,
     ) -> Result<Self> {
         let regs = RegTable::new(sizing.slots, sizing.mrs_per_rpc, sizing.depth)?;
@@ -244,6 +247,7 @@ impl ConnQp {
                 recvs <- new_spinlock!(Stack::with_capacity(nrecv)?),
                 proto,
                 stats,
+                bc,
                 regs <- new_spinlock!(regs),
                 chunking <- new_spinlock!(None),
                 chains <- new_spinlock!(chains),
@@ -386,10 +390,11 @@ impl Conn {
         xprt: &dyn Fn() -> XprtRef,
         proto_state: &Arc<ProtoState>,
         stats: &Arc<ConnStats>,
+        bc: &Arc<Backchannel>,
     ) -> Result<Conn> {
         let id = trace::next_conn_id();
         let mut step = c"setup";
-        let r = Self::establish_as(id, &mut step, net, dst, xprt, proto_state, stats);
+        let r = Self::establish_as(id, &mut step, net, dst, xprt, proto_state, stats, bc);
         if let Err(e) = &r {
             trace::connect_error(dst, step, e.to_errno());
         }
@@ -398,6 +403,7 @@ impl Conn {
 
     /// [`Conn::establish`] of connection `id`; `step` names the step in
     /// progress, for the tracepoint of a failure.
+    #[allow(clippy::too_many_arguments)]
     fn establish_as(
         id: u32,
         step: &mut &'static CStr,
@@ -406,6 +412,7 @@ impl Conn {
         xprt: &dyn Fn() -> XprtRef,
         proto_state: &Arc<ProtoState>,
         stats: &Arc<ConnStats>,
+        bc: &Arc<Backchannel>,
     ) -> Result<Conn> {
         let (config, plan) = {
             let mut p = proto_state.lock();
@@ -455,6 +462,7 @@ impl Conn {
             nrecv as usize,
             proto_state.clone(),
             stats.clone(),
+            bc.clone(),
             RegSizing {
                 slots: config.max_requests as usize,
                 mrs_per_rpc,
@@ -889,6 +897,27 @@ impl Conn {
             }
         }
         q.regs.lock().deactivate(i);
+    }
+
+    /// Posts one signalled Send that `fill` writes into a Send buffer
+    /// (returning the length used): for messages that are not Calls (the
+    /// backchannel's replies). `ENOBUFS` if no Send buffer is free.
+    pub fn post_send(&self, fill: impl FnOnce(&mut [u8]) -> Result<usize>) -> Result {
+        let q = &self.ep.qp().handler().0;
+        let Some(mut sb) = q.sends.lock().pop() else {
+            return Err(crate::compat::errno::enobufs());
+        };
+        match fill(sb.buf.as_mut_slice()) {
+            Ok(len) => sb.len = len,
+            Err(e) => {
+                let _ = q.sends.lock().push(sb);
+                return Err(e);
+            }
+        }
+        sb.buf.sync_for_device(sb.len);
+        self.ep
+            .qp()
+            .post_send_one(SendWr::send(SendOpCtx::Buf(sb)).signaled())
     }
 
     /// Starts a disconnect (the drop of the connection completes it).

@@ -316,12 +316,7 @@ impl QpState {
                     rqst.retry(&self.xprt, EAGAIN.to_errno());
                 });
             }
-            Reply::ReverseCall { xid, .. } => {
-                self.stats.bc_dropped.fetch_add(1, Relaxed);
-                if crate::compat::print::ratelimit() {
-                    pr_warn!("backchannel: callback xid {:#010x} dropped (backchannel calls are not supported yet)\n", xid);
-                }
-            }
+            Reply::ReverseCall { xid, payload } => self.bc.receive_call(&self.xprt, xid, payload),
             Reply::Control(_) => {}
             Reply::Drop(cause) => {
                 let unsolicited_error = matches!(cause, proto::Cause::RdmaError { .. });

@@ -14,10 +14,12 @@
 //! | `->send_request`, after the cwnd and the      | [`Transport::prepare_call`]            |
 //! | same-connection-retransmit checks             |                                        |
 //! | a Receive completes successfully              | [`Transport::receive`]                 |
+//! | `->send_request` of a backchannel reply       | [`Transport::prepare_bc_reply`]        |
 //! | a Receive completes with an error (flush)     | [`Transport::receive_flushed`]         |
 //! | fewer Receives posted than asked for          | [`Transport::receives_unposted`]       |
 //! | disconnect / `->close`                        | [`Transport::disconnected`]            |
 
+use super::backchannel::{self, ReplyError, ReplyPlan};
 use super::chunks::{self, ChunkPlan, Limits, PlanError, Rpc};
 use super::config::Config;
 use super::credits::{CreditState, CreditUpdate, Grant};
@@ -55,8 +57,10 @@ pub struct Stats {
     pub credit_grants: u64,
     /// `RDMA2_CONNPROP` messages (whole or pieces).
     pub connprop: u64,
-    /// Reverse-direction Calls dropped.
+    /// Reverse-direction (backchannel) Calls received.
     pub reverse_calls: u64,
+    /// Reverse-direction replies sent ([`Transport::prepare_bc_reply`]).
+    pub bc_replies: u64,
     /// Replies using chunks or Message Continuation (not supported yet).
     pub unsupported: u64,
     /// Connections closed for a protocol error.
@@ -351,6 +355,35 @@ impl Transport {
         })
     }
 
+    /// Decides how to send the reply to a reverse-direction Call:
+    /// `reply_len` is the RPC Reply (`rq_snd_buf.len`). On success the
+    /// reply is counted as sent (in v2 it uses one message of the budget):
+    /// encode [`ReplyPlan::msg_spec`] and post it. See
+    /// [`super::backchannel`].
+    pub fn prepare_bc_reply(&mut self, reply_len: u32) -> Result<ReplyPlan, ReplyError> {
+        let protocol = match self.sendable() {
+            Ok(p) => p,
+            Err(CallError::NoCredits) => return Err(ReplyError::NoCredits),
+            Err(_) => return Err(ReplyError::NotConnected),
+        };
+        backchannel::fit_reply(&self.thresholds, protocol, reply_len)
+            .map_err(ReplyError::TooBig)?;
+        let credit = match protocol {
+            // Our backchannel window (C: rb_bc_srv_max_requests).
+            Protocol::V1 => {
+                self.credits.on_send();
+                self.config.bc_requests.max(1)
+            }
+            Protocol::V2 => self.credits.on_send(),
+        };
+        self.stats.bc_replies = self.stats.bc_replies.wrapping_add(1);
+        Ok(ReplyPlan {
+            protocol,
+            credit,
+            hdr_len: backchannel::header_len(protocol),
+        })
+    }
+
     /// Sets the segments per chunk (`Config::max_segs`, clamped as
     /// [`Config::validated`] does) once the device is known: 0 turns
     /// chunks off (inline only).
@@ -556,6 +589,12 @@ impl Transport {
                     _ => {}
                 }
                 let grant = match (h.protocol, &h.body) {
+                    // A v1 reverse-direction Call carries the server's
+                    // backchannel grant, not one for our Calls (RFC 8167;
+                    // the C client ignores it too).
+                    (Protocol::V1, _) if matches!(reply, Reply::ReverseCall { .. }) => {
+                        return (reply, None);
+                    }
                     // v1 errors too, as the C client does.
                     (Protocol::V1, _) => Grant::V1(h.credit),
                     (Protocol::V2, Body::Error(_)) => Grant::Ignored,

@@ -19,6 +19,8 @@
 //!   inline / Write / Reply chunk), chunk lists from registered
 //!   segments, validation of replies that use chunks, remote
 //!   invalidation;
+//! * [`backchannel`]: reverse-direction Calls (RFC 8167): what to do
+//!   with one, the header and size of its reply;
 //! * [`conn`]: [`Transport`], which ties them together and is what the
 //!   glue calls;
 //! * [`xidmap`]: XID → request slot in O(1), for the reply handler;
@@ -53,6 +55,7 @@
 /// The wire codec: the one path by which this tree reaches it.
 use super::xdr;
 
+pub mod backchannel;
 pub mod chunks;
 pub mod config;
 pub mod conn;

@@ -61,6 +61,7 @@ pub const SELF_TESTS: &[SelfTest] = &[
     case!(chunk_long_reply),
     case!(chunk_reply_rejections),
     case!(chunk_invalidation),
+    case!(backchannel_v1),
 ];
 
 /// Runs every self test; returns the number run, or the first failure with
@@ -1597,5 +1598,48 @@ fn chunk_invalidation() -> TestResult {
     // without the R bit: no handle offered
     check!(plan.chunk_lists(segs, false).map(|c| c.inv_handle()) == Ok(0));
     check!(plan.chunk_lists(segs, true).map(|c| c.inv_handle()) == Ok(0x102));
+    Ok(())
+}
+
+/// RFC 8167: a v1 reverse-direction Call leaves the forward window alone;
+/// its reply header is the C client's; a too-large reply is refused.
+fn backchannel_v1() -> TestResult {
+    use super::backchannel::{self, CallVerdict, ReplyError};
+    let mut t = up(
+        Config {
+            policy: VersionPolicy::ForceV1,
+            bc_requests: backchannel::SLOTS,
+            ..Config::DEFAULT
+        },
+        peer(4096, 4096, false),
+    );
+    check!(t.receive(v1_reply(5, 32).bytes()).credits == Some(CreditUpdate::new(32)));
+    let call = Wire::new(&[9, 1, 2, 0, 0, 0, 0, 9, 0, 2, 0x4000_0000, 1, 1]);
+    let o = t.receive(call.bytes());
+    check!(matches!(o.reply, Reply::ReverseCall { xid: 9, payload } if payload.len() == 24));
+    check!(o.credits.is_none() && t.credits().window() == 32);
+    check!(t.credits().receives_needed() == 32 + 2 * backchannel::SLOTS);
+    let plan = match t.prepare_bc_reply(100) {
+        Ok(p) => p,
+        Err(_) => {
+            return Err(Failure {
+                line: line!(),
+                what: "prepare_bc_reply",
+            })
+        }
+    };
+    check!(plan.credit == backchannel::SLOTS && plan.hdr_len == 28);
+    let mut buf = [0u8; 28];
+    check!(header::encode_msg(&mut buf, plan.protocol, &plan.msg_spec(9)) == Ok(28));
+    check!(buf == *Wire::new(&[9, 1, 16, 0, 0, 0, 0]).bytes());
+    let limit = t.thresholds().send.saturating_sub(28);
+    check!(
+        matches!(t.prepare_bc_reply(limit.saturating_add(1)), Err(ReplyError::TooBig(tb)) if tb.limit == limit)
+    );
+    check!(
+        backchannel::check_call(24, 4096, backchannel::MAX_OUTSTANDING, true)
+            == CallVerdict::Overflow
+    );
+    check!(backchannel::max_payload(t.thresholds(), 4096) == 4096 - 28);
     Ok(())
 }

@@ -5,6 +5,7 @@
 //! Together with `ib` (and the one-call wrappers of `compat`), this is the
 //! only place in the module that touches raw pointers or calls C directly.
 
+pub mod bc;
 pub mod xprt;
 
 // What only the KUnit suites use: in the KUnit variant of the module only.

@@ -274,6 +274,11 @@ impl Rqst {
         self.0.get()
     }
 
+    /// The raw pointer, for calls into SUNRPC.
+    pub fn as_raw(&self) -> *mut bindings::rpc_rqst {
+        self.raw()
+    }
+
     /// The XID in network byte order, as it is on the wire.
     pub fn xid(&self) -> u32 {
         // SAFETY: the rqst is alive (type invariant).
@@ -916,6 +921,24 @@ pub trait Transport: Sized + Send + Sync + 'static {
     fn bc_max_payload(this: &XprtBox<Self>) -> usize;
     /// Backchannel slots to offer in CREATE_SESSION.
     fn bc_num_slots(this: &XprtBox<Self>) -> u32;
+    /// An NFSv4.1 session wants a backchannel of (at least) `min_reqs`
+    /// requests (`bc_setup`; may sleep).
+    fn bc_setup(_this: &XprtBox<Self>, _min_reqs: u32) -> Result {
+        Ok(())
+    }
+    /// Sends the reply of a reverse-direction Call: `rqst` is a
+    /// [`super::bc::BcRqst`] whose `rq_snd_buf` holds the RPC Reply
+    /// (`send_request` of a backchannel request; errno contract as for
+    /// `send_request`).
+    fn bc_send_reply(_this: &XprtBox<Self>, _rqst: &Rqst) -> Result {
+        Err(EIO)
+    }
+    /// SUNRPC is done with backchannel request `rq` (`bc_free_rqst`).
+    fn bc_free_rqst(_this: &XprtBox<Self>, rq: KBox<super::bc::BcRqst>) {
+        drop(rq);
+    }
+    /// The last session using the backchannel is gone (`bc_destroy`).
+    fn bc_destroy(_this: &XprtBox<Self>) {}
 }
 
 /// A transport instance: `rpc_xprt`, then the connect worker, then `T`.
@@ -1483,11 +1506,11 @@ impl<T: Transport> OpsTable<T> {
         enable_swap: None,
         disable_swap: None,
         inject_disconnect: Some(inject_disconnect::<T>),
-        bc_setup: Some(bc_setup),
+        bc_setup: Some(bc_setup::<T>),
         bc_maxpayload: Some(bc_maxpayload::<T>),
         bc_num_slots: Some(bc_num_slots::<T>),
-        bc_free_rqst: Some(bc_free_rqst),
-        bc_destroy: Some(bc_destroy),
+        bc_free_rqst: Some(bc_free_rqst::<T>),
+        bc_destroy: Some(bc_destroy::<T>),
         // SAFETY: all-zero is "not implemented" (NULL) for the remaining
         // optional ops (set_buffer_size, get_srcaddr, backchannel, ...).
         ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
@@ -1498,7 +1521,10 @@ impl<T: Transport> OpsTable<T> {
 // rqst of one) that belongs to this class, i.e. lives in an `XprtBox<T>`
 // (the ops table is installed only by `XprtBox::<T>::create`), and every
 // `rpc_rqst` it passes came from `T::alloc_slot`, i.e. is a
-// `SlotBox<T::Slot>`. Those are the safety arguments below.
+// `SlotBox<T::Slot>` -- except the backchannel requests of
+// `super::bc`, which reach `send_request` and `bc_free_rqst` only and are
+// told apart by their RPC_BC_PA_IN_USE bit. Those are the safety
+// arguments below.
 
 /// # Safety
 ///
@@ -1581,6 +1607,16 @@ unsafe extern "C" fn buf_free<T: Transport>(task: *mut bindings::rpc_task) {
 ///
 /// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn send_request<T: Transport>(rq: *mut bindings::rpc_rqst) -> i32 {
+    // SAFETY: SUNRPC passes a live rqst.
+    if unsafe { super::bc::is_backchannel(rq) } {
+        // SAFETY: a backchannel request of this transport (see above); it
+        // is alive while its task sends it.
+        let r = unsafe { T::bc_send_reply(XprtBox::from_xprt((*rq).rq_xprt), Rqst::from_raw(rq)) };
+        return match r {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        };
+    }
     // SAFETY: see above.
     let (this, slot) = unsafe { slot_of::<T>(rq) };
     match T::send_request(this, slot) {
@@ -1640,15 +1676,17 @@ unsafe extern "C" fn inject_disconnect<T: Transport>(x: *mut bindings::rpc_xprt)
     unsafe { T::inject_disconnect(XprtBox::from_xprt(x)) }
 }
 
-// The backchannel: NFSv4.1 refuses a transport without `bc_setup`.
-// Nothing is preallocated (the transport owns no backchannel requests),
-// so setup, free and destroy have nothing to do.
+// The backchannel (NFSv4.1 callbacks): see `super::bc` and the transport.
 
 /// # Safety
 ///
 /// Called by SUNRPC through the ops table, see above.
-unsafe extern "C" fn bc_setup(_x: *mut bindings::rpc_xprt, _min_reqs: u32) -> i32 {
-    0
+unsafe extern "C" fn bc_setup<T: Transport>(x: *mut bindings::rpc_xprt, min_reqs: u32) -> i32 {
+    // SAFETY: see above.
+    match unsafe { T::bc_setup(XprtBox::from_xprt(x), min_reqs) } {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
 }
 
 /// # Safety
@@ -1669,13 +1707,29 @@ unsafe extern "C" fn bc_num_slots<T: Transport>(x: *mut bindings::rpc_xprt) -> u
 
 /// # Safety
 ///
-/// Called by SUNRPC through the ops table, see above.
-unsafe extern "C" fn bc_free_rqst(_rq: *mut bindings::rpc_rqst) {}
+/// Called by SUNRPC through the ops table (from `xprt_release` of a
+/// backchannel task or `svc_process_bc`), with a request of `super::bc`.
+unsafe extern "C" fn bc_free_rqst<T: Transport>(rq: *mut bindings::rpc_rqst) {
+    // SAFETY: per the function's contract: a `BcRqst` this transport
+    // queued, coming back once.
+    let x = unsafe { super::bc::xprt_of(rq) };
+    // SAFETY: as above.
+    let r = unsafe { super::bc::BcRqst::from_returned(rq) };
+    // SAFETY: the transport is alive: the request holds a reference.
+    T::bc_free_rqst(unsafe { XprtBox::from_xprt(x) }, r);
+    // The reference `super::bc::BcRqst::queue` took; may free the
+    // transport, so it comes last.
+    // SAFETY: that reference is ours to drop.
+    unsafe { super::bc::xprt_put(x) };
+}
 
 /// # Safety
 ///
 /// Called by SUNRPC through the ops table, see above.
-unsafe extern "C" fn bc_destroy(_x: *mut bindings::rpc_xprt, _max_reqs: u32) {}
+unsafe extern "C" fn bc_destroy<T: Transport>(x: *mut bindings::rpc_xprt, _max_reqs: u32) {
+    // SAFETY: see above.
+    unsafe { T::bc_destroy(XprtBox::from_xprt(x)) }
+}
 
 /// # Safety
 ///

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The backchannel: NFSv4.1 callbacks over RPC-over-RDMA (RFC 8167).
+//!
+//! A reverse-direction Call arrives in one of the connection's Receives
+//! (the reply handler sees [`crate::proto::Reply::ReverseCall`]);
+//! [`Backchannel::receive_call`] copies it into a [`BcRqst`] from the
+//! transport's pool and queues it for SUNRPC's callback service. A
+//! callback thread runs it (`svc_process_bc`) and starts an RPC task that
+//! sends the reply through the transport's `send_request`, which lands in
+//! [`Backchannel::send_reply`]: an `RDMA_MSG` (`RDMA2_MSG` with
+//! `F_RESPONSE`) with the RPC Reply inline, on the current connection.
+//! The task's release returns the request ([`Backchannel::put`]).
+//!
+//! The protocol decisions (is it served, the reply's header and credit,
+//! size limits, the Receives it needs) are in [`crate::proto::backchannel`].
+
+use crate::conn::{Conn, ProtoState};
+use crate::proto;
+use crate::proto::backchannel::{self as bcp, CallVerdict, ReplyError};
+use crate::sunrpc::bc::{self, BcRqst, BUF_SIZE};
+use crate::sunrpc::xprt::{Rqst, Xprt};
+use crate::xdr::header;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use kernel::alloc::{
+    flags::{GFP_KERNEL, GFP_NOWAIT},
+    KBox, KVec,
+};
+use kernel::new_spinlock;
+use kernel::prelude::*;
+use kernel::sync::{Arc, SpinLock};
+
+/// Backchannel counters (mountstats, see Documentation/admin-guide.rst).
+#[derive(Default)]
+pub struct BcStats {
+    /// Reverse-direction Calls handed to the callback service (C:
+    /// `bcall_count`).
+    pub calls: AtomicU64,
+    /// Replies sent.
+    pub replies: AtomicU64,
+    /// Calls dropped: no callback service, too large, no memory, or
+    /// beyond the outstanding limit; and replies that could not be sent
+    /// (too large).
+    pub dropped: AtomicU64,
+}
+
+/// Idle requests and how many are with SUNRPC.
+struct Pool {
+    /// A stack of idle requests (6.12's `KVec` has no `pop`).
+    idle: KVec<Option<KBox<BcRqst>>>,
+    top: usize,
+    /// Requests with SUNRPC (queued, being served or replied to).
+    outstanding: u32,
+}
+
+impl Pool {
+    fn pop(&mut self) -> Option<KBox<BcRqst>> {
+        self.top = self.top.checked_sub(1)?;
+        self.idle.get_mut(self.top)?.take()
+    }
+
+    /// Gives `r` back; frees it if the pool is full.
+    fn push(&mut self, r: KBox<BcRqst>) {
+        if let Some(e) = self.idle.get_mut(self.top) {
+            *e = Some(r);
+            self.top += 1;
+        }
+    }
+}
+
+/// The backchannel state of one transport (survives reconnects).
+#[pin_data]
+pub struct Backchannel {
+    #[pin]
+    pool: SpinLock<Pool>,
+    /// A session set up the backchannel (`bc_setup`).
+    enabled: AtomicBool,
+    /// Counters.
+    pub stats: BcStats,
+}
+
+impl Backchannel {
+    /// An empty backchannel (nothing allocated until `bc_setup`).
+    pub fn new() -> Result<Arc<Self>> {
+        let mut idle = KVec::with_capacity(bcp::MAX_OUTSTANDING as usize, GFP_KERNEL)?;
+        for _ in 0..bcp::MAX_OUTSTANDING {
+            idle.push(None, GFP_KERNEL)?;
+        }
+        Arc::pin_init(
+            pin_init!(Backchannel {
+                pool <- new_spinlock!(Pool { idle, top: 0, outstanding: 0 }, "rpcrdma2_bc_pool"),
+                enabled: AtomicBool::new(false),
+                stats: BcStats::default(),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// `bc_setup`: preallocates [`bcp::SLOTS`] requests (process
+    /// context); more are allocated on demand up to
+    /// [`bcp::MAX_OUTSTANDING`], as the C client does.
+    pub fn setup(&self, _min_reqs: u32) -> Result {
+        loop {
+            let have = {
+                let p = self.pool.lock();
+                p.top as u32 + p.outstanding
+            };
+            if have >= bcp::SLOTS {
+                break;
+            }
+            let r = BcRqst::new(GFP_KERNEL)?;
+            self.pool.lock().push(r);
+        }
+        self.enabled.store(true, Relaxed);
+        Ok(())
+    }
+
+    /// `bc_destroy`: frees the idle requests (those with SUNRPC are freed
+    /// when they come back, see [`Backchannel::put`]).
+    pub fn destroy(&self) {
+        self.enabled.store(false, Relaxed);
+        loop {
+            let r = self.pool.lock().pop();
+            match r {
+                Some(r) => drop(r),
+                None => break,
+            }
+        }
+    }
+
+    /// A reverse-direction Call `xid` (host order) arrived on a
+    /// connection of `xprt`: `payload` is the RPC Call message. Runs in
+    /// the reply handler (CQ work); never sleeps.
+    pub fn receive_call(&self, xprt: &Xprt, xid: u32, payload: &[u8]) {
+        let outstanding = self.pool.lock().outstanding;
+        let service = self.enabled.load(Relaxed) && bc::has_service(xprt);
+        let limit = BUF_SIZE as u32;
+        match bcp::check_call(payload.len(), limit, outstanding, service) {
+            CallVerdict::Serve => {}
+            CallVerdict::NoService => {
+                return self.drop_call(
+                    xid,
+                    "no callback service (no NFSv4.1 session set up a backchannel)",
+                );
+            }
+            CallVerdict::TooBig { .. } => {
+                return self.drop_call(xid, "larger than a backchannel buffer");
+            }
+            CallVerdict::Overflow => {
+                // As the C client ("RPC/RDMA backchannel overflow"): the
+                // server exceeds the slots we offered; reconnect.
+                self.drop_call(xid, "too many callbacks outstanding: disconnecting");
+                xprt.force_disconnect();
+                return;
+            }
+        }
+        let r = match self.pool.lock().pop() {
+            Some(r) => Ok(r),
+            None => BcRqst::new(GFP_NOWAIT),
+        };
+        let mut r = match r {
+            Ok(r) => r,
+            Err(_) => return self.drop_call(xid, "no memory"),
+        };
+        if r.load(xprt, xid, payload).is_err() {
+            self.pool.lock().push(r);
+            return self.drop_call(xid, "larger than a backchannel buffer");
+        }
+        self.pool.lock().outstanding += 1;
+        match BcRqst::queue(r) {
+            Ok(()) => {
+                self.stats.calls.fetch_add(1, Relaxed);
+            }
+            Err(r) => {
+                let mut p = self.pool.lock();
+                p.outstanding = p.outstanding.saturating_sub(1);
+                p.push(r);
+                drop(p);
+                self.drop_call(xid, "the callback service went away");
+            }
+        }
+    }
+
+    fn drop_call(&self, xid: u32, why: &str) {
+        self.stats.dropped.fetch_add(1, Relaxed);
+        if crate::compat::print::ratelimit() {
+            pr_warn!("backchannel: callback xid {:#010x} dropped: {}\n", xid, why);
+        }
+    }
+
+    /// `bc_free_rqst`: SUNRPC is done with `r`.
+    pub fn put(&self, r: KBox<BcRqst>) {
+        let mut p = self.pool.lock();
+        p.outstanding = p.outstanding.saturating_sub(1);
+        if self.enabled.load(Relaxed) {
+            p.push(r);
+        } else {
+            drop(p);
+            drop(r);
+        }
+    }
+
+    /// Sends the reply in `rqst` (a backchannel request's `rq_snd_buf`)
+    /// on `conn`: the header [`proto::Transport::prepare_bc_reply`]
+    /// plans, then the RPC Reply, in one Send. `EMSGSIZE` if it does not
+    /// fit inline (not sent: RFC 8167 has no chunks for it), `ENOBUFS` if
+    /// no Send buffer or v2 credit is free, `ENOTCONN` if the connection
+    /// is not up.
+    pub fn send_reply(&self, conn: &Conn, proto_state: &ProtoState, rqst: &Rqst) -> Result {
+        let len = rqst.call_len();
+        let plan = proto_state
+            .lock()
+            .prepare_bc_reply(u32::try_from(len).unwrap_or(u32::MAX));
+        let plan = match plan {
+            Ok(p) => p,
+            Err(ReplyError::NotConnected) => return Err(crate::compat::errno::enotconn()),
+            Err(ReplyError::NoCredits) => return Err(crate::compat::errno::enobufs()),
+            Err(ReplyError::TooBig(t)) => {
+                self.stats.dropped.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "backchannel: the reply to callback xid {:#010x} ({} bytes) exceeds the inline limit of {} (-EMSGSIZE): not sent\n",
+                        u32::from_be(rqst.xid()),
+                        t.len,
+                        t.limit
+                    );
+                }
+                return Err(crate::compat::errno::emsgsize());
+            }
+        };
+        let xid = u32::from_be(rqst.xid());
+        conn.post_send(|buf| {
+            let spec = plan.msg_spec(xid);
+            let hdr = header::encode_msg(buf, plan.protocol, &spec).map_err(|_| EINVAL)?;
+            let total = hdr.checked_add(len).ok_or(EINVAL)?;
+            let body = buf
+                .get_mut(hdr..total)
+                .ok_or(crate::compat::errno::emsgsize())?;
+            rqst.copy_call(body)?;
+            Ok(total)
+        })?;
+        self.stats.replies.fetch_add(1, Relaxed);
+        Ok(())
+    }
+}
+
+/// [`proto::backchannel::max_payload`] for thresholds `t`.
+pub fn max_payload(t: &proto::Thresholds) -> usize {
+    bcp::max_payload(t, kernel::page::PAGE_SIZE as u32) as usize
+}
