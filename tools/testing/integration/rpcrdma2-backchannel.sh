@@ -102,9 +102,10 @@ $(server_state)"
 reconnect_during_recall() {
 	local vers=$1 before after
 	before=$(dmesg | grep -c "rpcrdma2: connected to" || true)
+	tb_trace_rpcrdma2
 	INJECT=1 recall "$vers" inject deleg-inject 20000
 	after=$(dmesg | grep -c "rpcrdma2: connected to" || true)
-	dmesg | grep -q "rpcrdma2: inject_disconnect: disconnecting" || tb_die "vers=$vers: no disconnect was injected"
+	[ -n "$(tb_trace_events disconnect 'reason=injected')" ] || tb_die "vers=$vers: no disconnect was injected"
 	((after > before)) || tb_die "vers=$vers: no reconnect after the injected disconnect ($before -> $after connects)"
 	wait_for 30 callback_up || tb_die "vers=$vers: the callback path is not UP after the reconnect: $(server_state | grep callback)"
 	# The server grants delegations again on the new connection. (No
