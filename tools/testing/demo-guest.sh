@@ -40,7 +40,8 @@ report() {
 	printf '   Write chunk segments (NFS READ data placed by the server): %s\n' "$(xprt 12)"
 	printf '   Reply chunk segments (replies too large to send inline):   %s\n' "$(xprt 13)"
 	printf '   Long Calls (whole Call in a Read chunk):                   %s\n' "$(xprt 21)"
-	printf '   RPCs whose memory the server invalidated remotely:         %s\n' "$(xprt 29)"
+	printf '   MRs the server invalidated remotely (Send With Invalidate): %s\n' "$(xprt 28)"
+	printf '   NFSv4.1 callbacks served (backchannel):                    %s\n' "$(xprt 29)"
 }
 run_mount() { # PORT: mount NFSv4.1 at the default sizes, copy a file, report
 	local port=$1
