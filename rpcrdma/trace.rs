@@ -58,6 +58,21 @@ fn enabled(tp: Tp) -> bool {
     unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*key).counter)) > 0 }
 }
 
+/// True if any event of a received message is on (the reply handler
+/// skips the work of describing the message otherwise).
+pub fn received_enabled() -> bool {
+    enabled(Tp::Reply)
+        || enabled(Tp::Credits)
+        || enabled(Tp::Version)
+        || enabled(Tp::PeerError)
+        || enabled(Tp::Connprop)
+}
+
+/// True if `rpcrdma2_mr_inv` is on (its XID costs a lock to look up).
+pub fn mr_inv_enabled() -> bool {
+    enabled(Tp::MrInv)
+}
+
 static CONN_IDS: AtomicU32 = AtomicU32::new(0);
 
 /// A new connection id for the `conn` field of the events (and the

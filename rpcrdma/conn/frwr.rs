@@ -300,7 +300,11 @@ impl QpState {
             let Some(r) = g.get_mut(slot) else { return };
             r.registered()
         };
-        let xid = self.regs.lock().get(slot).map_or(0, |r| r.xid);
+        let xid = if trace::mr_inv_enabled() {
+            self.regs.lock().get(slot).map_or(0, |r| r.xid)
+        } else {
+            0
+        };
         if let Some(rkey) = remote {
             self.stats.remote_inv.fetch_add(1, Relaxed);
             trace::mr_inv(self.id, xid, c"remote", rkey, 1);

@@ -203,6 +203,9 @@ impl QpState {
         vers: Option<Protocol>,
         settled: Option<Protocol>,
     ) {
+        if !trace::received_enabled() {
+            return;
+        }
         let msg_xid = header::peek(data).map_or(0, |c| c.xid);
         match settled {
             Some(Protocol::V2) => trace::version(self.id, Protocol::V2, c"the probe was answered"),

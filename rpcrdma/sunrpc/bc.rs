@@ -83,10 +83,11 @@ impl BcRqst {
         let cbase = self.call.as_mut_ptr();
         let rbase = self.reply.as_mut_ptr();
         let rq = self.rqst.get();
+        // Zeroing is what `kzalloc` gives SUNRPC's own backchannel
+        // requests; the buffers outlive the request's time with SUNRPC
+        // (they are freed only with the `BcRqst`).
         // SAFETY: the transport owns this request (it is not queued): no
-        // one else accesses it. Zeroing is what `kzalloc` gives SUNRPC's
-        // own backchannel requests; the buffers outlive the request's
-        // time with SUNRPC (they are freed only with the `BcRqst`).
+        // one else accesses it.
         unsafe {
             core::ptr::write_bytes(rq, 0, 1);
             (*rq).rq_xprt = xprt.as_raw();
