@@ -31,6 +31,8 @@
 //! does). `ERR_VERS` is negotiation's ([`super::negotiate`]) and never
 //! reaches here on a working path; it fails like the permanent errors.
 
+use core::fmt;
+
 use super::chunks::{CallForm, ChunkPlan, ReplyForm, Rpc};
 use super::errno::Errno;
 use super::xdr::header::{ErrorBody, Protocol};
@@ -76,6 +78,36 @@ impl Hints {
             (None, c) => c,
         };
         Hints { max_segs, ..self }
+    }
+}
+
+impl fmt::Display for Hints {
+    /// `none`, or the hints that apply separated by `,`
+    /// (`position_zero,reply_chunk,reply_min=N,max_segs=N`): the
+    /// `rpcrdma2_marshal` tracepoint's `hints` field.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_none() {
+            return f.write_str("none");
+        }
+        let mut sep = "";
+        let mut item = |f: &mut fmt::Formatter<'_>, a: fmt::Arguments<'_>| {
+            let r = write!(f, "{sep}{a}");
+            sep = ",";
+            r
+        };
+        if self.position_zero {
+            item(f, format_args!("position_zero"))?;
+        }
+        if self.reply_chunk {
+            item(f, format_args!("reply_chunk"))?;
+        }
+        if self.reply_min != 0 {
+            item(f, format_args!("reply_min={}", self.reply_min))?;
+        }
+        if let Some(n) = self.max_segs {
+            item(f, format_args!("max_segs={n}"))?;
+        }
+        Ok(())
     }
 }
 
@@ -269,6 +301,25 @@ impl Why {
         match self {
             Why::TooLarge { .. } => Errno::EMSGSIZE,
             _ => Errno::EIO,
+        }
+    }
+}
+
+impl fmt::Display for Why {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Why::Permanent => f.write_str("the error is permanent"),
+            Why::PositionZero => {
+                f.write_str("the Call was already a Position-Zero Read (-00: terminate the RPC)")
+            }
+            Why::Repeated(k) => write!(f, "the same error after the {} recovery", k.name()),
+            Why::NoChunks => f.write_str("recovering needs chunks, which this connection lacks"),
+            Why::Inconsistent => f.write_str("the error contradicts what the Call offered"),
+            Why::Unspecified => f.write_str("the server did not say what it needs"),
+            Why::TooLarge { needed, capacity } => write!(
+                f,
+                "the server needs {needed} bytes, the RPC's receive buffer holds {capacity}"
+            ),
         }
     }
 }
