@@ -42,9 +42,23 @@ fault injection:
                          for 1, else ERR_CHUNK)
   --err-every START:N:CODE
                          after the first START Calls of each connection,
-                         answer every Nth Call with CODE (as --err-nth); the
-                         stats count a refused XID the client sends again
-                         (refused_resent: it must fail the RPC instead)
+                         answer every Nth Call with CODE (as --err-nth)
+                         The error bodies describe the Call (READ_CHUNKS:
+                         max 0; SEGMENTS: one fewer than its largest chunk;
+                         WRITE_RESOURCE: 4 bytes more than its Write chunk;
+                         REPLY_RESOURCE (9) to a Call without a Reply chunk
+                         is sent once nfsd has answered, with the length of
+                         the reply). The stats count each refused XID the
+                         client sends again: refused_resent after an error
+                         that must fail the RPC, resent_<code> when the Call
+                         changed as -00 asks, resent_noncompliant otherwise
+  --refuse-read-chunks   v2: answer RDMA2_ERR_READ_CHUNKS (max 0) to Calls
+                         with Read chunks at a non-zero position
+  --no-write-chunks      v2: answer RDMA2_ERR_REPLY_RESOURCE (with the reply's
+                         length, once nfsd has answered) to Calls with Write
+                         chunks
+  --max-segs N           v2: answer RDMA2_ERR_SEGMENTS (N) to Calls with a
+                         chunk of more than N segments
   --drop-nth N           never send the Nth reply of each connection
   --delay-nth N:MS       send the Nth reply MS milliseconds late
   --disconnect-after N   disconnect after N received messages
@@ -110,6 +124,9 @@ fn parse() -> Result<Option<Config>, String> {
             "-v" | "--verbose" => cfg.verbose = true,
             "--no-connprop" => cfg.opts.no_connprop = true,
             "--relay-callbacks" => cfg.opts.relay_callbacks = true,
+            "--refuse-read-chunks" => cfg.opts.refuse_read_chunks = true,
+            "--no-write-chunks" => cfg.opts.no_write_chunks = true,
+            "--max-segs" => cfg.opts.max_segs = Some(num(args.next(), &a)?),
             "--no-private-data" => cfg.no_private_data = true,
             "--continue-over" => cfg.opts.continue_over = Some(num(args.next(), &a)?),
             "--err-nth" => {
