@@ -36,11 +36,14 @@ pub struct Options {
     pub max_data: usize,
     /// v2: continue every reply longer than this many bytes (F_MORE).
     pub continue_over: Option<usize>,
-    /// Answer the Nth Call (1-based, per connection) with this error code.
-    pub err_nth: Option<(u64, u32)>,
+    /// Answer the Nth Call (1-based, per connection) with this error code
+    /// (each pair; Calls counted as [`Options::err_calls`] says).
+    pub err_nth: Vec<(u64, u32)>,
     /// After the first `.0` Calls of each connection, answer every `.1`th
     /// Call with error code `.2`.
     pub err_every: Option<(u64, u64, u32)>,
+    /// Which Calls `err_nth` and `err_every` count.
+    pub err_calls: CallKind,
     /// Relay nfsd's callbacks to the client as reverse-direction Calls.
     pub relay_callbacks: bool,
     /// v2: refuse every Call with Read chunks at a non-zero position with
@@ -66,12 +69,54 @@ impl Default for Options {
             recv_size: 4096,
             max_data: (1 << 20) + 16384,
             continue_over: None,
-            err_nth: None,
+            err_nth: Vec::new(),
             err_every: None,
+            err_calls: CallKind::Any,
             relay_callbacks: false,
             refuse_read_chunks: false,
             no_write_chunks: false,
             max_segs: None,
+        }
+    }
+}
+
+/// A class of Calls, for fault injection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CallKind {
+    /// Every Call.
+    #[default]
+    Any,
+    /// Calls with Read chunks (any position).
+    Read,
+    /// Calls with Write chunks.
+    Write,
+    /// Calls with a Reply chunk.
+    Reply,
+    /// Calls without chunks.
+    Inline,
+}
+
+impl CallKind {
+    /// Parses `any`, `read`, `write`, `reply` or `inline`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "any" => Self::Any,
+            "read" => Self::Read,
+            "write" => Self::Write,
+            "reply" => Self::Reply,
+            "inline" => Self::Inline,
+            _ => return None,
+        })
+    }
+
+    /// True if `call` is of this class.
+    pub fn matches(self, call: &Call) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Read => !call.reads.is_empty(),
+            Self::Write => !call.writes.is_empty(),
+            Self::Reply => call.reply.is_some(),
+            Self::Inline => call.reads.is_empty() && call.writes.is_empty() && call.reply.is_none(),
         }
     }
 }
@@ -258,6 +303,8 @@ pub struct ConnProto {
     unanswered: u32,
     /// Calls received on the connection.
     pub calls: u64,
+    /// Calls of the class fault injection counts ([`Options::err_calls`]).
+    pub err_counted: u64,
     /// v2 credits returned ahead of their message (a CONNPROP must grant
     /// at least one).
     advance: u32,
@@ -347,6 +394,7 @@ impl ConnProto {
             advance: 0,
             connprop_due: false,
             calls: 0,
+            err_counted: 0,
             cont: None,
         }
     }
@@ -784,10 +832,21 @@ impl ConnProto {
                 }
             ));
         }
-        let inject = match (self.opts.err_nth, self.opts.err_every) {
-            (Some((n, code)), _) if n == self.calls => Some(code),
-            (_, Some((start, n, code)))
-                if self.calls > start && (self.calls - start).is_multiple_of(n) =>
+        let counted = self.opts.err_calls.matches(&call);
+        if counted {
+            self.err_counted += 1;
+        }
+        let k = self.err_counted;
+        let nth = self
+            .opts
+            .err_nth
+            .iter()
+            .find(|(n, _)| counted && *n == k)
+            .map(|(_, code)| *code);
+        let inject = match (nth, self.opts.err_every) {
+            (Some(code), _) => Some(code),
+            (None, Some((start, n, code)))
+                if counted && k > start && (k - start).is_multiple_of(n) =>
             {
                 Some(code)
             }
@@ -800,7 +859,7 @@ impl ConnProto {
                 log::info(format_args!(
                     "injecting error {} for call {} (xid {:#x}) at its reply",
                     v2::ERR_REPLY_RESOURCE,
-                    self.calls,
+                    k,
                     call.xid
                 ));
                 stats.errors_injected += 1;
@@ -808,8 +867,8 @@ impl ConnProto {
             }
             Some(code) => {
                 log::info(format_args!(
-                    "injecting error {code} for call {} (xid {:#x})",
-                    self.calls, call.xid
+                    "injecting error {code} for call {k} (xid {:#x})",
+                    call.xid
                 ));
                 stats.errors_injected += 1;
                 let body = err_body(code, &self.opts, Some(&call));

@@ -430,7 +430,7 @@ fn err_nth_sends_each_error_with_its_body() {
     for (code, body) in bodies {
         let mut st = Stats::default();
         let opts = Options {
-            err_nth: Some((2, code)),
+            err_nth: vec![(2, code)],
             no_connprop: true,
             ..Options::default()
         };
@@ -770,7 +770,7 @@ fn err_nth_bodies_describe_the_call() {
     for (code, chunks, want) in cases {
         let mut st = Stats::default();
         let mut p = v2_conn(Options {
-            err_nth: Some((1, code)),
+            err_nth: vec![(1, code)],
             ..Options::default()
         });
         let a = p.on_receive(
@@ -787,7 +787,7 @@ fn err_nth_bodies_describe_the_call() {
     // reply, whose length it then asks for.
     let mut st = Stats::default();
     let mut p = v2_conn(Options {
-        err_nth: Some((1, 9)),
+        err_nth: vec![(1, 9)],
         ..Options::default()
     });
     let a = p.on_receive(
@@ -802,11 +802,51 @@ fn err_nth_bodies_describe_the_call() {
     // again, it counts in refused_resent.
     let mut st = Stats::default();
     let mut p = v2_conn(Options {
-        err_nth: Some((1, 5)),
+        err_nth: vec![(1, 5)],
         ..Options::default()
     });
     let a = p.on_receive(&long_call(0x74, None), &mut st);
     assert_eq!(error_of(&a), [4, 1, 5, 0]);
     let _ = p.on_receive(&long_call(0x74, None), &mut st);
     assert_eq!((st.refused_resent, st.resent_read_chunks), (1, 0));
+}
+
+#[test]
+fn err_calls_counts_only_that_kind_and_err_nth_repeats() {
+    use rpcrdma_responder::proto::CallKind;
+    let mut st = Stats::default();
+    let mut p = v2_conn(Options {
+        err_nth: vec![(1, 2), (2, 42)],
+        err_calls: CallKind::Write,
+        ..Options::default()
+    });
+    let w = [seg(5, 4096)];
+    let writes: [&[Segment]; 1] = [&w];
+    let read = ChunkLists {
+        reads: &[],
+        writes: &writes,
+        reply: None,
+    };
+    let mut got = Vec::new();
+    for (xid, chunks) in [
+        (1u32, ChunkLists::EMPTY),
+        (2, read),
+        (3, ChunkLists::EMPTY),
+        (4, read),
+        (5, read),
+    ] {
+        let a = p.on_receive(
+            &call_msg(Protocol::V2, xid, 0, chunks, &rpc_call(xid, 3, NFS3_READ)),
+            &mut st,
+        );
+        got.push(match &a[0] {
+            Action::Call(_) => 0,
+            _ => error_of(&a)[2],
+        });
+    }
+    // The 1st and 2nd Calls with a Write chunk: BAD_XDR, then code 42.
+    assert_eq!(got, [0, 2, 0, 42, 0]);
+    assert_eq!(st.errors_injected, 2);
+    assert_eq!(CallKind::parse("inline"), Some(CallKind::Inline));
+    assert_eq!(CallKind::parse("nope"), None);
 }
