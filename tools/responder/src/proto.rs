@@ -511,10 +511,20 @@ impl ConnProto {
                 v2::encode_error(&mut buf, call.xid, credit, &body),
                 expect(&body, call),
             ),
-            _ => (
-                v1::encode_error(&mut buf, call.xid, credit, &ErrorBody::BadXdr),
-                Expect::Fail,
-            ),
+            _ => {
+                // Version 1 has ERR_VERS and ERR_CHUNK only.
+                let v1_body = match body {
+                    ErrorBody::Vers { .. } => ErrorBody::Vers {
+                        low: 1,
+                        high: if self.opts.v1_only { 1 } else { 2 },
+                    },
+                    _ => ErrorBody::BadXdr,
+                };
+                (
+                    v1::encode_error(&mut buf, call.xid, credit, &v1_body),
+                    Expect::Fail,
+                )
+            }
         };
         stats.errors_sent += 1;
         stats.refused.insert(call.xid, e);

@@ -850,3 +850,30 @@ fn err_calls_counts_only_that_kind_and_err_nth_repeats() {
     assert_eq!(CallKind::parse("inline"), Some(CallKind::Inline));
     assert_eq!(CallKind::parse("nope"), None);
 }
+
+#[test]
+fn v1_refusals_are_err_vers_or_err_chunk_and_must_fail() {
+    for (code, want) in [(1u32, vec![1u32, 1, 2]), (5, vec![2]), (10, vec![2])] {
+        let mut st = Stats::default();
+        let mut p = ConnProto::new(
+            Options {
+                err_nth: vec![(1, code)],
+                ..Options::default()
+            },
+            client(4096),
+        );
+        let a = p.on_receive(
+            &call_msg(Protocol::V1, 3, 0, ChunkLists::EMPTY, &rpc_call(3, 3, 0)),
+            &mut st,
+        );
+        let s = sends(&a);
+        // xid, vers 1, credit, RDMA_ERROR, code and body
+        assert_eq!(&s[0][1..2], &[1]);
+        assert_eq!(s[0][3], 4);
+        assert_eq!(s[0][4..], want, "code {code}");
+        assert_eq!(
+            st.refused.get(3),
+            Some(rpcrdma_responder::stats::Expect::Fail)
+        );
+    }
+}
