@@ -59,11 +59,12 @@ void rpcrdma2_trace_credits(u32 conn, u32 xid, u32 credits)
 void rpcrdma2_trace_marshal(u32 conn, u32 task, u32 xid, u32 vers,
 			    const char *call, const char *reply, u32 hdr_len,
 			    u32 rpc_len, u32 inline_len, u32 nread, u32 nwrite,
-			    u32 nreply, bool probe)
+			    u32 nreply, bool probe, u32 resends,
+			    const char *hints)
 {
 	trace_rpcrdma2_marshal(conn, task, xid, vers, call, reply, hdr_len,
 			       rpc_len, inline_len, nread, nwrite, nreply,
-			       probe);
+			       probe, resends, hints);
 }
 
 void rpcrdma2_trace_reply(u32 conn, u32 xid, u32 vers, const char *class,
@@ -73,9 +74,9 @@ void rpcrdma2_trace_reply(u32 conn, u32 xid, u32 vers, const char *class,
 }
 
 void rpcrdma2_trace_peer_error(u32 conn, u32 xid, u32 vers, u32 code,
-			       const char *name)
+			       const char *name, const char *action)
 {
-	trace_rpcrdma2_peer_error(conn, xid, vers, code, name);
+	trace_rpcrdma2_peer_error(conn, xid, vers, code, name, action);
 }
 
 void rpcrdma2_trace_mr_reg(u32 conn, u32 xid, u32 handle, u32 length,

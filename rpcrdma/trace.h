@@ -175,13 +175,16 @@ TRACE_EVENT(rpcrdma2_credits,
 
 /* How a Call was marshalled: call "inline", "read" (a Read chunk at
  * position) or "long" (Position-Zero Read chunk, RDMA_NOMSG); reply
- * "inline", "write" (a Write chunk) or "long" (a Reply chunk). */
+ * "inline", "write" (a Write chunk) or "long" (a Reply chunk); for an RPC
+ * sent again after transport errors, how many times (resends) and the
+ * planning hints of its recovery ("none" otherwise). */
 TRACE_EVENT(rpcrdma2_marshal,
 	TP_PROTO(u32 conn, u32 task, u32 xid, u32 vers, const char *call,
 		 const char *reply, u32 hdr_len, u32 rpc_len, u32 inline_len,
-		 u32 nread, u32 nwrite, u32 nreply, bool probe),
+		 u32 nread, u32 nwrite, u32 nreply, bool probe, u32 resends,
+		 const char *hints),
 	TP_ARGS(conn, task, xid, vers, call, reply, hdr_len, rpc_len,
-		inline_len, nread, nwrite, nreply, probe),
+		inline_len, nread, nwrite, nreply, probe, resends, hints),
 	TP_STRUCT__entry(
 		__field(u32, conn)
 		__field(u32, task)
@@ -196,6 +199,8 @@ TRACE_EVENT(rpcrdma2_marshal,
 		__field(u32, nwrite)
 		__field(u32, nreply)
 		__field(bool, probe)
+		__field(u32, resends)
+		__string(hints, hints)
 	),
 	TP_fast_assign(
 		__entry->conn = conn;
@@ -211,12 +216,15 @@ TRACE_EVENT(rpcrdma2_marshal,
 		__entry->nwrite = nwrite;
 		__entry->nreply = nreply;
 		__entry->probe = probe;
+		__entry->resends = resends;
+		__assign_str(hints);
 	),
-	TP_printk("conn=%u task=%u xid=0x%08x vers=%u call=%s reply=%s hdr_len=%u rpc_len=%u inline_len=%u read_segs=%u write_segs=%u reply_segs=%u probe=%d",
+	TP_printk("conn=%u task=%u xid=0x%08x vers=%u call=%s reply=%s hdr_len=%u rpc_len=%u inline_len=%u read_segs=%u write_segs=%u reply_segs=%u probe=%d resends=%u hints=%s",
 		  __entry->conn, __entry->task, __entry->xid, __entry->vers,
 		  __get_str(call), __get_str(reply), __entry->hdr_len,
 		  __entry->rpc_len, __entry->inline_len, __entry->nread,
-		  __entry->nwrite, __entry->nreply, __entry->probe)
+		  __entry->nwrite, __entry->nreply, __entry->probe,
+		  __entry->resends, __get_str(hints))
 );
 
 /* A received message, classified: deliver (inline reply), chunked (a
@@ -247,16 +255,20 @@ TRACE_EVENT(rpcrdma2_reply,
 		  __get_str(class), __entry->len, __entry->status)
 );
 
-/* The peer answered with an RDMA_ERROR / RDMA2_ERROR. */
+/* The peer answered with an RDMA_ERROR / RDMA2_ERROR; action: what the
+ * transport does about it ("fail", "resend:<recovery>", or "drop" for an
+ * error that answers no RPC). */
 TRACE_EVENT(rpcrdma2_peer_error,
-	TP_PROTO(u32 conn, u32 xid, u32 vers, u32 code, const char *name),
-	TP_ARGS(conn, xid, vers, code, name),
+	TP_PROTO(u32 conn, u32 xid, u32 vers, u32 code, const char *name,
+		 const char *action),
+	TP_ARGS(conn, xid, vers, code, name, action),
 	TP_STRUCT__entry(
 		__field(u32, conn)
 		__field(u32, xid)
 		__field(u32, vers)
 		__field(u32, code)
 		__string(name, name)
+		__string(action, action)
 	),
 	TP_fast_assign(
 		__entry->conn = conn;
@@ -264,10 +276,11 @@ TRACE_EVENT(rpcrdma2_peer_error,
 		__entry->vers = vers;
 		__entry->code = code;
 		__assign_str(name);
+		__assign_str(action);
 	),
-	TP_printk("conn=%u xid=0x%08x vers=%u code=%u (%s)", __entry->conn,
-		  __entry->xid, __entry->vers, __entry->code,
-		  __get_str(name))
+	TP_printk("conn=%u xid=0x%08x vers=%u code=%u (%s) action=%s",
+		  __entry->conn, __entry->xid, __entry->vers, __entry->code,
+		  __get_str(name), __get_str(action))
 );
 
 /* Memory registration of an RPC's chunks: one event per registered MR. */

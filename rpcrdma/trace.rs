@@ -16,6 +16,7 @@
 //! module is loaded (see [`next_conn_id`]).
 
 use crate::bindings;
+use crate::proto::recovery::{Recovery, State};
 use crate::proto::{CallForm, ChunkPlan, Range, ReplyForm};
 use crate::xdr::header::{ErrorBody, Protocol};
 use crate::xdr::props::TransportProperties;
@@ -216,8 +217,10 @@ pub fn marshal(
     plan: &ChunkPlan,
     rpc_len: u32,
     probe: bool,
+    recovery: &State,
 ) {
     if enabled(Tp::Marshal) {
+        let hints = CBuf::new(format_args!("{}", recovery.hints()));
         let call: &CStr = match plan.call() {
             CallForm::Inline => c"inline",
             CallForm::Read { .. } => c"read",
@@ -245,6 +248,8 @@ pub fn marshal(
                 n(plan.write_ranges()),
                 n(plan.reply_ranges()),
                 probe,
+                recovery.resends(),
+                hints.as_ptr(),
             )
         };
     }
@@ -269,13 +274,30 @@ pub fn reply(conn: u32, xid: u32, v: Option<Protocol>, class: &CStr, len: usize,
     }
 }
 
-/// The peer answered `xid` with a transport error.
-pub fn peer_error(conn: u32, xid: u32, v: Protocol, body: &ErrorBody) {
+/// The peer answered `xid` with a transport error; `recovery` is what
+/// the transport does about it (`None`: the error answers no RPC and is
+/// dropped).
+pub fn peer_error(conn: u32, xid: u32, v: Protocol, body: &ErrorBody, recovery: Option<&Recovery>) {
     if enabled(Tp::PeerError) {
         let name = CBuf::new(format_args!("{}", body.name(v)));
-        // SAFETY: `name` is NUL-terminated and outlives the call.
+        let action = match recovery {
+            Some(Recovery::Resend { kind, .. }) => {
+                CBuf::new(format_args!("resend:{}", kind.name()))
+            }
+            Some(Recovery::Fail { .. }) => CBuf::new(format_args!("fail")),
+            None => CBuf::new(format_args!("drop")),
+        };
+        // SAFETY: `name` and `action` are NUL-terminated and outlive the
+        // call.
         unsafe {
-            bindings::rpcrdma2_trace_peer_error(conn, xid, vers(v), body.code(), name.as_ptr())
+            bindings::rpcrdma2_trace_peer_error(
+                conn,
+                xid,
+                vers(v),
+                body.code(),
+                name.as_ptr(),
+                action.as_ptr(),
+            )
         };
     }
 }

@@ -43,11 +43,12 @@ void rpcrdma2_trace_credits(u32 conn, u32 xid, u32 credits);
 void rpcrdma2_trace_marshal(u32 conn, u32 task, u32 xid, u32 vers,
 			    const char *call, const char *reply, u32 hdr_len,
 			    u32 rpc_len, u32 inline_len, u32 nread, u32 nwrite,
-			    u32 nreply, bool probe);
+			    u32 nreply, bool probe, u32 resends,
+			    const char *hints);
 void rpcrdma2_trace_reply(u32 conn, u32 xid, u32 vers, const char *class,
 			  u32 len, int status);
 void rpcrdma2_trace_peer_error(u32 conn, u32 xid, u32 vers, u32 code,
-			       const char *name);
+			       const char *name, const char *action);
 void rpcrdma2_trace_mr_reg(u32 conn, u32 xid, u32 handle, u32 length,
 			   u64 offset);
 void rpcrdma2_trace_mr_inv(u32 conn, u32 xid, const char *how, u32 handle,

@@ -362,10 +362,17 @@ impl Transport for RdmaXprt {
         // fields of rpcrdma2's own: MRs the server invalidated (remote
         // invalidation), which C does not count; backchannel Calls
         // served (C counts bcall_count but does not print it), replies
-        // sent, Calls or replies dropped.
+        // sent, Calls or replies dropped; RPCs sent again after a
+        // transport error, by recovery (Position-Zero Read, Reply chunk
+        // instead of Write chunks, fewer segments, Write resource, Reply
+        // resource), and RPCs failed by a transport error.
         let _ = this.xprt().write_generic_stats(seq);
         let ld = |a: &core::sync::atomic::AtomicU64| a.load(Relaxed);
-        let _ = writeln!(
+        let (bad_reply, rec) = {
+            let p = this.data.proto.lock();
+            (p.stats().bad_reply, p.stats().recovery)
+        };
+        let _ = write!(
             seq,
             "{} {} {} {} {} {} {} {} {} {} {} 0 {} {} {} {} 0 {} {} {} {}",
             ld(&c.read_chunks),
@@ -377,7 +384,7 @@ impl Transport for RdmaXprt {
             ld(&c.reply_bytes),
             ld(&s.hardway),
             ld(&s.failed_marshal),
-            this.data.proto.lock().stats().bad_reply + ld(&c.bad_chunk_replies),
+            bad_reply + ld(&c.bad_chunk_replies),
             ld(&c.nomsg_calls),
             ld(&c.mrs_orphaned),
             ld(&c.mrs_allocated),
@@ -387,6 +394,16 @@ impl Transport for RdmaXprt {
             ld(&this.data.bc.stats.calls),
             ld(&this.data.bc.stats.replies),
             ld(&this.data.bc.stats.dropped),
+        );
+        let _ = writeln!(
+            seq,
+            " {} {} {} {} {} {}",
+            rec.position_zero,
+            rec.reply_chunk,
+            rec.segments,
+            rec.write_resource,
+            rec.reply_resource,
+            rec.failed,
         );
     }
 

@@ -21,6 +21,9 @@ pub(super) enum Finish {
     Complete(i32),
     /// Fail it with this (negative) errno.
     Fail(i32),
+    /// Complete it without a reply so that SUNRPC sends it again on this
+    /// connection (error recovery, see `recovery.rs`).
+    Retry,
 }
 
 /// The chunk registrations of the RPC in one request slot.
@@ -254,6 +257,12 @@ impl QpState {
                 None => rqst.complete(&self.xprt, len),
             },
             Finish::Fail(e) => rqst.fail(&self.xprt, e),
+            Finish::Retry => {
+                // The responder refused the transmission without
+                // executing it, and its error returned the credit.
+                rqst.allow_resend(&self.xprt);
+                rqst.retry(&self.xprt, EAGAIN.to_errno());
+            }
         });
     }
 

@@ -35,9 +35,11 @@ use kernel::alloc::{
 use kernel::new_spinlock;
 
 mod frwr;
+mod recovery;
 mod reply;
 
 use self::frwr::{Chunking, Finish, RegSizing, RegTable};
+use self::recovery::RecoveryTable;
 use kernel::prelude::*;
 use kernel::sync::{Arc, SpinLock};
 
@@ -213,6 +215,9 @@ pub struct QpState {
     /// Set once the PD exists (`None`: inline only).
     #[pin]
     chunking: SpinLock<Option<Arc<Chunking>>>,
+    /// Error recovery state by request slot.
+    #[pin]
+    recovery: SpinLock<RecoveryTable>,
     /// Send chains for REG_MR and LOCAL_INV WRs: a few KiB each, so kept
     /// on the heap, never on the (deep) stacks of rpciod and the CQ
     /// workqueue.
@@ -233,6 +238,7 @@ impl ConnQp {
         sizing: RegSizing,
     ) -> Result<Self> {
         let regs = RegTable::new(sizing.slots, sizing.mrs_per_rpc, sizing.depth)?;
+        let recovery = RecoveryTable::new(sizing.slots)?;
         let mut chains = Stack::with_capacity(CHAINS)?;
         if sizing.depth > 0 {
             for _ in 0..CHAINS {
@@ -250,6 +256,7 @@ impl ConnQp {
                 bc,
                 regs <- new_spinlock!(regs),
                 chunking <- new_spinlock!(None),
+                recovery <- new_spinlock!(recovery),
                 chains <- new_spinlock!(chains),
             }? Error),
             GFP_KERNEL,
@@ -564,20 +571,27 @@ impl Conn {
         rpc.ddp_allowed &= crate::compat::params::ddp();
         let page_size = mr::page_size() as u32;
         let depth = chunking.as_ref().map_or(1, |c| c.caps.depth);
+        // A resend after a transport error is planned as its recovery says.
+        let recovery = q.recovery.lock().begin(usize::from(slot), xid);
+        let hints = recovery.hints();
         if let Some(c) = &chunking {
             // Make sure the MRs are there before the Call is counted as
             // sent: a Send that finds the pool empty waits for space.
             let p = q.proto.lock();
             let limits = proto::Limits::new(p.config(), page_size, depth);
-            let need = proto::chunks::plan(&rpc, p.thresholds(), &limits)
-                .map_or(0, |pl| pl.ranges().len());
+            let need =
+                proto::chunks::plan_with(&rpc, p.thresholds(), &limits, &p.plan_hints(&hints))
+                    .map_or(0, |pl| pl.ranges().len());
             drop(p);
             if need > c.pool.available() {
                 stats.no_mrs.fetch_add(1, Relaxed);
                 return Err(crate::compat::errno::enobufs());
             }
         }
-        let plan = q.proto.lock().prepare_rpc(xid, &rpc, page_size, depth);
+        let plan = q
+            .proto
+            .lock()
+            .prepare_rpc_hinted(xid, &rpc, page_size, depth, &hints);
         let (plan, chunks) = match plan {
             Ok(p) => p,
             Err(CallError::NoCredits) => {
@@ -616,6 +630,7 @@ impl Conn {
             &chunks,
             u32::try_from(rqst.call_len()).unwrap_or(u32::MAX),
             plan.probe,
+            &recovery,
         );
         let Some(mut sb) = q.sends.lock().pop() else {
             return Err(crate::compat::errno::enobufs());

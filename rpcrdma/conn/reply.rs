@@ -195,13 +195,15 @@ impl QpState {
         self.end_rpc(qp, xid, f, inv);
     }
 
-    /// Fires the tracepoints of a received message.
+    /// Fires the tracepoints of a received message (`recovery`: what is
+    /// done about a transport error).
     fn trace_received(
         &self,
         data: &[u8],
         out: &proto::Outcome<'_>,
         vers: Option<Protocol>,
         settled: Option<Protocol>,
+        recovery: Option<&proto::Recovery>,
     ) {
         if !trace::received_enabled() {
             return;
@@ -221,9 +223,13 @@ impl QpState {
             Reply::Chunked { xid, .. } => (c"chunked", xid, 0),
             Reply::Fail { xid, errno, cause } => {
                 if let proto::Cause::RdmaError { protocol, body } = cause {
-                    trace::peer_error(self.id, xid, protocol, &body);
+                    trace::peer_error(self.id, xid, protocol, &body, recovery);
                 }
-                (c"fail", xid, errno.to_kernel())
+                match recovery {
+                    Some(proto::Recovery::Resend { .. }) => (c"recover", xid, 0),
+                    Some(proto::Recovery::Fail { errno, .. }) => (c"fail", xid, errno.to_kernel()),
+                    None => (c"fail", xid, errno.to_kernel()),
+                }
             }
             Reply::Resend { xid } => (c"resend", xid, 0),
             Reply::ReverseCall { xid, .. } => (c"reverse_call", xid, 0),
@@ -235,7 +241,7 @@ impl QpState {
             Reply::Control(proto::Control::PropertiesPart) => (c"connprop_part", msg_xid, 0),
             Reply::Drop(cause) => {
                 if let proto::Cause::RdmaError { protocol, body } = cause {
-                    trace::peer_error(self.id, msg_xid, protocol, &body);
+                    trace::peer_error(self.id, msg_xid, protocol, &body, None);
                 }
                 (c"drop", msg_xid, 0)
             }
@@ -259,7 +265,16 @@ impl QpState {
             };
             (out, p.protocol(), settled)
         };
-        self.trace_received(data, &out, vers, settled);
+        // A transport error: resend the RPC or fail it (recovery.rs).
+        let recovery = match out.reply {
+            Reply::Fail {
+                xid,
+                cause: proto::Cause::RdmaError { protocol, body },
+                ..
+            } => self.recovery_for(xid, protocol, &body),
+            _ => None,
+        };
+        self.trace_received(data, &out, vers, settled, recovery.as_ref());
         if settled == Some(Protocol::V2) {
             pr_info!(
                 "server answered in RPC-over-RDMA version 2: connection settled on version 2\n"
@@ -274,7 +289,23 @@ impl QpState {
         match out.reply {
             Reply::Deliver { xid, payload } => self.deliver_inline(qp, xid, payload, inv),
             Reply::Chunked { xid, header } => self.deliver_chunked(qp, xid, &header, inv),
+            Reply::Fail {
+                xid,
+                cause: proto::Cause::RdmaError { protocol, body },
+                ..
+            } if matches!(recovery, Some(proto::Recovery::Resend { .. })) => {
+                if let Some(r) = &recovery {
+                    self.resend_after_error(qp, xid, protocol, &body, r, inv);
+                }
+            }
             Reply::Fail { xid, errno, cause } => {
+                let (errno, why) = match recovery {
+                    Some(r @ proto::Recovery::Fail { errno, why }) => {
+                        self.proto.lock().recovered(&r);
+                        (errno, Some(why))
+                    }
+                    _ => (errno, None),
+                };
                 if crate::compat::print::ratelimit() {
                     match cause {
                         proto::Cause::RdmaError {
@@ -287,15 +318,23 @@ impl QpState {
                             // cannot process.
                             pr_err!("reply: server answered ERR_CHUNK (xid {:#010x}): the reply does not fit inline and no Write or Reply chunk could hold it, or the server could not process the Call's header ({})\n", xid, errno.to_kernel());
                         }
-                        proto::Cause::RdmaError { protocol, body } => {
-                            pr_err!(
+                        proto::Cause::RdmaError { protocol, body } => match why {
+                            Some(why) if why != proto::recovery::Why::Permanent => pr_err!(
+                                "reply: server answered {} (xid {:#010x}, {:?}): RPC failed ({}): {}\n",
+                                body.name(protocol),
+                                xid,
+                                body,
+                                errno.to_kernel(),
+                                why
+                            ),
+                            _ => pr_err!(
                                 "reply: server answered {} (xid {:#010x}, {:?}): RPC failed ({})\n",
                                 body.name(protocol),
                                 xid,
                                 body,
                                 errno.to_kernel()
-                            );
-                        }
+                            ),
+                        },
                         _ => {
                             pr_err!(
                                 "reply: xid {:#010x} failed ({}): {:?}\n",

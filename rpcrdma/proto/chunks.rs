@@ -46,6 +46,7 @@
 use super::config::{Config, MAX_HDR_SEGS};
 use super::errno::Errno;
 use super::inline::{Direction, Thresholds, TooBig};
+use super::recovery::Hints;
 use super::xdr::chunk::{ChunkLists, ReadSegment, Segment, WriteChunk};
 use super::xdr::header::{Body, Header, MsgKind, Protocol};
 
@@ -340,10 +341,16 @@ pub fn header_len(protocol: Protocol, nread: u32, nwrite: u32, nreply: u32) -> u
 struct Ranges {
     r: [Range; MAX_RANGES],
     n: usize,
+    /// No more than this many ranges are taken (a Reply chunk cut to a
+    /// prefix, see [`plan_with`]).
+    limit: usize,
 }
 
 impl Ranges {
     fn push(&mut self, range: Range) -> bool {
+        if self.n >= self.limit {
+            return false;
+        }
         match self.r.get_mut(self.n) {
             Some(slot) => {
                 *slot = range;
@@ -429,9 +436,30 @@ fn u8_of(n: u32) -> u8 {
 /// Called in `->send_request` (after the credit check, before any MR is
 /// registered) with the connection's current [`Thresholds`].
 pub fn plan(rpc: &Rpc, th: &Thresholds, limits: &Limits) -> Result<ChunkPlan, PlanError> {
+    plan_with(rpc, th, limits, &Hints::NONE)
+}
+
+/// [`plan`] with the [`Hints`] of an error recovery
+/// ([`super::recovery`]): `position_zero` makes the Call a Long Call
+/// (even one that fits inline); `reply_chunk` makes the Reply a Long
+/// Reply (no Write chunk, a Reply chunk even for a Reply that fits
+/// inline); `max_segs` lowers [`Limits::max_segs`], and a Reply chunk over
+/// more segments is cut to its first `max_segs` (a prefix of the receive
+/// buffer) if that covers `reply_min` bytes, else the plan fails with
+/// [`PlanError::TooManySegments`]. With no chunks (`max_segs` 0) the
+/// hints are moot: the inline-only decision is made.
+pub fn plan_with(
+    rpc: &Rpc,
+    th: &Thresholds,
+    limits: &Limits,
+    hints: &Hints,
+) -> Result<ChunkPlan, PlanError> {
     let call_len = rpc.call.len().ok_or(PlanError::BadGeometry)?;
     rpc.reply.len().ok_or(PlanError::BadGeometry)?;
-    let max_segs = limits.max_segs.min(MAX_HDR_SEGS);
+    let max_segs = limits
+        .max_segs
+        .min(MAX_HDR_SEGS)
+        .min(hints.max_segs.unwrap_or(u32::MAX));
     let p = th.protocol;
     let inline_call = SendLayout {
         head: rpc.call.head,
@@ -460,7 +488,9 @@ pub fn plan(rpc: &Rpc, th: &Thresholds, limits: &Limits) -> Result<ChunkPlan, Pl
     // Reply form (rpcrdma_marshal_req's wtype).
     let max_reply = th.max_inline_reply();
     let nonpayload = rpc.reply.head.saturating_add(rpc.reply.tail);
-    let (reply, nwrite, nreply) = if rpc.reply_buflen <= max_reply {
+    let (reply, nwrite, nreply) = if hints.reply_chunk {
+        (ReplyForm::Long, 0, whole_count(&rpc.reply, limits))
+    } else if rpc.reply_buflen <= max_reply {
         (ReplyForm::Inline, 0, 0)
     } else if rpc.ddp_allowed && rpc.reply_ddp && rpc.reply.page_len > 0 && nonpayload < max_reply {
         let pad = u32::from(limits.write_pad && rpc.reply.page_len & 3 != 0);
@@ -469,6 +499,10 @@ pub fn plan(rpc: &Rpc, th: &Thresholds, limits: &Limits) -> Result<ChunkPlan, Pl
     } else {
         (ReplyForm::Long, 0, whole_count(&rpc.reply, limits))
     };
+    // A Reply chunk over more segments than the responder takes: its
+    // first max_segs segments (a prefix of the receive buffer).
+    let cut = hints.max_segs.is_some() && reply == ReplyForm::Long && nreply > max_segs;
+    let nreply = if cut { max_segs } else { nreply };
     let reply_segs = nwrite.max(nreply);
     if reply_segs > max_segs {
         return Err(PlanError::TooManySegments {
@@ -499,9 +533,11 @@ pub fn plan(rpc: &Rpc, th: &Thresholds, limits: &Limits) -> Result<ChunkPlan, Pl
         tail_offset: tail_inline.0,
         tail: tail_inline.1,
     };
-    let (call, nread, layout) = if call_len <= th.max_inline_call() && fits(0, call_len) {
+    let pz = hints.position_zero;
+    let (call, nread, layout) = if !pz && call_len <= th.max_inline_call() && fits(0, call_len) {
         (CallForm::Inline, 0, inline_call)
-    } else if rpc.ddp_allowed
+    } else if !pz
+        && rpc.ddp_allowed
         && rpc.call_ddp
         && rpc.call.page_len > 0
         && rpc.call.head & 3 == 0
@@ -537,6 +573,7 @@ pub fn plan(rpc: &Rpc, th: &Thresholds, limits: &Limits) -> Result<ChunkPlan, Pl
     let mut out = Ranges {
         r: [Range::default(); MAX_RANGES],
         n: 0,
+        limit: MAX_RANGES,
     };
     let ok = match call {
         CallForm::Inline => true,
@@ -556,10 +593,32 @@ pub fn plan(rpc: &Rpc, th: &Thresholds, limits: &Limits) -> Result<ChunkPlan, Pl
                         len: WRITE_PAD_LEN,
                     }))
         }
+        ReplyForm::Long if cut => {
+            // Stops at the limit: that is the cut.
+            out.limit = usize::try_from(nread.saturating_add(nreply)).unwrap_or(0);
+            push_whole(&mut out, &rpc.reply, limits);
+            out.n == out.limit
+        }
         ReplyForm::Long => push_whole(&mut out, &rpc.reply, limits),
     };
     if !ok {
         return Err(PlanError::BadGeometry);
+    }
+    if reply == ReplyForm::Long {
+        let start = usize::try_from(nread).unwrap_or(usize::MAX);
+        let covered = out
+            .r
+            .get(start..out.n)
+            .unwrap_or(&[])
+            .iter()
+            .fold(0u32, |a, r| a.saturating_add(r.len));
+        if covered < hints.reply_min {
+            return Err(PlanError::TooManySegments {
+                direction: Direction::Reply,
+                needed: whole_count(&rpc.reply, limits),
+                limit: max_segs,
+            });
+        }
     }
     plan.call = call;
     plan.reply = reply;

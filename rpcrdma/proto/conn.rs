@@ -26,6 +26,7 @@ use super::credits::{CreditState, CreditUpdate, Grant};
 use super::errno::Errno;
 use super::inline::{Thresholds, TooBig};
 use super::negotiate::{Negotiation, Phase, ProbeLoss, ServerMemory, Verdict};
+use super::recovery::{self, Hints, Recovery};
 use super::reply::{classify, Cause, Control, Reply};
 use super::xdr::chunk::ChunkLists;
 use super::xdr::header::{self, Body, Flags, Header, MsgKind, MsgSpec, Protocol};
@@ -68,6 +69,9 @@ pub struct Stats {
     /// Replies using chunks handed to the transport for checking
     /// ([`Reply::Chunked`]).
     pub chunked_replies: u64,
+    /// RPCs resent or failed after a transport error
+    /// ([`Transport::recovered`]).
+    pub recovery: recovery::Counters,
 }
 
 /// What to do before `rdma_connect`.
@@ -167,6 +171,9 @@ pub struct Transport {
     established: bool,
     /// XID of a continued message being discarded.
     discard: Option<u32>,
+    /// Segments per chunk the responder takes, learned from
+    /// `RDMA2_ERR_SEGMENTS` on this connection (see [`Self::recovered`]).
+    seg_cap: Option<u32>,
     stats: Stats,
 }
 
@@ -185,6 +192,7 @@ impl Transport {
             thresholds: Thresholds::new(&config, &Peer::Absent, Protocol::V1, false),
             established: false,
             discard: None,
+            seg_cap: None,
             stats: Stats::default(),
         }
     }
@@ -244,6 +252,7 @@ impl Transport {
         self.props = None;
         self.established = false;
         self.discard = None;
+        self.seg_cap = None;
         self.refresh_thresholds();
         ConnectPlan {
             protocol,
@@ -409,9 +418,25 @@ impl Transport {
         page_size: u32,
         max_mr_pages: u32,
     ) -> Result<(CallPlan, ChunkPlan), CallError> {
+        self.prepare_rpc_hinted(xid, rpc, page_size, max_mr_pages, &Hints::NONE)
+    }
+
+    /// [`Self::prepare_rpc`] of an RPC resent after a transport error,
+    /// planned with `hints` ([`recovery::State::hints`]) and the
+    /// connection's segment limit ([`Self::plan_hints`]).
+    pub fn prepare_rpc_hinted(
+        &mut self,
+        xid: u32,
+        rpc: &Rpc,
+        page_size: u32,
+        max_mr_pages: u32,
+        hints: &Hints,
+    ) -> Result<(CallPlan, ChunkPlan), CallError> {
         let mut protocol = self.sendable()?;
         let limits = Limits::new(&self.config, page_size, max_mr_pages);
-        let mut plan = chunks::plan(rpc, &self.thresholds, &limits).map_err(CallError::Plan)?;
+        let hints = self.plan_hints(hints);
+        let mut plan =
+            chunks::plan_with(rpc, &self.thresholds, &limits, &hints).map_err(CallError::Plan)?;
         if self.neg.phase() == (Phase::Probing { probe: None }) && !plan.is_inline() {
             if !self.neg.settle_v1_for_size() {
                 return Err(CallError::NoCredits);
@@ -420,7 +445,8 @@ impl Transport {
             self.credits.set_protocol(Protocol::V1);
             self.refresh_thresholds();
             protocol = Protocol::V1;
-            plan = chunks::plan(rpc, &self.thresholds, &limits).map_err(CallError::Plan)?;
+            plan = chunks::plan_with(rpc, &self.thresholds, &limits, &hints)
+                .map_err(CallError::Plan)?;
         }
         let probe = self.neg.on_send(xid);
         if probe {
@@ -435,6 +461,27 @@ impl Transport {
             },
             plan,
         ))
+    }
+
+    /// `hints` with the connection's segment limit applied: what chunk
+    /// planning uses ([`chunks::plan_with`]).
+    pub const fn plan_hints(&self, hints: &Hints) -> Hints {
+        hints.capped(self.seg_cap)
+    }
+
+    /// Records what the transport did about a transport error
+    /// ([`recovery::decide`]): counts it; after a resend for
+    /// `RDMA2_ERR_SEGMENTS`, later RPCs on this connection are planned with
+    /// the responder's segment limit too (a new connection forgets it).
+    pub fn recovered(&mut self, r: &Recovery) {
+        self.stats.recovery.count(r);
+        if let Recovery::Resend {
+            kind: recovery::Kind::Segments,
+            state,
+        } = *r
+        {
+            self.seg_cap = state.hints().capped(self.seg_cap).max_segs;
+        }
     }
 
     /// Handles one successful Receive: `buf` is exactly the received

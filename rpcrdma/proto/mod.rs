@@ -19,6 +19,8 @@
 //!   inline / Write / Reply chunk), chunk lists from registered
 //!   segments, validation of replies that use chunks, remote
 //!   invalidation;
+//! * [`recovery`]: what to do with an RPC a responder refused with a
+//!   transport error (resend with which planning hints, or fail);
 //! * [`backchannel`]: reverse-direction Calls (RFC 8167): what to do
 //!   with one, the header and size of its reply;
 //! * [`conn`]: [`Transport`], which ties them together and is what the
@@ -63,6 +65,7 @@ pub mod credits;
 pub mod errno;
 pub mod inline;
 pub mod negotiate;
+pub mod recovery;
 pub mod reply;
 // The self-test tables: on the host (no CONFIG_RUST) and in the module's
 // KUnit variant (Kbuild's RPCRDMA2_KUNIT), never in the production module.
@@ -80,4 +83,5 @@ pub use self::credits::{CreditState, CreditUpdate};
 pub use self::errno::Errno;
 pub use self::inline::{Direction, Thresholds, TooBig};
 pub use self::negotiate::{Phase, ProbeLoss, ServerMemory};
+pub use self::recovery::{Hints, Recovery};
 pub use self::reply::{Cause, ChunkUse, Control, Reply};

@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use rpcrdma_responder::malform::Kind;
-use rpcrdma_responder::proto::Options;
+use rpcrdma_responder::proto::{CallKind, Options};
 use rpcrdma_responder::server::{Config, Server};
 
 const USAGE: &str = "\
@@ -39,12 +39,29 @@ fault injection:
                          in pieces of at most N bytes
   --err-nth N:CODE       answer the Nth Call of each connection with
                          RDMA2_ERR_* CODE (1-10, or any number; v1: ERR_VERS
-                         for 1, else ERR_CHUNK)
+                         for 1, else ERR_CHUNK); may be repeated
   --err-every START:N:CODE
                          after the first START Calls of each connection,
-                         answer every Nth Call with CODE (as --err-nth); the
-                         stats count a refused XID the client sends again
-                         (refused_resent: it must fail the RPC instead)
+                         answer every Nth Call with CODE (as --err-nth).
+                         The error bodies describe the Call (READ_CHUNKS:
+                         max 0; SEGMENTS: one fewer than its largest chunk;
+                         WRITE_RESOURCE: 4 bytes more than its Write chunk;
+                         REPLY_RESOURCE (9) to a Call without a Reply chunk
+                         is sent once nfsd has answered, with the length of
+                         the reply). The stats count each refused XID the
+                         client sends again: refused_resent after an error
+                         that must fail the RPC, resent_<code> when the Call
+                         changed as -00 asks, resent_noncompliant otherwise
+  --err-calls KIND       the Calls --err-nth and --err-every count: any
+                         (default), read / write / reply (with Read chunks,
+                         Write chunks, a Reply chunk), inline (no chunks)
+  --refuse-read-chunks   v2: answer RDMA2_ERR_READ_CHUNKS (max 0) to Calls
+                         with Read chunks at a non-zero position
+  --no-write-chunks      v2: answer RDMA2_ERR_REPLY_RESOURCE (with the reply's
+                         length, once nfsd has answered) to Calls with Write
+                         chunks
+  --max-segs N           v2: answer RDMA2_ERR_SEGMENTS (N) to Calls with a
+                         chunk of more than N segments
   --drop-nth N           never send the Nth reply of each connection
   --delay-nth N:MS       send the Nth reply MS milliseconds late
   --disconnect-after N   disconnect after N received messages
@@ -110,11 +127,20 @@ fn parse() -> Result<Option<Config>, String> {
             "-v" | "--verbose" => cfg.verbose = true,
             "--no-connprop" => cfg.opts.no_connprop = true,
             "--relay-callbacks" => cfg.opts.relay_callbacks = true,
+            "--refuse-read-chunks" => cfg.opts.refuse_read_chunks = true,
+            "--err-calls" => {
+                let k = args.next().ok_or("--err-calls needs KIND")?;
+                cfg.opts.err_calls =
+                    CallKind::parse(&k).ok_or(format!("--err-calls: unknown kind {k}"))?;
+            }
+            "--no-write-chunks" => cfg.opts.no_write_chunks = true,
+            "--max-segs" => cfg.opts.max_segs = Some(num(args.next(), &a)?),
             "--no-private-data" => cfg.no_private_data = true,
             "--continue-over" => cfg.opts.continue_over = Some(num(args.next(), &a)?),
             "--err-nth" => {
                 let (n, c) = pair(args.next(), &a)?;
-                cfg.opts.err_nth = Some((n, c.parse().map_err(|_| "--err-nth: bad CODE")?));
+                let code = c.parse().map_err(|_| "--err-nth: bad CODE")?;
+                cfg.opts.err_nth.push((n, code));
             }
             "--err-every" => {
                 let s = args.next().ok_or("--err-every needs START:N:CODE")?;

@@ -18,7 +18,7 @@ use rpcrdma_xdr::props::{Property, TransportProperties};
 use rpcrdma_xdr::pvtdata::PrivateData;
 use rpcrdma_xdr::{v1, v2};
 
-use crate::stats::{Path, Stats};
+use crate::stats::{Expect, Path, Stats};
 
 /// Behaviour switches that shape the protocol (normal and fault injection).
 #[derive(Clone, Debug)]
@@ -36,13 +36,28 @@ pub struct Options {
     pub max_data: usize,
     /// v2: continue every reply longer than this many bytes (F_MORE).
     pub continue_over: Option<usize>,
-    /// Answer the Nth Call (1-based, per connection) with this error code.
-    pub err_nth: Option<(u64, u32)>,
+    /// Answer the Nth Call (1-based, per connection) with this error code
+    /// (each pair; Calls counted as [`Options::err_calls`] says).
+    pub err_nth: Vec<(u64, u32)>,
     /// After the first `.0` Calls of each connection, answer every `.1`th
     /// Call with error code `.2`.
     pub err_every: Option<(u64, u64, u32)>,
+    /// Which Calls `err_nth` and `err_every` count.
+    pub err_calls: CallKind,
     /// Relay nfsd's callbacks to the client as reverse-direction Calls.
     pub relay_callbacks: bool,
+    /// v2: refuse every Call with Read chunks at a non-zero position with
+    /// `RDMA2_ERR_READ_CHUNKS` (`rdma_max_chunks` 0: only Position-Zero
+    /// Reads are taken).
+    pub refuse_read_chunks: bool,
+    /// v2: take no Write chunks: the reply to a Call that offers one is
+    /// `RDMA2_ERR_REPLY_RESOURCE` with the Reply chunk length needed (-00:
+    /// "If the responder implementation cannot handle any Write chunks for
+    /// a request, it MUST return ... RDMA2_ERR_REPLY_RESOURCE").
+    pub no_write_chunks: bool,
+    /// v2: refuse a Call with a chunk of more segments than this with
+    /// `RDMA2_ERR_SEGMENTS`.
+    pub max_segs: Option<u32>,
 }
 
 impl Default for Options {
@@ -54,9 +69,54 @@ impl Default for Options {
             recv_size: 4096,
             max_data: (1 << 20) + 16384,
             continue_over: None,
-            err_nth: None,
+            err_nth: Vec::new(),
             err_every: None,
+            err_calls: CallKind::Any,
             relay_callbacks: false,
+            refuse_read_chunks: false,
+            no_write_chunks: false,
+            max_segs: None,
+        }
+    }
+}
+
+/// A class of Calls, for fault injection.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CallKind {
+    /// Every Call.
+    #[default]
+    Any,
+    /// Calls with Read chunks (any position).
+    Read,
+    /// Calls with Write chunks.
+    Write,
+    /// Calls with a Reply chunk.
+    Reply,
+    /// Calls without chunks.
+    Inline,
+}
+
+impl CallKind {
+    /// Parses `any`, `read`, `write`, `reply` or `inline`.
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "any" => Self::Any,
+            "read" => Self::Read,
+            "write" => Self::Write,
+            "reply" => Self::Reply,
+            "inline" => Self::Inline,
+            _ => return None,
+        })
+    }
+
+    /// True if `call` is of this class.
+    pub fn matches(self, call: &Call) -> bool {
+        match self {
+            Self::Any => true,
+            Self::Read => !call.reads.is_empty(),
+            Self::Write => !call.writes.is_empty(),
+            Self::Reply => call.reply.is_some(),
+            Self::Inline => call.reads.is_empty() && call.writes.is_empty() && call.reply.is_none(),
         }
     }
 }
@@ -81,9 +141,69 @@ pub struct Call {
     pub inline: Vec<u8>,
     /// Decoded RPC words of the complete Call, once known.
     pub rpc: Option<crate::nfs::CallHdr>,
+    /// Answer it, once nfsd has, with `RDMA2_ERR_REPLY_RESOURCE` for the
+    /// length of nfsd's reply (`--err-nth N:9`, `--no-write-chunks`).
+    pub refuse_reply: bool,
 }
 
 impl Call {
+    /// A Long Call: Read chunks, all at position zero.
+    pub fn is_position_zero(&self) -> bool {
+        !self.reads.is_empty() && self.reads.iter().all(|r| r.position == 0)
+    }
+
+    /// Segments of the Call's largest chunk (a Read chunk is the Read
+    /// segments that share a position).
+    pub fn max_chunk_segs(&self) -> u32 {
+        let mut most = 0usize;
+        let mut i = 0usize;
+        while i < self.reads.len() {
+            let pos = self.reads[i].position;
+            let n = self.reads[i..]
+                .iter()
+                .take_while(|r| r.position == pos)
+                .count();
+            most = most.max(n);
+            i += n;
+        }
+        for w in &self.writes {
+            most = most.max(w.len());
+        }
+        if let Some(r) = &self.reply {
+            most = most.max(r.len());
+        }
+        most as u32
+    }
+
+    /// Bytes of the Reply chunk offered (0: none).
+    pub fn reply_chunk_len(&self) -> u64 {
+        self.reply
+            .iter()
+            .flatten()
+            .map(|s| u64::from(s.length))
+            .sum()
+    }
+
+    /// Bytes of the first Write chunk offered (0: none).
+    pub fn write_chunk_len(&self) -> u64 {
+        self.writes
+            .first()
+            .map_or(0, |w| w.iter().map(|s| u64::from(s.length)).sum())
+    }
+
+    /// True if this Call, sent again after a refusal that asked for
+    /// `e`, does what -00 §6.4.3 asks of the requester.
+    pub fn complies(&self, e: Expect) -> bool {
+        let reply_chunk = |n: u32| self.writes.is_empty() && self.reply_chunk_len() >= u64::from(n);
+        match e {
+            Expect::Fail => false,
+            Expect::PositionZero => self.is_position_zero(),
+            Expect::NoWriteChunks => reply_chunk(1),
+            Expect::Segments(n) => self.max_chunk_segs() <= n,
+            Expect::WriteResource(n) | Expect::ReplyResource(n) => reply_chunk(n),
+        }
+    }
+
     /// Total bytes to pull with RDMA Read.
     pub fn read_len(&self) -> u64 {
         self.reads.iter().map(|r| u64::from(r.target.length)).sum()
@@ -183,6 +303,8 @@ pub struct ConnProto {
     unanswered: u32,
     /// Calls received on the connection.
     pub calls: u64,
+    /// Calls of the class fault injection counts ([`Options::err_calls`]).
+    pub err_counted: u64,
     /// v2 credits returned ahead of their message (a CONNPROP must grant
     /// at least one).
     advance: u32,
@@ -192,24 +314,70 @@ pub struct ConnProto {
     cont: Option<(u32, Vec<u8>)>,
 }
 
-fn err_body(code: u32, opts: &Options) -> ErrorBody {
+/// The body of error `code` answering `call` (`None`: a message that is
+/// no Call), with values that describe the Call: `rdma_max_chunks` 0 for
+/// `READ_CHUNKS` (a Position-Zero Read is expected), one Write chunk
+/// fewer than offered for `WRITE_CHUNKS`, one segment fewer than the
+/// largest chunk for `SEGMENTS`, 4 bytes more than the first Write chunk
+/// (index 1; index and length 0 without one) for `WRITE_RESOURCE`, and
+/// for `REPLY_RESOURCE` 4 bytes more than the Reply chunk, or without one
+/// the largest message the client receives plus 4 (reply-time injection,
+/// with the real length, is `Call::refuse_reply`).
+fn err_body(code: u32, opts: &Options, call: Option<&Call>) -> ErrorBody {
+    let writes = call.map_or(0, |c| c.writes.len() as u32);
+    let segs = call.map_or(0, |c| c.max_chunk_segs());
+    let wlen = call.map_or(0, |c| c.write_chunk_len()) as u32;
+    let rlen = call.map_or(0, |c| c.reply_chunk_len()) as u32;
     match code {
         v2::ERR_VERS => ErrorBody::Vers { low: 1, high: 2 },
         v2::ERR_BAD_XDR => ErrorBody::BadXdr,
         v2::ERR_INVAL_HTYPE => ErrorBody::InvalHtype,
         v2::ERR_INVAL_FLAG => ErrorBody::InvalFlag,
-        v2::ERR_READ_CHUNKS => ErrorBody::ReadChunks { max_chunks: 1 },
-        v2::ERR_WRITE_CHUNKS => ErrorBody::WriteChunks { max_chunks: 1 },
-        v2::ERR_SEGMENTS => ErrorBody::Segments { max_segments: 16 },
-        v2::ERR_WRITE_RESOURCE => ErrorBody::WriteResource {
+        v2::ERR_READ_CHUNKS => ErrorBody::ReadChunks { max_chunks: 0 },
+        v2::ERR_WRITE_CHUNKS => ErrorBody::WriteChunks {
+            max_chunks: writes.saturating_sub(1),
+        },
+        v2::ERR_SEGMENTS => ErrorBody::Segments {
+            max_segments: match opts.max_segs {
+                Some(n) if n < segs => n,
+                _ => segs.saturating_sub(1),
+            },
+        },
+        v2::ERR_WRITE_RESOURCE if writes > 0 => ErrorBody::WriteResource {
             chunk_index: 1,
-            length_needed: opts.max_data as u32,
+            length_needed: wlen.saturating_add(4),
+        },
+        v2::ERR_WRITE_RESOURCE => ErrorBody::WriteResource {
+            chunk_index: 0,
+            length_needed: 0,
         },
         v2::ERR_REPLY_RESOURCE => ErrorBody::ReplyResource {
-            length_needed: opts.max_data as u32,
+            length_needed: if rlen > 0 {
+                rlen.saturating_add(4)
+            } else {
+                opts.recv_size.saturating_add(4)
+            },
         },
         v2::ERR_SYSTEM => ErrorBody::System,
         c => ErrorBody::Other(c),
+    }
+}
+
+/// What -00 asks of the requester after `body` answered `call`.
+fn expect(body: &ErrorBody, call: &Call) -> Expect {
+    match *body {
+        ErrorBody::ReadChunks { .. } if call.is_position_zero() => Expect::Fail,
+        ErrorBody::ReadChunks { .. } => Expect::PositionZero,
+        ErrorBody::WriteChunks { .. } => Expect::NoWriteChunks,
+        ErrorBody::Segments { max_segments } => Expect::Segments(max_segments),
+        ErrorBody::WriteResource {
+            chunk_index: 1,
+            length_needed,
+        } if length_needed > 0 => Expect::WriteResource(length_needed),
+        ErrorBody::ReplyResource { length_needed } if length_needed > 0 => {
+            Expect::ReplyResource(length_needed)
+        }
+        _ => Expect::Fail,
     }
 }
 
@@ -226,6 +394,7 @@ impl ConnProto {
             advance: 0,
             connprop_due: false,
             calls: 0,
+            err_counted: 0,
             cont: None,
         }
     }
@@ -306,7 +475,7 @@ impl ConnProto {
                 // A requester ignores an RDMA2_ERROR's credit word and
                 // counts it as returning one credit.
                 let credit = self.credit_word(answers);
-                v2::encode_error(&mut buf, xid, credit, &err_body(code, &self.opts))
+                v2::encode_error(&mut buf, xid, credit, &err_body(code, &self.opts, None))
             }
             _ => {
                 let body = match code {
@@ -321,6 +490,44 @@ impl ConnProto {
             }
         };
         stats.errors_sent += 1;
+        buf.truncate(n.unwrap_or(0));
+        buf
+    }
+
+    /// Refuses `call` with `body` (version 2; version 1: `ERR_CHUNK`) and
+    /// remembers its XID and what the client must do about it.
+    /// `answers`: the Call was admitted (the error is its answer).
+    pub fn refuse(
+        &mut self,
+        call: &Call,
+        body: ErrorBody,
+        answers: bool,
+        stats: &mut Stats,
+    ) -> Vec<u8> {
+        let mut buf = vec![0u8; 64];
+        let credit = self.credit_word(answers);
+        let (n, e) = match self.version {
+            Some(Protocol::V2) => (
+                v2::encode_error(&mut buf, call.xid, credit, &body),
+                expect(&body, call),
+            ),
+            _ => {
+                // Version 1 has ERR_VERS and ERR_CHUNK only.
+                let v1_body = match body {
+                    ErrorBody::Vers { .. } => ErrorBody::Vers {
+                        low: 1,
+                        high: if self.opts.v1_only { 1 } else { 2 },
+                    },
+                    _ => ErrorBody::BadXdr,
+                };
+                (
+                    v1::encode_error(&mut buf, call.xid, credit, &v1_body),
+                    Expect::Fail,
+                )
+            }
+        };
+        stats.errors_sent += 1;
+        stats.refused.insert(call.xid, e);
         buf.truncate(n.unwrap_or(0));
         buf
     }
@@ -604,39 +811,96 @@ impl ConnProto {
             reply: c.reply.map(|r| r.iter().collect()),
             inline: inline.to_vec(),
             rpc: None,
+            refuse_reply: false,
         }
     }
 
     /// Checks a Call's chunks against our limits and fault switches.
-    fn admit(&mut self, call: Call, stats: &mut Stats) -> Action {
+    fn admit(&mut self, mut call: Call, stats: &mut Stats) -> Action {
         self.calls += 1;
         stats.calls += 1;
-        if stats.refused.contains(call.xid) {
-            // A requester must fail an RPC that was answered with a
-            // transport error, not send it again (on any connection).
-            stats.refused_resent += 1;
+        if let Some(e) = stats.refused.get(call.xid) {
+            // Sent again after a transport error: -00 §6.4.3 says when a
+            // requester may, and how the Call must change.
+            let resent = match e {
+                Expect::Fail => &mut stats.refused_resent,
+                _ if !call.complies(e) => &mut stats.resent_noncompliant,
+                Expect::PositionZero => &mut stats.resent_read_chunks,
+                Expect::NoWriteChunks => &mut stats.resent_write_chunks,
+                Expect::Segments(_) => &mut stats.resent_segments,
+                Expect::WriteResource(_) => &mut stats.resent_write_resource,
+                Expect::ReplyResource(_) => &mut stats.resent_reply_resource,
+            };
+            *resent += 1;
             log::info(format_args!(
-                "xid {:#x} was answered with an error and is sent again",
-                call.xid
+                "xid {:#x} was answered with an error and is sent again (expected: {e:?}; {})",
+                call.xid,
+                if call.complies(e) {
+                    "as asked"
+                } else {
+                    "NOT as asked"
+                }
             ));
         }
-        let inject = match (self.opts.err_nth, self.opts.err_every) {
-            (Some((n, code)), _) if n == self.calls => Some(code),
-            (_, Some((start, n, code)))
-                if self.calls > start && (self.calls - start).is_multiple_of(n) =>
+        let counted = self.opts.err_calls.matches(&call);
+        if counted {
+            self.err_counted += 1;
+        }
+        let k = self.err_counted;
+        let nth = self
+            .opts
+            .err_nth
+            .iter()
+            .find(|(n, _)| counted && *n == k)
+            .map(|(_, code)| *code);
+        let inject = match (nth, self.opts.err_every) {
+            (Some(code), _) => Some(code),
+            (None, Some((start, n, code)))
+                if counted && k > start && (k - start).is_multiple_of(n) =>
             {
                 Some(code)
             }
             _ => None,
         };
-        if let Some(code) = inject {
-            log::info(format_args!(
-                "injecting error {code} for call {} (xid {:#x})",
-                self.calls, call.xid
-            ));
-            stats.errors_injected += 1;
-            stats.refused.insert(call.xid);
-            return Action::Send(self.error(call.xid, code, stats));
+        let v2 = self.version == Some(Protocol::V2);
+        match inject {
+            Some(v2::ERR_REPLY_RESOURCE) if v2 && call.reply.is_none() => {
+                // Refused once nfsd's reply tells the length needed.
+                log::info(format_args!(
+                    "injecting error {} for call {} (xid {:#x}) at its reply",
+                    v2::ERR_REPLY_RESOURCE,
+                    k,
+                    call.xid
+                ));
+                stats.errors_injected += 1;
+                call.refuse_reply = true;
+            }
+            Some(code) => {
+                log::info(format_args!(
+                    "injecting error {code} for call {k} (xid {:#x})",
+                    call.xid
+                ));
+                stats.errors_injected += 1;
+                let body = err_body(code, &self.opts, Some(&call));
+                return Action::Send(self.refuse(&call, body, false, stats));
+            }
+            None => {}
+        }
+        if v2 && self.opts.refuse_read_chunks && call.reads.iter().any(|r| r.position != 0) {
+            stats.refused_read_chunks += 1;
+            let body = ErrorBody::ReadChunks { max_chunks: 0 };
+            return Action::Send(self.refuse(&call, body, false, stats));
+        }
+        if let Some(n) = self.opts.max_segs.filter(|_| v2) {
+            if call.max_chunk_segs() > n {
+                stats.refused_segments += 1;
+                let body = ErrorBody::Segments { max_segments: n };
+                return Action::Send(self.refuse(&call, body, false, stats));
+            }
+        }
+        if v2 && self.opts.no_write_chunks && !call.writes.is_empty() {
+            call.refuse_reply = true;
+            stats.refused_write_chunks += 1;
         }
         if call.read_len() > self.opts.max_data as u64 {
             return Action::Send(self.error(call.xid, v2::ERR_SYSTEM, stats));
@@ -660,6 +924,15 @@ impl ConnProto {
         let v2 = self.version == Some(Protocol::V2);
         let proto = if v2 { Protocol::V2 } else { Protocol::V1 };
         let mut plan = ReplyPlan::default();
+        if call.refuse_reply {
+            // RDMA2_ERR_REPLY_RESOURCE with the Reply chunk length this
+            // reply needs (nfsd has answered: the length is known).
+            let body = ErrorBody::ReplyResource {
+                length_needed: rpc.len() as u32,
+            };
+            plan.sends.push(self.refuse(call, body, true, stats));
+            return plan;
+        }
         // Write list echo: every offered chunk, lengths = bytes written.
         let mut write_echo: Vec<Vec<Segment>> = call
             .writes
@@ -677,12 +950,7 @@ impl ConnProto {
                         chunk_index: 1,
                         length_needed: d.len() as u32,
                     };
-                    let mut buf = vec![0u8; 64];
-                    let credit = self.credit_word(true);
-                    let n = v2::encode_error(&mut buf, call.xid, credit, &e).unwrap_or(0);
-                    buf.truncate(n);
-                    stats.errors_sent += 1;
-                    p.sends.push(buf);
+                    p.sends.push(self.refuse(call, e, true, stats));
                     return p;
                 }
             } else if !d.is_empty() {

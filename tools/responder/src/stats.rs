@@ -5,15 +5,39 @@
 
 #![forbid(unsafe_code)]
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Write as _;
 
-/// XIDs answered with an injected transport error, so that a Call the
-/// client sends again after such an answer is seen (the most recent
-/// [`RefusedXids::CAP`]).
+/// What a requester must do after a transport error (-00 §6.4.3), as
+/// remembered with the refused XID.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Expect {
+    /// Fail the RPC: it must never be sent again (`RDMA2_ERR_SYSTEM`,
+    /// `BAD_XDR`, `INVAL_*`, unknown codes, version 1 errors, and
+    /// `RDMA2_ERR_READ_CHUNKS` for a Position-Zero Read).
+    Fail,
+    /// Send it again as a Position-Zero Read (`RDMA2_ERR_READ_CHUNKS`).
+    PositionZero,
+    /// Again without Write chunks, with a Reply chunk
+    /// (`RDMA2_ERR_WRITE_CHUNKS`).
+    NoWriteChunks,
+    /// Again with at most this many segments per chunk
+    /// (`RDMA2_ERR_SEGMENTS`).
+    Segments(u32),
+    /// Again without Write chunks, with a Reply chunk of at least this
+    /// many bytes (`RDMA2_ERR_WRITE_RESOURCE`).
+    WriteResource(u32),
+    /// Again with a Reply chunk of at least this many bytes
+    /// (`RDMA2_ERR_REPLY_RESOURCE`).
+    ReplyResource(u32),
+}
+
+/// XIDs answered with a transport error and what the client must do
+/// about each, so that a Call the client sends again is seen and judged
+/// (the most recent [`RefusedXids::CAP`]).
 #[derive(Clone, Debug, Default)]
 pub struct RefusedXids {
-    set: HashSet<u32>,
+    map: HashMap<u32, Expect>,
     order: VecDeque<u32>,
 }
 
@@ -21,21 +45,26 @@ impl RefusedXids {
     /// How many XIDs are remembered.
     pub const CAP: usize = 1 << 16;
 
-    /// Remembers `xid`.
-    pub fn insert(&mut self, xid: u32) {
-        if self.set.insert(xid) {
+    /// Remembers `xid` and what must follow its refusal.
+    pub fn insert(&mut self, xid: u32, expect: Expect) {
+        if self.map.insert(xid, expect).is_none() {
             self.order.push_back(xid);
             if self.order.len() > Self::CAP {
                 if let Some(old) = self.order.pop_front() {
-                    self.set.remove(&old);
+                    self.map.remove(&old);
                 }
             }
         }
     }
 
-    /// True if `xid` was answered with an injected error.
+    /// True if `xid` was answered with a transport error.
     pub fn contains(&self, xid: u32) -> bool {
-        self.set.contains(&xid)
+        self.map.contains_key(&xid)
+    }
+
+    /// What must follow the refusal of `xid`, if it was refused.
+    pub fn get(&self, xid: u32) -> Option<Expect> {
+        self.map.get(&xid).copied()
     }
 }
 
@@ -58,7 +87,7 @@ macro_rules! counters {
         #[derive(Clone, Debug, Default)]
         pub struct Stats {
             $(#[doc = $doc] pub $name: u64,)*
-            /// XIDs answered with an injected error (not a counter).
+            /// XIDs answered with a transport error (not a counter).
             pub refused: RefusedXids,
         }
 
@@ -113,7 +142,16 @@ counters! {
     disconnects_injected: "disconnects injected",
     malformed_sent: "malformed messages sent (fault injection)",
     errors_injected: "Calls answered with an injected error (--err-nth, --err-every)",
-    refused_resent: "Calls whose XID was answered with an injected error before",
+    refused_read_chunks: "Calls refused with RDMA2_ERR_READ_CHUNKS for their Read chunks (--refuse-read-chunks)",
+    refused_write_chunks: "Calls refused with RDMA2_ERR_REPLY_RESOURCE for their Write chunks (--no-write-chunks)",
+    refused_segments: "Calls refused with RDMA2_ERR_SEGMENTS for a chunk over the limit (--max-segs)",
+    refused_resent: "Calls sent again after a transport error that must fail the RPC",
+    resent_read_chunks: "Calls sent again as a Position-Zero Read after RDMA2_ERR_READ_CHUNKS",
+    resent_write_chunks: "Calls sent again without Write chunks, with a Reply chunk, after RDMA2_ERR_WRITE_CHUNKS",
+    resent_segments: "Calls sent again within the segment limit after RDMA2_ERR_SEGMENTS",
+    resent_write_resource: "Calls sent again with a large enough Reply chunk after RDMA2_ERR_WRITE_RESOURCE",
+    resent_reply_resource: "Calls sent again with a large enough Reply chunk after RDMA2_ERR_REPLY_RESOURCE",
+    resent_noncompliant: "Calls sent again after a recoverable error without doing what -00 asks",
 }
 
 impl Stats {

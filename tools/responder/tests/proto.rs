@@ -411,23 +411,26 @@ fn hostile_input_never_panics() {
 
 #[test]
 fn err_nth_sends_each_error_with_its_body() {
-    // -00 §6.4.3: rdma_err, then the body its code selects.
-    let bodies: [(u32, &[u32]); 10] = [
+    // -00 §6.4.3: rdma_err, then the body its code selects, with values
+    // that describe this Call (no chunks): no Read chunks taken, no Write
+    // chunk, no segment, no Write chunk to name (index and length 0).
+    // REPLY_RESOURCE to a Call without a Reply chunk is sent at reply
+    // time (err_nth_bodies_describe_the_call).
+    let bodies: [(u32, &[u32]); 9] = [
         (1, &[1, 2]),
         (2, &[]),
         (3, &[]),
         (4, &[]),
-        (5, &[1]),
-        (6, &[1]),
-        (7, &[16]),
-        (8, &[1, (1 << 20) + 16384]),
-        (9, &[(1 << 20) + 16384]),
+        (5, &[0]),
+        (6, &[0]),
+        (7, &[0]),
+        (8, &[0, 0]),
         (10, &[]),
     ];
     for (code, body) in bodies {
         let mut st = Stats::default();
         let opts = Options {
-            err_nth: Some((2, code)),
+            err_nth: vec![(2, code)],
             no_connprop: true,
             ..Options::default()
         };
@@ -552,4 +555,325 @@ fn err_every_refuses_calls_and_counts_refused_xids_sent_again() {
         );
     }
     assert_eq!(st.refused_resent, 1);
+}
+
+// ---- error recovery (-00 §6.4.3): the refusals and the resends ----
+
+fn seg(handle: u32, length: u32) -> Segment {
+    Segment {
+        handle,
+        length,
+        offset: 0x1000 * u64::from(handle),
+    }
+}
+
+fn v2_conn(opts: Options) -> ConnProto {
+    ConnProto::new(
+        Options {
+            no_connprop: true,
+            ..opts
+        },
+        client(4096),
+    )
+}
+
+/// The error words after the v2 prefix (htype, flags, rdma_err, body).
+fn error_of(a: &[Action]) -> Vec<u32> {
+    let s = sends(a);
+    assert_eq!(s.len(), 1, "{a:?}");
+    assert_eq!(&s[0][1..2], &[2], "version 2");
+    s[0][3..].to_vec()
+}
+
+/// A Long Call (RDMA2_NOMSG, Position-Zero Read chunk) for `xid`.
+fn long_call(xid: u32, reply: Option<&[Segment]>) -> Vec<u8> {
+    let reads = [ReadSegment {
+        position: 0,
+        target: seg(1, 40),
+    }];
+    let spec = MsgSpec {
+        xid,
+        credit: (32 << 16) | 1,
+        kind: MsgKind::NoMsg,
+        flags: Flags::NONE,
+        inv_handle: 0,
+        chunks: ChunkLists {
+            reads: &reads,
+            writes: &[],
+            reply,
+        },
+    };
+    let mut b = vec![0u8; 1024];
+    let n = header::encode_msg(&mut b, Protocol::V2, &spec).unwrap();
+    b.truncate(n);
+    b
+}
+
+#[test]
+fn refuse_read_chunks_then_serve_the_position_zero_read() {
+    let mut st = Stats::default();
+    let mut p = v2_conn(Options {
+        refuse_read_chunks: true,
+        ..Options::default()
+    });
+    let reads = [ReadSegment {
+        position: 40,
+        target: seg(1, 65536),
+    }];
+    let chunks = ChunkLists {
+        reads: &reads,
+        writes: &[],
+        reply: None,
+    };
+    let rpc = rpc_call(0x71, 3, 7);
+    let a = p.on_receive(&call_msg(Protocol::V2, 0x71, 0, chunks, &rpc), &mut st);
+    // RDMA2_ERROR, F_RESPONSE, RDMA2_ERR_READ_CHUNKS, rdma_max_chunks 0
+    assert_eq!(error_of(&a), [4, 1, 5, 0]);
+    assert_eq!(st.refused_read_chunks, 1);
+    // Sent again as a Long Call: served, counted as a recovery.
+    let a = p.on_receive(&long_call(0x71, None), &mut st);
+    assert!(the_call(&a).is_position_zero());
+    assert_eq!(
+        (
+            st.resent_read_chunks,
+            st.resent_noncompliant,
+            st.refused_resent
+        ),
+        (1, 0, 0)
+    );
+    // Sent again with the same Read chunk: refused again, and counted as
+    // a resend that did not do what -00 asks.
+    let a = p.on_receive(&call_msg(Protocol::V2, 0x71, 0, chunks, &rpc), &mut st);
+    assert_eq!(error_of(&a), [4, 1, 5, 0]);
+    assert_eq!(st.resent_noncompliant, 1);
+}
+
+#[test]
+fn max_segs_refuses_larger_chunks_then_serves_fewer() {
+    let mut st = Stats::default();
+    let mut p = v2_conn(Options {
+        max_segs: Some(2),
+        ..Options::default()
+    });
+    let three = [seg(1, 300), seg(2, 32768), seg(3, 200)];
+    let rpc = rpc_call(0x72, 3, 16);
+    let with = |r: &'static [Segment]| ChunkLists {
+        reads: &[],
+        writes: &[],
+        reply: Some(r),
+    };
+    let three: &'static [Segment] = Box::leak(Box::new(three));
+    let a = p.on_receive(&call_msg(Protocol::V2, 0x72, 0, with(three), &rpc), &mut st);
+    assert_eq!(error_of(&a), [4, 1, 7, 2]);
+    assert_eq!(st.refused_segments, 1);
+    let two: &'static [Segment] = &three[..2];
+    let a = p.on_receive(&call_msg(Protocol::V2, 0x72, 0, with(two), &rpc), &mut st);
+    assert_eq!(the_call(&a).max_chunk_segs(), 2);
+    assert_eq!(st.resent_segments, 1);
+}
+
+#[test]
+fn no_write_chunks_answers_reply_resource_with_the_length_then_serves() {
+    let mut st = Stats::default();
+    let mut p = v2_conn(Options {
+        no_write_chunks: true,
+        ..Options::default()
+    });
+    let w = [seg(5, 65536)];
+    let writes: [&[Segment]; 1] = [&w];
+    let chunks = ChunkLists {
+        reads: &[],
+        writes: &writes,
+        reply: None,
+    };
+    let rpc = rpc_call(0x73, 3, NFS3_READ);
+    let a = p.on_receive(&call_msg(Protocol::V2, 0x73, 0, chunks, &rpc), &mut st);
+    let c = the_call(&a);
+    assert!(c.refuse_reply);
+    assert_eq!(st.refused_write_chunks, 1);
+    // nfsd's reply (1000 bytes): RDMA2_ERR_REPLY_RESOURCE, 1000 needed.
+    let reply = vec![0u8; 1000];
+    let plan = p.plan_reply(&c, &reply, None, &mut st);
+    assert!(plan.writes.is_empty() && plan.path.is_none());
+    assert_eq!(plan.sends.len(), 1);
+    assert_eq!(words(&plan.sends[0])[3..], [4, 1, 9, 1000]);
+    // Sent again with a Reply chunk that is too small: not as asked.
+    let small = [seg(6, 999)];
+    let short = ChunkLists {
+        reads: &[],
+        writes: &[],
+        reply: Some(&small),
+    };
+    let a = p.on_receive(&call_msg(Protocol::V2, 0x73, 0, short, &rpc), &mut st);
+    assert!(!the_call(&a).refuse_reply);
+    assert_eq!((st.resent_reply_resource, st.resent_noncompliant), (0, 1));
+    // ... and with one large enough, without the Write chunk: as asked.
+    let big = [seg(6, 1000)];
+    let ok = ChunkLists {
+        reads: &[],
+        writes: &[],
+        reply: Some(&big),
+    };
+    let a = p.on_receive(&call_msg(Protocol::V2, 0x73, 0, ok, &rpc), &mut st);
+    assert!(!the_call(&a).refuse_reply);
+    assert_eq!(st.resent_reply_resource, 1);
+}
+
+#[test]
+fn err_nth_bodies_describe_the_call() {
+    let w = [seg(5, 4096), seg(6, 4096)];
+    let writes: [&[Segment]; 1] = [&w];
+    let r3 = [seg(7, 100), seg(8, 8192), seg(9, 100)];
+    let cases: [(u32, ChunkLists<'_>, Vec<u32>); 9] = [
+        (5, ChunkLists::EMPTY, vec![5, 0]),
+        (
+            6,
+            ChunkLists {
+                reads: &[],
+                writes: &writes,
+                reply: None,
+            },
+            vec![6, 0],
+        ),
+        (
+            7,
+            ChunkLists {
+                reads: &[],
+                writes: &[],
+                reply: Some(&r3),
+            },
+            vec![7, 2],
+        ),
+        (7, ChunkLists::EMPTY, vec![7, 0]),
+        (
+            8,
+            ChunkLists {
+                reads: &[],
+                writes: &writes,
+                reply: None,
+            },
+            vec![8, 1, 8196],
+        ),
+        (8, ChunkLists::EMPTY, vec![8, 0, 0]),
+        (
+            9,
+            ChunkLists {
+                reads: &[],
+                writes: &[],
+                reply: Some(&r3),
+            },
+            vec![9, 8396],
+        ),
+        (10, ChunkLists::EMPTY, vec![10]),
+        (42, ChunkLists::EMPTY, vec![42]),
+    ];
+    for (code, chunks, want) in cases {
+        let mut st = Stats::default();
+        let mut p = v2_conn(Options {
+            err_nth: vec![(1, code)],
+            ..Options::default()
+        });
+        let a = p.on_receive(
+            &call_msg(Protocol::V2, 9, 0, chunks, &rpc_call(9, 3, 0)),
+            &mut st,
+        );
+        let e = error_of(&a);
+        assert_eq!(&e[..2], &[4, 1]);
+        assert_eq!(e[2..], want, "code {code}");
+        assert_eq!(st.errors_injected, 1);
+        assert!(st.refused.contains(9));
+    }
+    // REPLY_RESOURCE to a Call without a Reply chunk waits for nfsd's
+    // reply, whose length it then asks for.
+    let mut st = Stats::default();
+    let mut p = v2_conn(Options {
+        err_nth: vec![(1, 9)],
+        ..Options::default()
+    });
+    let a = p.on_receive(
+        &call_msg(Protocol::V2, 9, 0, ChunkLists::EMPTY, &rpc_call(9, 3, 0)),
+        &mut st,
+    );
+    let c = the_call(&a);
+    assert!(c.refuse_reply && st.errors_injected == 1);
+    let plan = p.plan_reply(&c, &[0u8; 120], None, &mut st);
+    assert_eq!(words(&plan.sends[0])[3..], [4, 1, 9, 120]);
+    // A Position-Zero Read refused with READ_CHUNKS must fail: sent
+    // again, it counts in refused_resent.
+    let mut st = Stats::default();
+    let mut p = v2_conn(Options {
+        err_nth: vec![(1, 5)],
+        ..Options::default()
+    });
+    let a = p.on_receive(&long_call(0x74, None), &mut st);
+    assert_eq!(error_of(&a), [4, 1, 5, 0]);
+    let _ = p.on_receive(&long_call(0x74, None), &mut st);
+    assert_eq!((st.refused_resent, st.resent_read_chunks), (1, 0));
+}
+
+#[test]
+fn err_calls_counts_only_that_kind_and_err_nth_repeats() {
+    use rpcrdma_responder::proto::CallKind;
+    let mut st = Stats::default();
+    let mut p = v2_conn(Options {
+        err_nth: vec![(1, 2), (2, 42)],
+        err_calls: CallKind::Write,
+        ..Options::default()
+    });
+    let w = [seg(5, 4096)];
+    let writes: [&[Segment]; 1] = [&w];
+    let read = ChunkLists {
+        reads: &[],
+        writes: &writes,
+        reply: None,
+    };
+    let mut got = Vec::new();
+    for (xid, chunks) in [
+        (1u32, ChunkLists::EMPTY),
+        (2, read),
+        (3, ChunkLists::EMPTY),
+        (4, read),
+        (5, read),
+    ] {
+        let a = p.on_receive(
+            &call_msg(Protocol::V2, xid, 0, chunks, &rpc_call(xid, 3, NFS3_READ)),
+            &mut st,
+        );
+        got.push(match &a[0] {
+            Action::Call(_) => 0,
+            _ => error_of(&a)[2],
+        });
+    }
+    // The 1st and 2nd Calls with a Write chunk: BAD_XDR, then code 42.
+    assert_eq!(got, [0, 2, 0, 42, 0]);
+    assert_eq!(st.errors_injected, 2);
+    assert_eq!(CallKind::parse("inline"), Some(CallKind::Inline));
+    assert_eq!(CallKind::parse("nope"), None);
+}
+
+#[test]
+fn v1_refusals_are_err_vers_or_err_chunk_and_must_fail() {
+    for (code, want) in [(1u32, vec![1u32, 1, 2]), (5, vec![2]), (10, vec![2])] {
+        let mut st = Stats::default();
+        let mut p = ConnProto::new(
+            Options {
+                err_nth: vec![(1, code)],
+                ..Options::default()
+            },
+            client(4096),
+        );
+        let a = p.on_receive(
+            &call_msg(Protocol::V1, 3, 0, ChunkLists::EMPTY, &rpc_call(3, 3, 0)),
+            &mut st,
+        );
+        let s = sends(&a);
+        // xid, vers 1, credit, RDMA_ERROR, code and body
+        assert_eq!(&s[0][1..2], &[1]);
+        assert_eq!(s[0][3], 4);
+        assert_eq!(s[0][4..], want, "code {code}");
+        assert_eq!(
+            st.refused.get(3),
+            Some(rpcrdma_responder::stats::Expect::Fail)
+        );
+    }
 }
