@@ -362,12 +362,15 @@ impl Transport for RdmaXprt {
         // fields of rpcrdma2's own: MRs the server invalidated (remote
         // invalidation), which C does not count; backchannel Calls
         // served (C counts bcall_count but does not print it), replies
-        // sent, Calls or replies dropped.
+        // sent, Calls or replies dropped; continued replies received,
+        // continued Calls sent, asynchronous credit grants sent (version
+        // 2 Message Continuation and credits).
         let _ = this.xprt().write_generic_stats(seq);
         let ld = |a: &core::sync::atomic::AtomicU64| a.load(Relaxed);
+        let ps = *this.data.proto.lock().stats();
         let _ = writeln!(
             seq,
-            "{} {} {} {} {} {} {} {} {} {} {} 0 {} {} {} {} 0 {} {} {} {}",
+            "{} {} {} {} {} {} {} {} {} {} {} 0 {} {} {} {} 0 {} {} {} {} {} {} {}",
             ld(&c.read_chunks),
             ld(&c.write_chunks),
             ld(&c.reply_chunks),
@@ -377,7 +380,7 @@ impl Transport for RdmaXprt {
             ld(&c.reply_bytes),
             ld(&s.hardway),
             ld(&s.failed_marshal),
-            this.data.proto.lock().stats().bad_reply + ld(&c.bad_chunk_replies),
+            ps.bad_reply + ld(&c.bad_chunk_replies),
             ld(&c.nomsg_calls),
             ld(&c.mrs_orphaned),
             ld(&c.mrs_allocated),
@@ -387,6 +390,9 @@ impl Transport for RdmaXprt {
             ld(&this.data.bc.stats.calls),
             ld(&this.data.bc.stats.replies),
             ld(&this.data.bc.stats.dropped),
+            ps.continued_replies,
+            ps.continued_calls,
+            ps.grants_sent,
         );
     }
 

@@ -227,6 +227,8 @@ impl QpState {
             }
             Reply::Resend { xid } => (c"resend", xid, 0),
             Reply::ReverseCall { xid, .. } => (c"reverse_call", xid, 0),
+            Reply::Piece { xid, last: None, .. } => (c"piece", xid, 0),
+            Reply::Piece { xid, .. } => (c"last_piece", xid, 0),
             Reply::Control(proto::Control::CreditGrant) => (c"credit_grant", msg_xid, 0),
             Reply::Control(proto::Control::Properties(ref p)) => {
                 trace::connprop(self.id, p);
@@ -274,6 +276,12 @@ impl QpState {
         match out.reply {
             Reply::Deliver { xid, payload } => self.deliver_inline(qp, xid, payload, inv),
             Reply::Chunked { xid, header } => self.deliver_chunked(qp, xid, &header, inv),
+            Reply::Piece {
+                xid,
+                offset,
+                payload,
+                last,
+            } => self.deliver_piece(qp, xid, offset, payload, last, inv),
             Reply::Fail { xid, errno, cause } => {
                 if crate::compat::print::ratelimit() {
                     match cause {
@@ -332,6 +340,9 @@ impl QpState {
                 pr_err!("reply: protocol error, disconnecting: {:?}\n", cause);
                 self.xprt.force_disconnect();
             }
+        }
+        if out.grant_due {
+            self.send_grant(qp);
         }
         out.post_receives
     }

@@ -165,13 +165,12 @@ pub struct Outcome<'a> {
     /// Post this many Receives now (already counted as posted; report a
     /// shortfall with [`Transport::receives_unposted`]).
     pub post_receives: u32,
-    /// Send an asynchronous credit grant with this credit word now
-    /// (`RDMA2_NOMSG`, XID 0, three empty chunk lists, -00 §6.4.2;
-    /// [`grant_spec`]): the responder has used half the credits we
-    /// advertised since our last message, and may be waiting for them
-    /// (for example in the middle of a continued reply). Already counted
-    /// as sent.
-    pub grant: Option<u32>,
+    /// An asynchronous credit grant is due (-00 §6.4.2): the responder
+    /// has used half the credits we advertised since our last message and
+    /// may be waiting for them (for example in the middle of a continued
+    /// reply). With a Send buffer at hand, call
+    /// [`Transport::prepare_grant`] and send what it returns.
+    pub grant_due: bool,
 }
 
 /// The header of an asynchronous credit grant carrying `credit`
@@ -585,7 +584,7 @@ impl Transport {
             credits: None,
             wake_senders: false,
             post_receives: 0,
-            grant: None,
+            grant_due: false,
         };
         if let Some(g) = grant {
             if matches!(
@@ -609,7 +608,7 @@ impl Transport {
         if self.neg.phase() != Phase::Down {
             out.post_receives = self.credits.replenish();
         }
-        out.grant = self.grant_due();
+        out.grant_due = self.grant_due();
         out
     }
 
@@ -626,15 +625,21 @@ impl Transport {
     /// message, in addition to payload-bearing messages"), but no more.
     /// Never to an idle responder: it returns a grant's credit only with
     /// its next message, and our Calls might wait for that credit.
-    fn grant_due(&mut self) -> Option<u32> {
+    fn grant_due(&self) -> bool {
         let c = &self.credits;
         let half = u32::from(c.recv_credits()).div_ceil(2).max(1);
-        let due = self.neg.phase() == Phase::Settled(Protocol::V2)
+        self.neg.phase() == Phase::Settled(Protocol::V2)
             && self.established
             && c.consumed() >= half
             && (self.unanswered > 0 || self.cont.receiving().is_some())
-            && c.outstanding() <= c.limit();
-        if !due {
+            && c.outstanding() <= c.limit()
+    }
+
+    /// If an asynchronous credit grant is (still) due
+    /// ([`Outcome::grant_due`]), counts it as sent and returns its credit
+    /// word: post `RDMA2_NOMSG` with [`grant_spec`] of it.
+    pub fn prepare_grant(&mut self) -> Option<u32> {
+        if !self.grant_due() {
             return None;
         }
         self.stats.grants_sent = self.stats.grants_sent.wrapping_add(1);

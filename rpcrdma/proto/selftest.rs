@@ -1327,13 +1327,12 @@ fn credit_grants_sent() -> TestResult {
     check!(t.credits().recv_credits() == 32);
     let m = piece(XID, CRED_0_32, true, &[XID, 1]);
     let o = t.receive(m.bytes());
-    check!(o.grant.is_none());
+    check!(!o.grant_due && t.prepare_grant().is_none());
     let mut grant = None;
     for i in 1..16u32 {
         let m = piece(XID, CRED_0_32, true, &[0]);
-        let o = t.receive(m.bytes());
-        if o.grant.is_some() {
-            grant = o.grant.map(|w| (i, w));
+        if t.receive(m.bytes()).grant_due {
+            grant = t.prepare_grant().map(|w| (i, w));
             break;
         }
     }
@@ -1349,6 +1348,7 @@ fn credit_grants_sent() -> TestResult {
             ))
     );
     check!(t.stats().grants_sent == 1 && t.credits().consumed() == 0);
+    check!(t.prepare_grant().is_none());
     // The grant took one message of the budget.
     check!(t.credits().outstanding() == 2);
     // Never beyond the one message -00 reserves for grants: with the
@@ -1361,10 +1361,11 @@ fn credit_grants_sent() -> TestResult {
     // Window 1: we advertise 1, so every message makes a grant due.
     let m = piece(XID, CRED_0_32, true, &[XID, 1]);
     let o = t.receive(m.bytes());
-    check!(o.grant.is_some() && t.credits().outstanding() == 2);
+    check!(o.grant_due && t.prepare_grant().is_some());
+    check!(t.credits().outstanding() == 2);
     let m = piece(XID, CRED_0_32, true, &[0]);
     let o = t.receive(m.bytes());
-    check!(o.grant.is_none());
+    check!(!o.grant_due && t.prepare_grant().is_none());
     // Not on version 1.
     let mut v1 = up(
         Config {
@@ -1374,7 +1375,7 @@ fn credit_grants_sent() -> TestResult {
         Peer::Absent,
     );
     let _ = v1.prepare_call(XID, 100, 100);
-    check!(v1.receive(v1_reply(XID, 1).bytes()).grant.is_none());
+    check!(!v1.receive(v1_reply(XID, 1).bytes()).grant_due);
     let spec = grant_spec(7);
     check!(spec.xid == 0 && spec.kind == header::MsgKind::NoMsg && spec.chunks.is_empty());
     Ok(())

@@ -308,7 +308,7 @@ fn run(kind: Kind, cfg: Config, n: u32, seed: u64, reconnect_every: usize) -> (T
                     "client Receive overrun ({kind:?} seed {seed})"
                 );
                 let o = t.receive(&m);
-                if let Some(word) = o.grant {
+                if let Some(word) = o.grant_due.then(|| t.prepare_grant()).flatten() {
                     // What the glue sends: the codec's encoding of it.
                     let mut g = vec![0u8; 64];
                     let spec = rpcrdma_proto::conn::grant_spec(word);
