@@ -58,10 +58,10 @@ callback_up() { server_state | grep -q '^callback state: UP'; }
 deleg_count() { server_state | grep -c 'type: deleg, access: r' || true; }
 has_deleg() { (($(deleg_count) >= 1)); }
 no_deleg() { (($(deleg_count) == 0)); }
-# bc_stats MNT: "served replies dropped", the last three fields of the
+# bc_stats MNT: "served replies dropped", fields 29-31 after "rdma" of the
 # mount's xprt: line (rpcrdma2's backchannel counters).
 bc_stats() {
-	awk -v m="$1" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $(NF-2), $(NF-1), $NF; exit}' \
+	awk -v m="$1" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $31, $32, $33; exit}' \
 		/proc/self/mountstats
 }
 
