@@ -315,8 +315,6 @@ pub fn grant(conn: u32, word: u32) {
     if enabled(Tp::Grant) {
         let c = crate::xdr::header::Credits::from_word(word);
         // SAFETY: plain values.
-        unsafe {
-            bindings::rpcrdma2_trace_grant(conn, u32::from(c.granted), u32::from(c.max))
-        };
+        unsafe { bindings::rpcrdma2_trace_grant(conn, u32::from(c.granted), u32::from(c.max)) };
     }
 }

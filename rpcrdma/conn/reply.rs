@@ -227,7 +227,9 @@ impl QpState {
             }
             Reply::Resend { xid } => (c"resend", xid, 0),
             Reply::ReverseCall { xid, .. } => (c"reverse_call", xid, 0),
-            Reply::Piece { xid, last: None, .. } => (c"piece", xid, 0),
+            Reply::Piece {
+                xid, last: None, ..
+            } => (c"piece", xid, 0),
             Reply::Piece { xid, .. } => (c"last_piece", xid, 0),
             Reply::Control(proto::Control::CreditGrant) => (c"credit_grant", msg_xid, 0),
             Reply::Control(proto::Control::Properties(ref p)) => {
