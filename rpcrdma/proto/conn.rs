@@ -80,7 +80,7 @@ pub struct Stats {
     pub continued_calls: u64,
     /// Pieces of continued Calls sent.
     pub call_pieces: u64,
-    /// Asynchronous credit grants sent ([`Outcome::grant`]).
+    /// Asynchronous credit grants sent ([`Transport::prepare_grant`]).
     pub grants_sent: u64,
 }
 
@@ -174,7 +174,7 @@ pub struct Outcome<'a> {
 }
 
 /// The header of an asynchronous credit grant carrying `credit`
-/// ([`Outcome::grant`]): `RDMA2_NOMSG`, XID 0, no flags, three empty
+/// ([`Transport::prepare_grant`]): `RDMA2_NOMSG`, XID 0, no flags, three empty
 /// chunk lists (36 bytes).
 pub const fn grant_spec(credit: u32) -> MsgSpec<'static> {
     MsgSpec {
