@@ -302,7 +302,9 @@ impl Reassembly {
                     self.state = if m.more {
                         State::Discarding {
                             xid: m.xid,
-                            answers: m.xid != 0 && m.response,
+                            // The rest of our Call's Reply answers it; a
+                            // new sequence must be a Reply to be ours.
+                            answers: m.xid != 0 && (m.xid == seq.xid || m.response),
                         }
                     } else {
                         State::Idle
