@@ -203,7 +203,7 @@ fn split_covers_the_call() {
         let len = 1 + rng.below(2 << 20) as u32;
         let send = 1024 + rng.below(64 * 1024) as u32;
         let room = piece_room(send);
-        assert!(room >= 988 && room % 4 == 0 && room + 36 <= send);
+        assert!(room >= 988 && room.is_multiple_of(4) && room + 36 <= send);
         let mut at = 0;
         let mut n = 0;
         while let Some(s) = split(len, at, room) {
