@@ -55,6 +55,16 @@ bool rpcrdma2_shim_param_ddp(void)
 	return READ_ONCE(ddp);
 }
 
+static bool frwr = true;
+module_param(frwr, bool, 0644);
+MODULE_PARM_DESC(frwr,
+		 "Register memory with FRWR for chunks (default); off, connections are inline only, as on a device without FRWR: on version 2, messages over the inline threshold are continued (read at connect)");
+
+bool rpcrdma2_shim_param_frwr(void)
+{
+	return READ_ONCE(frwr);
+}
+
 const struct xprt_class *rpcrdma2_shim_class(void)
 {
 	return &rpcrdma2_class;

@@ -29,6 +29,7 @@ const struct xprt_class *rpcrdma2_shim_class(void);
 /* Module parameters (6.12's Rust module! has none; see rpcrdma/compat/params.rs). */
 bool rpcrdma2_shim_param_force_v1(void);
 bool rpcrdma2_shim_param_ddp(void);
+bool rpcrdma2_shim_param_frwr(void);
 int rpcrdma2_shim_module_get(void);
 void rpcrdma2_shim_module_put(void);
 

@@ -91,10 +91,21 @@ void rpcrdma2_trace_mr_inv(u32 conn, u32 xid, const char *how, u32 handle,
 	trace_rpcrdma2_mr_inv(conn, xid, how, handle, n);
 }
 
+void rpcrdma2_trace_piece(u32 conn, u32 xid, const char *dir, u32 offset,
+			  u32 len, bool more)
+{
+	trace_rpcrdma2_piece(conn, xid, dir, offset, len, more);
+}
+
+void rpcrdma2_trace_grant(u32 conn, u32 granted, u32 max)
+{
+	trace_rpcrdma2_grant(conn, granted, max);
+}
+
 /* The static keys Rust reads (see trace_shim.h). */
 #define KEY(ev) [RPCRDMA2_TP_##ev] = &__tracepoint_rpcrdma2_##ev.key.enabled
 const atomic_t *const rpcrdma2_trace_keys[RPCRDMA2_TP_COUNT] = {
 	KEY(connect), KEY(connect_error), KEY(disconnect), KEY(pvtdata),
 	KEY(version), KEY(connprop), KEY(credits), KEY(marshal), KEY(reply),
-	KEY(peer_error), KEY(mr_reg), KEY(mr_inv),
+	KEY(peer_error), KEY(mr_reg), KEY(mr_inv), KEY(piece), KEY(grant),
 };

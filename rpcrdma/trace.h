@@ -331,6 +331,53 @@ TRACE_EVENT(rpcrdma2_mr_inv,
 		  __entry->handle, __entry->n)
 );
 
+/* Message Continuation (-00 §4.5.2): one piece of a continued message,
+ * dir "call" (a piece we sent) or "reply" (a piece received and placed);
+ * offset and len in the RPC message, more = F_MORE (another follows). */
+TRACE_EVENT(rpcrdma2_piece,
+	TP_PROTO(u32 conn, u32 xid, const char *dir, u32 offset, u32 len,
+		 bool more),
+	TP_ARGS(conn, xid, dir, offset, len, more),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__field(u32, xid)
+		__string(dir, dir)
+		__field(u32, offset)
+		__field(u32, len)
+		__field(bool, more)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__entry->xid = xid;
+		__assign_str(dir);
+		__entry->offset = offset;
+		__entry->len = len;
+		__entry->more = more;
+	),
+	TP_printk("conn=%u xid=0x%08x dir=%s offset=%u len=%u more=%d",
+		  __entry->conn, __entry->xid, __get_str(dir),
+		  __entry->offset, __entry->len, __entry->more)
+);
+
+/* We sent an asynchronous credit grant (v2 RDMA2_NOMSG, XID 0): granted
+ * credits returned, max the credits we advertise. */
+TRACE_EVENT(rpcrdma2_grant,
+	TP_PROTO(u32 conn, u32 granted, u32 max),
+	TP_ARGS(conn, granted, max),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__field(u32, granted)
+		__field(u32, max)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__entry->granted = granted;
+		__entry->max = max;
+	),
+	TP_printk("conn=%u granted=%u max=%u", __entry->conn,
+		  __entry->granted, __entry->max)
+);
+
 #endif /* RPCRDMA2_TRACE_H */
 
 #undef TRACE_INCLUDE_PATH

@@ -42,6 +42,8 @@ enum Tp {
     PeerError = bindings::rpcrdma2_tp_RPCRDMA2_TP_peer_error,
     MrReg = bindings::rpcrdma2_tp_RPCRDMA2_TP_mr_reg,
     MrInv = bindings::rpcrdma2_tp_RPCRDMA2_TP_mr_inv,
+    Piece = bindings::rpcrdma2_tp_RPCRDMA2_TP_piece,
+    Grant = bindings::rpcrdma2_tp_RPCRDMA2_TP_grant,
 }
 
 /// True if tracepoint `tp` has a probe attached.
@@ -316,5 +318,25 @@ pub fn mr_inv(conn: u32, xid: u32, how: &CStr, handle: u32, n: u32) {
     if enabled(Tp::MrInv) {
         // SAFETY: `how` is NUL-terminated and outlives the call.
         unsafe { bindings::rpcrdma2_trace_mr_inv(conn, xid, how.as_ptr().cast(), handle, n) };
+    }
+}
+
+/// A piece of continued message `xid`: `dir` is `call` (sent) or `reply`
+/// (received); `offset` and `len` in the RPC message; `more`: `F_MORE`.
+pub fn piece(conn: u32, xid: u32, dir: &CStr, offset: u32, len: u32, more: bool) {
+    if enabled(Tp::Piece) {
+        // SAFETY: `dir` is NUL-terminated and outlives the call.
+        unsafe {
+            bindings::rpcrdma2_trace_piece(conn, xid, dir.as_ptr().cast(), offset, len, more)
+        };
+    }
+}
+
+/// We sent an asynchronous credit grant (`rdma_credit` = `word`).
+pub fn grant(conn: u32, word: u32) {
+    if enabled(Tp::Grant) {
+        let c = crate::xdr::header::Credits::from_word(word);
+        // SAFETY: plain values.
+        unsafe { bindings::rpcrdma2_trace_grant(conn, u32::from(c.granted), u32::from(c.max)) };
     }
 }

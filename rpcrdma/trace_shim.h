@@ -23,6 +23,8 @@ enum rpcrdma2_tp {
 	RPCRDMA2_TP_peer_error,
 	RPCRDMA2_TP_mr_reg,
 	RPCRDMA2_TP_mr_inv,
+	RPCRDMA2_TP_piece,
+	RPCRDMA2_TP_grant,
 	RPCRDMA2_TP_COUNT
 };
 
@@ -53,5 +55,8 @@ void rpcrdma2_trace_mr_reg(u32 conn, u32 xid, u32 handle, u32 length,
 			   u64 offset);
 void rpcrdma2_trace_mr_inv(u32 conn, u32 xid, const char *how, u32 handle,
 			   u32 n);
+void rpcrdma2_trace_piece(u32 conn, u32 xid, const char *dir, u32 offset,
+			  u32 len, bool more);
+void rpcrdma2_trace_grant(u32 conn, u32 granted, u32 max);
 
 #endif /* RPCRDMA2_TRACE_SHIM_H */

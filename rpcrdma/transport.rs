@@ -365,13 +365,13 @@ impl Transport for RdmaXprt {
         // sent, Calls or replies dropped; RPCs sent again after a
         // transport error, by recovery (Position-Zero Read, Reply chunk
         // instead of Write chunks, fewer segments, Write resource, Reply
-        // resource), and RPCs failed by a transport error.
+        // resource), and RPCs failed by a transport error; continued
+        // replies received, continued Calls sent, asynchronous credit
+        // grants sent (version 2 Message Continuation and credits).
         let _ = this.xprt().write_generic_stats(seq);
         let ld = |a: &core::sync::atomic::AtomicU64| a.load(Relaxed);
-        let (bad_reply, rec) = {
-            let p = this.data.proto.lock();
-            (p.stats().bad_reply, p.stats().recovery)
-        };
+        let ps = *this.data.proto.lock().stats();
+        let rec = ps.recovery;
         let _ = write!(
             seq,
             "{} {} {} {} {} {} {} {} {} {} {} 0 {} {} {} {} 0 {} {} {} {}",
@@ -384,7 +384,7 @@ impl Transport for RdmaXprt {
             ld(&c.reply_bytes),
             ld(&s.hardway),
             ld(&s.failed_marshal),
-            bad_reply + ld(&c.bad_chunk_replies),
+            ps.bad_reply + ld(&c.bad_chunk_replies),
             ld(&c.nomsg_calls),
             ld(&c.mrs_orphaned),
             ld(&c.mrs_allocated),
@@ -397,13 +397,16 @@ impl Transport for RdmaXprt {
         );
         let _ = writeln!(
             seq,
-            " {} {} {} {} {} {}",
+            " {} {} {} {} {} {} {} {} {}",
             rec.position_zero,
             rec.reply_chunk,
             rec.segments,
             rec.write_resource,
             rec.reply_resource,
             rec.failed,
+            ps.continued_replies,
+            ps.continued_calls,
+            ps.grants_sent,
         );
     }
 

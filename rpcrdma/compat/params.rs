@@ -13,6 +13,13 @@ pub fn force_v1() -> bool {
     unsafe { bindings::rpcrdma2_shim_param_force_v1() }
 }
 
+/// `frwr`: register chunks with FRWR; off, connections are inline only
+/// (read at connect).
+pub fn frwr() -> bool {
+    // SAFETY: FFI call without preconditions (a READ_ONCE of a static).
+    unsafe { bindings::rpcrdma2_shim_param_frwr() }
+}
+
 /// `ddp`: direct data placement allowed (read per RPC).
 pub fn ddp() -> bool {
     // SAFETY: FFI call without preconditions (a READ_ONCE of a static).

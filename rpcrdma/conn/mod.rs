@@ -34,10 +34,12 @@ use kernel::alloc::{
 };
 use kernel::new_spinlock;
 
+mod continued;
 mod frwr;
 mod recovery;
 mod reply;
 
+use self::continued::Cursor;
 use self::frwr::{Chunking, Finish, RegSizing, RegTable};
 use self::recovery::RecoveryTable;
 use kernel::prelude::*;
@@ -223,6 +225,10 @@ pub struct QpState {
     /// workqueue.
     #[pin]
     chains: SpinLock<Stack<KBox<SendChain<SendOpCtx>>>>,
+    /// A continued Call stopped half-way (waiting for credits or a Send
+    /// buffer).
+    #[pin]
+    cursor: SpinLock<Option<Cursor>>,
 }
 
 impl ConnQp {
@@ -258,6 +264,7 @@ impl ConnQp {
                 chunking <- new_spinlock!(None),
                 recovery <- new_spinlock!(recovery),
                 chains <- new_spinlock!(chains),
+                cursor <- new_spinlock!(None),
             }? Error),
             GFP_KERNEL,
         )?;
@@ -438,8 +445,12 @@ impl Conn {
         cm.wait_for(Step::RouteResolved, "route resolution")?;
         *step = c"resources";
 
-        // FRWR for chunks; without it the connection is inline only.
-        let frwr = id.device().and_then(|d| FrwrCaps::query(d).ok());
+        // FRWR for chunks; without it (or with frwr=N) the connection is
+        // inline only.
+        let frwr = id
+            .device()
+            .filter(|_| crate::compat::params::frwr())
+            .and_then(|d| FrwrCaps::query(d).ok());
         let max_wr = id
             .device()
             .map_or(0, |d| d.max_qp_wr().min(d.max_cqe()).max(0) as u32);
@@ -564,6 +575,12 @@ impl Conn {
         // connection (the v2 probe sent again in v1) go first.
         self.release(slot);
         let xid = u32::from_be(rqst.xid());
+        if let Some(e) = self.blocked_by_continued(xid) {
+            return Err(e);
+        }
+        if self.continuing() {
+            return self.send_continued(rqst, xid, stats);
+        }
         let chunking = q.chunking();
         // Receive pages the upper layer left to the transport.
         rqst.fill_sparse_pages()?;
@@ -608,6 +625,13 @@ impl Conn {
                     );
                 }
                 return Err(crate::compat::errno::emsgsize());
+            }
+            Err(CallError::Plan(proto::PlanError::TooBig(t)))
+                if chunking.is_none() && t.direction == proto::Direction::Call =>
+            {
+                // Inline only: a version 2 connection continues the Call
+                // (-00 §4.5.2); version 1 cannot.
+                return self.send_continued(rqst, xid, stats);
             }
             Err(CallError::Plan(e)) => {
                 stats.too_big.fetch_add(1, Relaxed);
@@ -919,6 +943,10 @@ impl Conn {
     /// backchannel's replies). `ENOBUFS` if no Send buffer is free.
     pub fn post_send(&self, fill: impl FnOnce(&mut [u8]) -> Result<usize>) -> Result {
         let q = &self.ep.qp().handler().0;
+        if self.continuing() {
+            // Not between the pieces of a continued Call.
+            return Err(crate::compat::errno::enobufs());
+        }
         let Some(mut sb) = q.sends.lock().pop() else {
             return Err(crate::compat::errno::enobufs());
         };

@@ -233,6 +233,10 @@ impl QpState {
             }
             Reply::Resend { xid } => (c"resend", xid, 0),
             Reply::ReverseCall { xid, .. } => (c"reverse_call", xid, 0),
+            Reply::Piece {
+                xid, last: None, ..
+            } => (c"piece", xid, 0),
+            Reply::Piece { xid, .. } => (c"last_piece", xid, 0),
             Reply::Control(proto::Control::CreditGrant) => (c"credit_grant", msg_xid, 0),
             Reply::Control(proto::Control::Properties(ref p)) => {
                 trace::connprop(self.id, p);
@@ -298,6 +302,12 @@ impl QpState {
                     self.resend_after_error(qp, xid, protocol, &body, r, inv);
                 }
             }
+            Reply::Piece {
+                xid,
+                offset,
+                payload,
+                last,
+            } => self.deliver_piece(qp, xid, offset, payload, last, inv),
             Reply::Fail { xid, errno, cause } => {
                 let (errno, why) = match recovery {
                     Some(r @ proto::Recovery::Fail { errno, why }) => {
@@ -371,6 +381,9 @@ impl QpState {
                 pr_err!("reply: protocol error, disconnecting: {:?}\n", cause);
                 self.xprt.force_disconnect();
             }
+        }
+        if out.grant_due {
+            self.send_grant(qp);
         }
         out.post_receives
     }

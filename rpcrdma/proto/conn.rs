@@ -22,9 +22,10 @@
 use super::backchannel::{self, ReplyError, ReplyPlan};
 use super::chunks::{self, ChunkPlan, Limits, PlanError, Rpc};
 use super::config::Config;
+use super::continuation::{self, Piece, Reassembly, Step};
 use super::credits::{CreditState, CreditUpdate, Grant};
 use super::errno::Errno;
-use super::inline::{Thresholds, TooBig};
+use super::inline::{Direction, Thresholds, TooBig};
 use super::negotiate::{Negotiation, Phase, ProbeLoss, ServerMemory, Verdict};
 use super::recovery::{self, Hints, Recovery};
 use super::reply::{classify, Cause, Control, Reply};
@@ -62,7 +63,10 @@ pub struct Stats {
     pub reverse_calls: u64,
     /// Reverse-direction replies sent ([`Transport::prepare_bc_reply`]).
     pub bc_replies: u64,
-    /// Replies using chunks or Message Continuation (not supported yet).
+    /// Replies using what we do not support: chunks on a connection that
+    /// offers none, a continued reply whose last piece has chunks, pieces
+    /// of a continued reverse-direction Call, and the rest of such
+    /// sequences.
     pub unsupported: u64,
     /// Connections closed for a protocol error.
     pub disconnects: u64,
@@ -72,6 +76,16 @@ pub struct Stats {
     /// RPCs resent or failed after a transport error
     /// ([`Transport::recovered`]).
     pub recovery: recovery::Counters,
+    /// Continued replies reassembled (their last piece arrived).
+    pub continued_replies: u64,
+    /// Pieces of continued replies received (every piece, last included).
+    pub reply_pieces: u64,
+    /// Continued Calls sent (counted when their first piece is sent).
+    pub continued_calls: u64,
+    /// Pieces of continued Calls sent.
+    pub call_pieces: u64,
+    /// Asynchronous credit grants sent ([`Transport::prepare_grant`]).
+    pub grants_sent: u64,
 }
 
 /// What to do before `rdma_connect`.
@@ -155,6 +169,59 @@ pub struct Outcome<'a> {
     /// Post this many Receives now (already counted as posted; report a
     /// shortfall with [`Transport::receives_unposted`]).
     pub post_receives: u32,
+    /// An asynchronous credit grant is due (-00 §6.4.2): the responder
+    /// has used half the credits we advertised since our last message and
+    /// may be waiting for them (for example in the middle of a continued
+    /// reply). With a Send buffer at hand, call
+    /// [`Transport::prepare_grant`] and send what it returns.
+    pub grant_due: bool,
+}
+
+/// The header of an asynchronous credit grant carrying `credit`
+/// ([`Transport::prepare_grant`]): `RDMA2_NOMSG`, XID 0, no flags, three empty
+/// chunk lists (36 bytes).
+pub const fn grant_spec(credit: u32) -> MsgSpec<'static> {
+    MsgSpec {
+        xid: 0,
+        credit,
+        kind: MsgKind::NoMsg,
+        flags: Flags::NONE,
+        inv_handle: 0,
+        chunks: ChunkLists::EMPTY,
+    }
+}
+
+/// How to send one piece of a continued Call
+/// ([`Transport::prepare_piece`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PiecePlan {
+    /// The `rdma_credit` word.
+    pub credit: u32,
+    /// Bytes `span.offset..span.offset + span.len` of the RPC Call follow
+    /// the header; `span.more` sets `F_MORE`.
+    pub span: continuation::Span,
+    /// This piece is the connection's v2 probe (the first piece of the
+    /// first Call).
+    pub probe: bool,
+}
+
+impl PiecePlan {
+    /// The header to encode with [`header::encode_msg`] (version 2):
+    /// `RDMA2_MSG`, empty chunk lists, `F_MORE` unless last.
+    pub const fn msg_spec(&self, xid: u32) -> MsgSpec<'static> {
+        MsgSpec {
+            xid,
+            credit: self.credit,
+            kind: MsgKind::Msg,
+            flags: if self.span.more {
+                Flags::MORE
+            } else {
+                Flags::NONE
+            },
+            inv_handle: 0,
+            chunks: ChunkLists::EMPTY,
+        }
+    }
 }
 
 /// The protocol state of one transport and its current connection. Not
@@ -169,11 +236,14 @@ pub struct Transport {
     props: Option<TransportProperties>,
     thresholds: Thresholds,
     established: bool,
-    /// XID of a continued message being discarded.
-    discard: Option<u32>,
     /// Segments per chunk the responder takes, learned from
     /// `RDMA2_ERR_SEGMENTS` on this connection (see [`Self::recovered`]).
     seg_cap: Option<u32>,
+    /// Continued replies in progress.
+    cont: Reassembly,
+    /// Calls sent on this connection and not answered yet (a message that
+    /// answers a Call: credit rule 3).
+    unanswered: u32,
     stats: Stats,
 }
 
@@ -191,8 +261,9 @@ impl Transport {
             props: None,
             thresholds: Thresholds::new(&config, &Peer::Absent, Protocol::V1, false),
             established: false,
-            discard: None,
             seg_cap: None,
+            cont: Reassembly::new(),
+            unanswered: 0,
             stats: Stats::default(),
         }
     }
@@ -251,8 +322,9 @@ impl Transport {
         self.peer = Peer::Absent;
         self.props = None;
         self.established = false;
-        self.discard = None;
         self.seg_cap = None;
+        self.cont = Reassembly::new();
+        self.unanswered = 0;
         self.refresh_thresholds();
         ConnectPlan {
             protocol,
@@ -281,7 +353,7 @@ impl Transport {
             self.stats.lost_probes = self.stats.lost_probes.wrapping_add(1);
         }
         self.established = false;
-        self.discard = None;
+        self.cont = Reassembly::new();
         loss
     }
 
@@ -352,6 +424,7 @@ impl Transport {
         if probe {
             self.stats.probes = self.stats.probes.wrapping_add(1);
         }
+        self.unanswered = self.unanswered.saturating_add(1);
         let hdr_len = match protocol {
             Protocol::V1 => v1::MIN_MSG_HDR_LEN,
             Protocol::V2 => v2::MIN_MSG_HDR_LEN,
@@ -362,6 +435,66 @@ impl Transport {
             hdr_len: u32::try_from(hdr_len).unwrap_or(u32::MAX),
             probe,
         })
+    }
+
+    /// Decides how to send the piece of continued Call `xid` (of
+    /// `call_len` bytes, `rq_snd_buf.len`) that starts at `offset`: 0 for
+    /// the first piece, then the end of the previous piece
+    /// ([`PiecePlan::span`]). For a Call that does not fit inline on a
+    /// version 2 connection without chunks (`Config::max_segs` == 0):
+    /// Message Continuation (-00 §4.5.2). On success the piece is counted
+    /// as sent (one message of the credit budget): encode
+    /// [`PiecePlan::msg_spec`], append the span of the Call, post it.
+    ///
+    /// `NoCredits` when the budget is exhausted, also in the middle of the
+    /// Call (-00 §6.3.2: "the sender MUST wait for a further credit
+    /// grant"): keep the offset and call again when
+    /// [`Outcome::wake_senders`] says credits returned; send nothing else
+    /// on the connection in between (the pieces of a sequence are
+    /// consecutive messages). `TooBig` on a version 1 connection or with
+    /// chunks (no continuation there) and for an empty Call. The first
+    /// piece of the first Call of a connection is the v2 probe (at most
+    /// 1024 bytes, since the thresholds are the probe's); the next piece
+    /// waits until the probe is answered.
+    pub fn prepare_piece(
+        &mut self,
+        xid: u32,
+        call_len: u32,
+        offset: u32,
+    ) -> Result<PiecePlan, CallError> {
+        let protocol = self.sendable()?;
+        let room = continuation::piece_room(self.thresholds.send);
+        let span = match continuation::split(call_len, offset, room) {
+            Some(span) if protocol == Protocol::V2 && self.config.max_segs == 0 => span,
+            _ => {
+                return Err(CallError::TooBig(TooBig {
+                    direction: Direction::Call,
+                    len: call_len,
+                    limit: self.thresholds.max_inline_call(),
+                }))
+            }
+        };
+        let probe = offset == 0 && self.neg.on_send(xid);
+        let s = &mut self.stats;
+        if probe {
+            s.probes = s.probes.wrapping_add(1);
+        }
+        if offset == 0 {
+            s.continued_calls = s.continued_calls.wrapping_add(1);
+            self.unanswered = self.unanswered.saturating_add(1);
+        }
+        s.call_pieces = s.call_pieces.wrapping_add(1);
+        Ok(PiecePlan {
+            credit: self.credits.on_send(),
+            span,
+            probe,
+        })
+    }
+
+    /// The transport could not place a piece of continued Reply `xid`
+    /// ([`Reply::Piece`]): the rest of its sequence is dropped.
+    pub fn abandon_continuation(&mut self, xid: u32) {
+        self.cont.abandon(xid);
     }
 
     /// Decides how to send the reply to a reverse-direction Call:
@@ -452,6 +585,7 @@ impl Transport {
         if probe {
             self.stats.probes = self.stats.probes.wrapping_add(1);
         }
+        self.unanswered = self.unanswered.saturating_add(1);
         Ok((
             CallPlan {
                 protocol,
@@ -497,8 +631,19 @@ impl Transport {
             credits: None,
             wake_senders: false,
             post_receives: 0,
+            grant_due: false,
         };
         if let Some(g) = grant {
+            if matches!(
+                g,
+                Grant::Ignored
+                    | Grant::V2 {
+                        answers_call: true,
+                        ..
+                    }
+            ) {
+                self.unanswered = self.unanswered.saturating_sub(1);
+            }
             let effect = self.credits.on_grant(g);
             out.credits = effect.update;
             out.wake_senders = effect.wake;
@@ -510,7 +655,42 @@ impl Transport {
         if self.neg.phase() != Phase::Down {
             out.post_receives = self.credits.replenish();
         }
+        out.grant_due = self.grant_due();
         out
+    }
+
+    /// An asynchronous credit grant is due (-00 §4.3.1, §6.4.2) when the
+    /// responder has used at least half of the credits we advertise since
+    /// our last message and still has something to send us (a Call of
+    /// ours is unanswered, or a continued reply is in progress): without
+    /// it the responder would stall once it has used them all if we have
+    /// nothing to send (in the middle of a long continued reply, or with
+    /// more reply pieces than Calls). It returns the Receives consumed, as
+    /// any of our messages does. It may use the one message beyond the
+    /// responder's limit that -00 keeps for credit grants ("receivers MUST
+    /// always be in a position to receive one such credit grant update
+    /// message, in addition to payload-bearing messages"), but no more.
+    /// Never to an idle responder: it returns a grant's credit only with
+    /// its next message, and our Calls might wait for that credit.
+    fn grant_due(&self) -> bool {
+        let c = &self.credits;
+        let half = u32::from(c.recv_credits()).div_ceil(2).max(1);
+        self.neg.phase() == Phase::Settled(Protocol::V2)
+            && self.established
+            && c.consumed() >= half
+            && (self.unanswered > 0 || self.cont.receiving().is_some())
+            && c.outstanding() <= c.limit()
+    }
+
+    /// If an asynchronous credit grant is (still) due
+    /// ([`Outcome::grant_due`]), counts it as sent and returns its credit
+    /// word: post `RDMA2_NOMSG` with [`grant_spec`] of it.
+    pub fn prepare_grant(&mut self) -> Option<u32> {
+        if !self.grant_due() {
+            return None;
+        }
+        self.stats.grants_sent = self.stats.grants_sent.wrapping_add(1);
+        Some(self.credits.on_send())
     }
 
     /// A Receive completed with an error (the connection is going away):
@@ -535,6 +715,12 @@ impl Transport {
                 bump(&mut s.v1_fallbacks);
             }
             Reply::ReverseCall { .. } => bump(&mut s.reverse_calls),
+            Reply::Piece { last, .. } => {
+                bump(&mut s.reply_pieces);
+                if last.is_some() {
+                    bump(&mut s.continued_replies);
+                }
+            }
             Reply::Control(Control::CreditGrant) => bump(&mut s.credit_grants),
             Reply::Control(Control::Properties(_) | Control::PropertiesPart) => {
                 bump(&mut s.connprop)
@@ -546,7 +732,7 @@ impl Transport {
                 match cause {
                     Cause::RdmaError { .. } => bump(&mut s.rdma_error),
                     Cause::ErrVers { .. } | Cause::StrayErrVers => bump(&mut s.err_vers),
-                    Cause::Continuation | Cause::ContinuationDiscarded => bump(&mut s.unsupported),
+                    Cause::Continuation(f) if !f.is_bad_reply() => bump(&mut s.unsupported),
                     Cause::Chunks(_) => bump(&mut s.unsupported),
                     _ => {}
                 }
@@ -557,20 +743,61 @@ impl Transport {
         }
     }
 
+    /// Runs a version 2 message through the reassembly of continued
+    /// replies; `None` when it is not part of a sequence.
+    fn continued<'a>(
+        &mut self,
+        p: &Piece<'a>,
+        h: &Header<'a>,
+    ) -> Option<(Reply<'a>, Option<Grant>)> {
+        let step = self.cont.on_message(p);
+        let answers_call = step.answers_call();
+        let reply = match step {
+            Step::Single => return None,
+            Step::Append {
+                xid,
+                offset,
+                payload,
+            } => Reply::Piece {
+                xid,
+                offset,
+                payload,
+                last: None,
+            },
+            Step::Last {
+                xid,
+                offset,
+                payload,
+                len,
+            } => Reply::Piece {
+                xid,
+                offset,
+                payload,
+                last: Some(len),
+            },
+            Step::Fail { xid, fault, .. } => Reply::fail_with(xid, Cause::Continuation(fault)),
+            Step::Drop { fault, .. } => Reply::Drop(Cause::Continuation(fault)),
+        };
+        let grant = match h.body {
+            // An RDMA2_ERROR's credit word is ignored (§6.4.3); it returns
+            // a credit only if it answers the Call (credit rule 3).
+            Body::Error(_) => answers_call.then_some(Grant::Ignored),
+            _ => Some(Grant::V2 {
+                credits: h.credits(),
+                answers_call,
+            }),
+        };
+        Some((reply, grant))
+    }
+
     fn on_header<'a>(&mut self, h: &Header<'a>) -> (Reply<'a>, Option<Grant>) {
-        // The rest of a continued message whose first piece was refused.
-        if let (Some(x), Body::Msg(_)) = (self.discard, &h.body) {
-            if x == h.xid && h.protocol == Protocol::V2 && self.neg.protocol() == Some(Protocol::V2)
-            {
-                let last = !h.flags.has_more();
-                if last {
-                    self.discard = None;
-                }
-                let grant = Grant::V2 {
-                    credits: h.credits(),
-                    answers_call: last,
-                };
-                return (Reply::Drop(Cause::ContinuationDiscarded), Some(grant));
+        // Version 2 messages go through the reassembly first: pieces of a
+        // sequence, and whatever interrupts one.
+        let v2_conn = h.protocol == Protocol::V2 && self.neg.protocol() == Some(Protocol::V2);
+        let seen = v2_conn && self.cont.in_sequence();
+        if seen {
+            if let Some(r) = self.continued(&piece_of(h), h) {
+                return r;
             }
         }
         let phase = self.neg.phase();
@@ -610,6 +837,11 @@ impl Transport {
                     // The probe was answered: settled on v2.
                     self.refresh_thresholds();
                 }
+                if h.protocol == Protocol::V2 && !seen {
+                    if let Some(r) = self.continued(&piece_of(h), h) {
+                        return r;
+                    }
+                }
                 let mut reply = classify(h);
                 if let Reply::Fail {
                     cause: Cause::Chunks(_),
@@ -623,17 +855,9 @@ impl Transport {
                         reply = Reply::Chunked { xid, header: *h };
                     }
                 }
-                match reply {
-                    Reply::Fail {
-                        cause: Cause::Continuation,
-                        xid,
-                        ..
-                    } => self.discard = Some(xid),
-                    Reply::Control(Control::Properties(p)) => {
-                        self.props = Some(p);
-                        self.refresh_thresholds();
-                    }
-                    _ => {}
+                if let Reply::Control(Control::Properties(p)) = reply {
+                    self.props = Some(p);
+                    self.refresh_thresholds();
                 }
                 let grant = match (h.protocol, &h.body) {
                     // A v1 reverse-direction Call carries the server's
@@ -663,6 +887,35 @@ impl Transport {
         let Ok(c) = header::peek(buf) else {
             return (Reply::Drop(Cause::Malformed(e)), None);
         };
+        if c.vers == v2::VERSION
+            && self.neg.protocol() == Some(Protocol::V2)
+            && self.cont.in_sequence()
+        {
+            // A message that does not decode interrupts a sequence (or
+            // ends one being discarded). Its credit word is not trusted.
+            let flags = buf
+                .get(16..)
+                .and_then(|b| b.first_chunk::<4>())
+                .map_or(0, |w| u32::from_be_bytes(*w));
+            let p = Piece {
+                xid: c.xid,
+                htype: c.htype,
+                more: flags & v2::F_MORE != 0,
+                response: flags & v2::F_RESPONSE != 0,
+                chunks: false,
+                valid: false,
+                payload: &[],
+            };
+            let step = self.cont.on_message(&p);
+            let grant = step.answers_call().then_some(Grant::Ignored);
+            match step {
+                Step::Fail { xid, fault, .. } => {
+                    return (Reply::fail_with(xid, Cause::Continuation(fault)), grant);
+                }
+                Step::Drop { .. } => return (Reply::Drop(Cause::Malformed(e)), grant),
+                _ => {}
+            }
+        }
         match self.neg.on_malformed(c.xid, c.vers) {
             // A malformed version 2 message that answers no Call: a
             // CONNPROP, or any message with XID 0 (-00 §6.4.2). Counted
@@ -691,5 +944,24 @@ impl Transport {
             }
             _ => (Reply::Drop(Cause::NotConnected), None),
         }
+    }
+}
+
+/// The facts the reassembly needs about a decoded version 2 header.
+fn piece_of<'a>(h: &Header<'a>) -> Piece<'a> {
+    let (htype, chunks, payload) = match h.body {
+        Body::Msg(ref m) => (v2::RDMA2_MSG, !m.chunks.is_empty(), m.payload),
+        Body::NoMsg(ref n) => (v2::RDMA2_NOMSG, !n.chunks.is_empty(), &[][..]),
+        Body::Error(_) => (v2::RDMA2_ERROR, false, &[][..]),
+        Body::ConnProp(_) | Body::ConnPropPart(_) => (v2::RDMA2_CONNPROP, false, &[][..]),
+    };
+    Piece {
+        xid: h.xid,
+        htype,
+        more: h.flags.has_more(),
+        response: h.flags.is_response(),
+        chunks,
+        valid: true,
+        payload,
     }
 }

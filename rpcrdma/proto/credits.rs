@@ -232,6 +232,13 @@ impl CreditState {
         self.sent.wrapping_sub(self.returned)
     }
 
+    /// v2: Receives consumed since our previous message (the credits our
+    /// next message returns).
+    #[inline]
+    pub const fn consumed(&self) -> u32 {
+        self.consumed
+    }
+
     /// Receives currently posted.
     #[inline]
     pub const fn posted(&self) -> u32 {

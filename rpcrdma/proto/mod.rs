@@ -21,6 +21,8 @@
 //!   invalidation;
 //! * [`recovery`]: what to do with an RPC a responder refused with a
 //!   transport error (resend with which planning hints, or fail);
+//! * [`continuation`]: Message Continuation: reassembly of continued
+//!   replies, pieces of continued Calls (-00 §4.5.2, §6.3.2);
 //! * [`backchannel`]: reverse-direction Calls (RFC 8167): what to do
 //!   with one, the header and size of its reply;
 //! * [`conn`]: [`Transport`], which ties them together and is what the
@@ -61,6 +63,7 @@ pub mod backchannel;
 pub mod chunks;
 pub mod config;
 pub mod conn;
+pub mod continuation;
 pub mod credits;
 pub mod errno;
 pub mod inline;
@@ -78,7 +81,7 @@ pub use self::chunks::{
     ReplyData, ReplyError, ReplyForm, Rpc, SendLayout,
 };
 pub use self::config::{Config, VersionPolicy};
-pub use self::conn::{CallError, CallPlan, ConnectPlan, Outcome, Stats, Transport};
+pub use self::conn::{CallError, CallPlan, ConnectPlan, Outcome, PiecePlan, Stats, Transport};
 pub use self::credits::{CreditState, CreditUpdate};
 pub use self::errno::Errno;
 pub use self::inline::{Direction, Thresholds, TooBig};

@@ -13,9 +13,10 @@
 //! * a reply that uses chunks fails its RPC with `-EIO` and the distinct
 //!   cause [`Cause::Chunks`]: we never offer chunks yet, so a responder
 //!   that uses them is wrong today and the chunk work will handle them;
-//! * a v2 message with `F_MORE` (Message Continuation, -00 §6.3.2) fails
-//!   its RPC with [`Cause::Continuation`]; the transport drops the rest
-//!   of that sequence;
+//! * a v2 message with `F_MORE` (Message Continuation, -00 §6.3.2) never
+//!   gets here: [`super::continuation::Reassembly`] sees every v2 message
+//!   first and turns the pieces of a sequence into [`Reply::Piece`] (or
+//!   fails them with [`Cause::Continuation`]);
 //! * the RPC message itself must begin with the transport header's XID
 //!   (RFC 8166 §4.2.1) and a `msg_type` of REPLY (1); CALL (0) is a
 //!   reverse-direction (backchannel) Call, served as
@@ -25,6 +26,7 @@
 //! * a v2 `RDMA2_NOMSG` with three empty chunk lists is an asynchronous
 //!   credit grant and must carry XID 0 (-00 §6.4.2).
 
+use super::continuation::Fault;
 use super::errno::Errno;
 use super::xdr::chunk::ChunkListsView;
 use super::xdr::error::Error;
@@ -96,10 +98,9 @@ pub enum Cause {
     StrayErrVers,
     /// The reply uses chunks; not supported yet.
     Chunks(ChunkUse),
-    /// The reply uses Message Continuation (`F_MORE`); not supported yet.
-    Continuation,
-    /// A later piece of a continued message whose first piece failed.
-    ContinuationDiscarded,
+    /// A continued message (Message Continuation, `F_MORE`) refused; see
+    /// [`super::continuation`].
+    Continuation(Fault),
     /// A message framed in another version than the connection's.
     VersionMismatch {
         /// Its `rdma_vers`.
@@ -122,14 +123,15 @@ impl Cause {
                 | Self::StrayErrVers
                 | Self::Chunks(_)
                 | Self::VersionMismatch { .. }
-        )
+        ) || matches!(self, Self::Continuation(f) if f.is_bad_reply())
     }
 
     /// The errno an RPC failed for this cause completes with.
     ///
     /// `-EPROTONOSUPPORT` when the server supports no version we can
     /// speak (a probe answer without version 1 in its range, or a version
-    /// 1 Call rejected); `-EIO`, as the C client, for everything else.
+    /// 1 Call rejected); `-EMSGSIZE` for a continued Reply longer than any
+    /// receive buffer; `-EIO`, as the C client, for everything else.
     pub const fn errno(&self) -> Errno {
         match *self {
             Self::ErrVers {
@@ -145,6 +147,7 @@ impl Cause {
                     Protocol::V2 => Errno::EIO,
                 }
             }
+            Self::Continuation(Fault::TooLong) => Errno::EMSGSIZE,
             _ => Errno::EIO,
         }
     }
@@ -215,6 +218,24 @@ pub enum Reply<'a> {
         /// The decoded header.
         header: Header<'a>,
     },
+    /// A piece of a continued Reply (-00 §4.5.2): copy `payload` at
+    /// `offset` of the receive buffer of request `xid`; with `last` =
+    /// `Some(len)`, it is the final piece: complete the request with a
+    /// Reply of `len` bytes. If no request waits, or the piece does not
+    /// fit its receive buffer (`rq_rcv_buf.buflen`), fail the request
+    /// with `-EMSGSIZE` (if one waits) and call
+    /// [`super::Transport::abandon_continuation`] so that the rest of the
+    /// sequence is dropped.
+    Piece {
+        /// The RPC's XID.
+        xid: u32,
+        /// Where `payload` goes in the Reply.
+        offset: u32,
+        /// This piece's part of the Reply.
+        payload: &'a [u8],
+        /// The last piece: the Reply's whole length.
+        last: Option<u32>,
+    },
     /// A connection-level message, already processed.
     Control(Control),
     /// Drop the message; count it if [`Cause::is_bad_reply`].
@@ -230,7 +251,11 @@ impl Reply<'_> {
     pub const fn answers_call(&self) -> bool {
         matches!(
             self,
-            Self::Deliver { .. } | Self::Chunked { .. } | Self::Fail { .. } | Self::Resend { .. }
+            Self::Deliver { .. }
+                | Self::Chunked { .. }
+                | Self::Fail { .. }
+                | Self::Resend { .. }
+                | Self::Piece { last: Some(_), .. }
         )
     }
 
@@ -242,6 +267,7 @@ impl Reply<'_> {
             | Self::Chunked { .. }
             | Self::Resend { .. }
             | Self::ReverseCall { .. }
+            | Self::Piece { .. }
             | Self::Control(_) => None,
         }
     }
@@ -256,6 +282,11 @@ impl Reply<'_> {
         } else {
             Self::fail(h.xid, cause)
         }
+    }
+
+    /// [`Reply::Fail`] of `xid` with `cause` and its errno.
+    pub(super) const fn fail_with(xid: u32, cause: Cause) -> Self {
+        Self::fail(xid, cause)
     }
 
     const fn fail(xid: u32, cause: Cause) -> Self {
@@ -282,9 +313,6 @@ pub fn classify<'a>(h: &Header<'a>) -> Reply<'a> {
         Body::Msg(ref m) => {
             if !m.chunks.is_empty() {
                 return Reply::fail(h.xid, Cause::Chunks(ChunkUse::of(&m.chunks, false)));
-            }
-            if h.flags.has_more() {
-                return Reply::fail(h.xid, Cause::Continuation);
             }
             let payload = m.payload;
             let ok_xid = word(payload, 0) == Some(h.xid);

@@ -20,7 +20,8 @@ use super::chunks::{
     ReplyError, ReplyForm, Rpc, WRITE_PAD_LEN,
 };
 use super::config::{Config, VersionPolicy};
-use super::conn::{CallError, Transport};
+use super::conn::{grant_spec, CallError, Transport};
+use super::continuation::{piece_room, pieces, split, Fault, Piece, Reassembly, Span, Step};
 use super::credits::{CreditState, CreditUpdate, Grant};
 use super::errno::Errno;
 use super::inline::{max_call_header, max_reply_header, Direction, Thresholds};
@@ -50,7 +51,12 @@ pub const SELF_TESTS: &[SelfTest] = &[
     case!(thresholds_from_private_data),
     case!(header_sizes_and_fit),
     case!(reply_classes),
-    case!(continuation_discarded),
+    case!(continuation_reassembly),
+    case!(continuation_interrupted),
+    case!(continuation_refused),
+    case!(continuation_bounds),
+    case!(continued_call_pieces),
+    case!(credit_grants_sent),
     case!(malformed_replies),
     case!(unsolicited_messages_dropped),
     case!(config_and_errno),
@@ -928,37 +934,450 @@ fn reply_classes() -> TestResult {
     Ok(())
 }
 
-fn continuation_discarded() -> TestResult {
+/// v2 credit word with a zero low half: invalid, so a message carrying it
+/// returns only what credit rule 3 returns (1 if it answers a Call).
+const CRED_0_32: u32 = 0x0020_0000;
+
+/// A transport settled on v2 (inline only, limit 32) with Call `XID`
+/// outstanding.
+fn v2_with_call() -> Transport {
     let mut t = up(Config::default(), Peer::Absent);
-    check!(t.prepare_call(1, 100, 100).is_ok());
-    check!(is_deliver(
-        &t.receive(v2_reply(1, CRED_1_32).bytes()).reply,
-        1
-    ));
+    let _ = t.prepare_call(1, 100, 100);
+    let _ = t.receive(v2_reply(1, CRED_1_32).bytes());
+    let _ = t.prepare_call(XID, 100, 100);
+    t
+}
+
+/// A piece of a continued reply: `RDMA2_MSG`, `F_RESPONSE`, `F_MORE` if
+/// `more`, empty chunk lists, then `words`.
+fn piece(xid: u32, credit: u32, more: bool, words: &[u32]) -> Wire {
+    let flags = if more { 3 } else { 1 };
+    let mut w = Wire::new(&[xid, 2, credit, 0, flags, 0, 0, 0, 0]);
+    for x in words {
+        w.push(*x);
+    }
+    w
+}
+
+fn is_piece(r: &Reply<'_>, xid: u32, offset: u32, len: usize, last: Option<u32>) -> bool {
+    matches!(*r, Reply::Piece { xid: x, offset: o, payload, last: l }
+        if x == xid && o == offset && payload.len() == len && l == last)
+}
+
+fn continuation_reassembly() -> TestResult {
+    let mut t = v2_with_call();
+    check!(t.credits().outstanding() == 1);
+    // Three pieces: offsets follow, only the last one answers the Call
+    // (the invalid credit words return nothing but rule 3's floor).
+    let m = piece(XID, CRED_0_32, true, &[XID, 1]);
+    let o = t.receive(m.bytes());
+    check!(is_piece(&o.reply, XID, 0, 8, None));
+    check!(t.credits().outstanding() == 1);
+    let m = piece(XID, CRED_0_32, true, &[0, 0, 0]);
+    let o = t.receive(m.bytes());
+    check!(is_piece(&o.reply, XID, 8, 12, None));
+    check!(t.credits().outstanding() == 1);
+    let m = piece(XID, CRED_0_32, false, &[0, 7]);
+    let o = t.receive(m.bytes());
+    check!(is_piece(&o.reply, XID, 20, 8, Some(28)));
+    check!(t.credits().outstanding() == 0);
+    let s = *t.stats();
+    check!(s.reply_pieces == 3 && s.continued_replies == 1 && s.bad_reply == 0);
+    check!(s.bad_credit == 3);
+    // A credit grant between two pieces does not interrupt the sequence;
+    // valid credit words of pieces count as usual.
     check!(t.prepare_call(XID, 100, 100).is_ok());
-    // First piece (F_RESPONSE | F_MORE): fail the RPC.
-    let mut w = Wire::new(&[XID, 2, CRED_1_32, 0, 3, 0, 0, 0, 0]);
-    rpc_reply(&mut w, XID);
+    check!(is_piece(
+        &t.receive(piece(XID, CRED_1_32, true, &[XID, 1]).bytes())
+            .reply,
+        XID,
+        0,
+        8,
+        None
+    ));
+    check!(t.credits().outstanding() == 0);
+    let grant = Wire::new(&[0, 2, CRED_1_32, 1, 0, 0, 0, 0, 0]);
+    check!(t.receive(grant.bytes()).reply == Reply::Control(Control::CreditGrant));
+    check!(is_piece(
+        &t.receive(piece(XID, CRED_1_32, false, &[0]).bytes()).reply,
+        XID,
+        8,
+        4,
+        Some(12)
+    ));
+    // Afterwards replies with that XID are ordinary again.
+    check!(t.prepare_call(XID, 100, 100).is_ok());
+    check!(is_deliver(
+        &t.receive(v2_reply(XID, CRED_1_32).bytes()).reply,
+        XID
+    ));
+    check!(t.stats().continued_replies == 2 && t.stats().bad_reply == 0);
+    Ok(())
+}
+
+fn continuation_interrupted() -> TestResult {
+    const B: u32 = XID + 1;
+    let fail = |r: &Reply<'_>, xid: u32, f: Fault| {
+        *r == Reply::Fail {
+            xid,
+            errno: Errno::EIO,
+            cause: Cause::Continuation(f),
+        }
+    };
+    // Another XID interrupts: the sequence's RPC fails, the interrupting
+    // message is dropped and answers nothing; the interrupted RPC's own
+    // later last piece is then an ordinary (bad) reply, its one answer.
+    let mut t = v2_with_call();
+    check!(t.prepare_call(B, 100, 100).is_ok());
+    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
+    let m = v2_reply(B, CRED_0_32);
+    let o = t.receive(m.bytes());
+    check!(fail(&o.reply, XID, Fault::Interrupted));
+    check!(t.credits().outstanding() == 2 && t.stats().bad_reply == 1);
+    let m = piece(XID, CRED_0_32, false, &[0, 7]);
+    let o = t.receive(m.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Fail {
+            xid: XID,
+            cause: Cause::BadRpcHeader,
+            ..
+        }
+    ));
+    check!(t.credits().outstanding() == 1);
+
+    // The same XID with another header type (NOMSG) ends it: one answer.
+    let mut t = v2_with_call();
+    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
+    let nomsg = Wire::new(&[XID, 2, CRED_0_32, 1, 1, 0, 0, 0, 0]);
+    check!(fail(
+        &t.receive(nomsg.bytes()).reply,
+        XID,
+        Fault::Interrupted
+    ));
+    check!(t.credits().outstanding() == 0);
+
+    // F_RESPONSE dropped half-way is an interruption too.
+    let mut t = v2_with_call();
+    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
+    let w = Wire::new(&[XID, 2, CRED_0_32, 0, 0, 0, 0, 0, 0, 1]);
+    check!(fail(&t.receive(w.bytes()).reply, XID, Fault::Interrupted));
+    check!(t.credits().outstanding() == 0);
+
+    // An interrupting piece of another sequence: the rest of that one is
+    // discarded; its last piece answers B's Call, once.
+    let mut t = v2_with_call();
+    check!(t.prepare_call(B, 100, 100).is_ok());
+    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
+    let m = piece(B, CRED_0_32, true, &[B, 1]);
+    let o = t.receive(m.bytes());
+    check!(fail(&o.reply, XID, Fault::Interrupted));
+    let m = piece(B, CRED_0_32, true, &[0]);
+    let o = t.receive(m.bytes());
+    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(t.credits().outstanding() == 2);
+    let m = piece(B, CRED_0_32, false, &[0]);
+    let o = t.receive(m.bytes());
+    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(t.credits().outstanding() == 1);
+
+    // A piece that does not decode (F_MORE with a chunk list) interrupts;
+    // the rest of the sequence is discarded, its last piece answers.
+    let mut t = v2_with_call();
+    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
+    let w = Wire::new(&[XID, 2, CRED_0_32, 0, 3, 0, 1, 0, 1, 2, 0, 0, 0, 0, 0, 0, 1]);
+    check!(fail(&t.receive(w.bytes()).reply, XID, Fault::Interrupted));
+    check!(t.credits().outstanding() == 1);
+    let m = piece(XID, CRED_0_32, false, &[0]);
+    let o = t.receive(m.bytes());
+    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(t.credits().outstanding() == 0);
+    check!(t.stats().bad_reply == 1 && t.stats().unsupported == 1);
+    Ok(())
+}
+
+fn continuation_refused() -> TestResult {
+    // XID 0 with F_MORE: dropped with its sequence, answers nothing.
+    let mut t = v2_with_call();
+    let m = piece(0, CRED_0_32, true, &[0, 1]);
+    let o = t.receive(m.bytes());
+    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::NoXid)));
+    let m = piece(0, CRED_0_32, false, &[0]);
+    let o = t.receive(m.bytes());
+    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(t.credits().outstanding() == 1 && t.stats().bad_reply == 1);
+
+    // A continued reverse-direction Call (F_RESPONSE clear): not ours.
+    let mut t = v2_with_call();
+    let w = Wire::new(&[77, 2, CRED_0_32, 0, 2, 0, 0, 0, 0, 77, 0]);
+    check!(t.receive(w.bytes()).reply == Reply::Drop(Cause::Continuation(Fault::ReverseCall)));
+    let w = Wire::new(&[77, 2, CRED_0_32, 0, 0, 0, 0, 0, 0, 1]);
+    check!(t.receive(w.bytes()).reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(t.credits().outstanding() == 1 && t.stats().unsupported == 2);
+    check!(t.stats().bad_reply == 0);
+
+    // A first piece that is not this RPC's Reply fails at once.
+    let mut t = v2_with_call();
+    let m = piece(XID, CRED_0_32, true, &[XID, 0]);
+    let o = t.receive(m.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Fail {
+            xid: XID,
+            errno: Errno::EIO,
+            cause: Cause::Continuation(Fault::BadRpcHeader)
+        }
+    ));
+    let m = piece(XID, CRED_0_32, false, &[0]);
+    let o = t.receive(m.bytes());
+    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(t.credits().outstanding() == 0 && t.stats().bad_reply == 1);
+
+    // Chunks on the last piece: allowed by -00, not supported (-EIO,
+    // counted as unsupported, not as a bad reply); answers the Call.
+    let mut t = v2_with_call();
+    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
+    let w = Wire::new(&[XID, 2, CRED_0_32, 0, 1, 0, 0, 1, 1, 9, 8, 0, 0, 0, 0, 0, 0]);
     let o = t.receive(w.bytes());
     check!(matches!(
         o.reply,
         Reply::Fail {
             xid: XID,
             errno: Errno::EIO,
-            cause: Cause::Continuation
+            cause: Cause::Continuation(Fault::ChunksOnLast)
         }
     ));
-    // Middle and last pieces are dropped, not delivered.
-    let w = Wire::new(&[XID, 2, CRED_1_32, 0, 3, 0, 0, 0, 0, 1, 2, 3]);
-    check!(t.receive(w.bytes()).reply == Reply::Drop(Cause::ContinuationDiscarded));
-    let w = Wire::new(&[XID, 2, CRED_1_32, 0, 1, 0, 0, 0, 0, 1, 2, 3]);
-    check!(t.receive(w.bytes()).reply == Reply::Drop(Cause::ContinuationDiscarded));
-    // Then replies with that XID are ordinary again.
+    check!(t.credits().outstanding() == 0);
+    check!(t.stats().bad_reply == 0 && t.stats().unsupported == 1);
+
+    // The transport could not place a piece: the rest is dropped.
+    let mut t = v2_with_call();
+    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
+    t.abandon_continuation(XID + 5);
+    check!(is_piece(
+        &t.receive(piece(XID, CRED_0_32, true, &[0]).bytes()).reply,
+        XID,
+        8,
+        4,
+        None
+    ));
+    t.abandon_continuation(XID);
+    let m = piece(XID, CRED_0_32, true, &[0]);
+    let o = t.receive(m.bytes());
+    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    let m = piece(XID, CRED_0_32, false, &[0]);
+    let o = t.receive(m.bytes());
+    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(t.credits().outstanding() == 0);
+    // A reconnect forgets a sequence in progress.
+    let mut t = v2_with_call();
+    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
+    t.disconnected();
+    t.connect();
+    t.established(Peer::Absent);
+    let _ = t.prepare_call(XID, 100, 100);
     check!(is_deliver(
         &t.receive(v2_reply(XID, CRED_1_32).bytes()).reply,
         XID
     ));
-    check!(t.stats().unsupported == 3);
+    Ok(())
+}
+
+/// Zeros for the pieces of [`continuation_bounds`].
+static ZEROS: [u8; 4096] = [0; 4096];
+
+fn continuation_bounds() -> TestResult {
+    let head = [0x0b, 0xad, 0xca, 0xfe, 0, 0, 0, 1];
+    let p = |payload, more| Piece {
+        xid: XID,
+        htype: 0,
+        more,
+        response: true,
+        chunks: false,
+        valid: true,
+        payload,
+    };
+    let mut r = Reassembly::new();
+    check!(matches!(
+        r.on_message(&p(&head, true)),
+        Step::Append { offset: 0, .. }
+    ));
+    let mut last = Step::Single;
+    let mut n = 0u32;
+    while n < 2000 {
+        last = r.on_message(&p(&ZEROS, true));
+        if !matches!(last, Step::Append { .. }) {
+            break;
+        }
+        n = n.saturating_add(1);
+    }
+    // 8 + 1023 * 4096 fits 4 MiB; the next piece does not.
+    check!(n == 1023);
+    check!(
+        last == Step::Fail {
+            xid: XID,
+            fault: Fault::TooLong,
+            answers: false
+        }
+    );
+    check!(Cause::Continuation(Fault::TooLong).errno() == Errno::EMSGSIZE);
+    check!(
+        r.on_message(&p(&ZEROS, false))
+            == Step::Drop {
+                fault: Fault::Discarded,
+                answers: true
+            }
+    );
+    check!(r.on_message(&p(&head, false)) == Step::Single);
+    // A sequence shorter than an RPC header is not a Reply.
+    check!(matches!(
+        r.on_message(&p(&[], true)),
+        Step::Append { offset: 0, .. }
+    ));
+    check!(
+        r.on_message(&p(&head[..4], false))
+            == Step::Fail {
+                xid: XID,
+                fault: Fault::BadRpcHeader,
+                answers: true
+            }
+    );
+    check!(!r.in_sequence());
+    Ok(())
+}
+
+fn continued_call_pieces() -> TestResult {
+    // Settled on v2, inline only, responder limit 2 (with backchannel
+    // slots we advertise 34 credits, so no grant of ours is due here).
+    let mut t = up(
+        Config {
+            bc_requests: 16,
+            ..Config::default()
+        },
+        Peer::Absent,
+    );
+    let _ = t.prepare_call(1, 100, 100);
+    let _ = t.receive(v2_reply(1, 0x0002_0001).bytes());
+    check!(t.credits().limit() == 2);
+    let room = piece_room(4096);
+    check!(room == 4060);
+    let p = t.prepare_piece(XID, 10_000, 0);
+    check!(matches!(p, Ok(p) if p.span == Span { offset: 0, len: 4060, more: true } && !p.probe));
+    if let Ok(p) = p {
+        let spec = p.msg_spec(XID);
+        check!(spec.flags == Flags::MORE && spec.kind == header::MsgKind::Msg);
+        check!(spec.chunks.is_empty() && spec.xid == XID);
+    }
+    check!(
+        matches!(t.prepare_piece(XID, 10_000, 4060), Ok(p) if p.span.offset == 4060 && p.span.more)
+    );
+    // The budget is exhausted half-way: wait for a grant.
+    check!(t.prepare_piece(XID, 10_000, 8120) == Err(CallError::NoCredits));
+    let grant = Wire::new(&[0, 2, 0x0002_0001, 1, 0, 0, 0, 0, 0]);
+    let o = t.receive(grant.bytes());
+    check!(o.wake_senders && o.reply == Reply::Control(Control::CreditGrant));
+    let p = t.prepare_piece(XID, 10_000, 8120);
+    check!(matches!(p, Ok(p) if p.span == Span { offset: 8120, len: 1880, more: false }));
+    if let Ok(p) = p {
+        check!(p.msg_spec(XID).flags == Flags::NONE);
+    }
+    check!(t.prepare_piece(XID, 10_000, 10_000).is_err());
+    check!(t.stats().continued_calls == 1 && t.stats().call_pieces == 3);
+    check!(pieces(10_000, room) == 3 && pieces(1, room) == 1 && pieces(1, 0) == 0);
+    check!(split(10, 0, 0).is_none());
+
+    // Not on version 1, not with chunks.
+    let mut v1 = up(
+        Config {
+            policy: VersionPolicy::ForceV1,
+            ..Config::default()
+        },
+        Peer::Absent,
+    );
+    check!(matches!(
+        v1.prepare_piece(XID, 10_000, 0),
+        Err(CallError::TooBig(_))
+    ));
+    let mut chunked = up(
+        Config {
+            max_segs: 8,
+            ..Config::default()
+        },
+        Peer::Absent,
+    );
+    check!(matches!(
+        chunked.prepare_piece(XID, 10_000, 0),
+        Err(CallError::TooBig(_))
+    ));
+
+    // The first piece of a connection's first Call is the probe (at
+    // most 1024 bytes); the next piece waits for the answer.
+    let mut t = up(Config::default(), Peer::Absent);
+    let p = t.prepare_piece(XID, 2000, 0);
+    check!(matches!(p, Ok(p) if p.probe && p.span.len == 988 && p.span.more));
+    check!(t.prepare_piece(XID, 2000, 988) == Err(CallError::NoCredits));
+    check!(t.stats().probes == 1);
+    Ok(())
+}
+
+fn credit_grants_sent() -> TestResult {
+    // Window 32, no backchannel: we advertise 32, so a grant is due once
+    // 16 messages arrived since our last Send.
+    let mut t = v2_with_call();
+    check!(t.credits().recv_credits() == 32);
+    let m = piece(XID, CRED_0_32, true, &[XID, 1]);
+    let o = t.receive(m.bytes());
+    check!(!o.grant_due && t.prepare_grant().is_none());
+    let mut grant = None;
+    for i in 1..16u32 {
+        let m = piece(XID, CRED_0_32, true, &[0]);
+        if t.receive(m.bytes()).grant_due {
+            grant = t.prepare_grant().map(|w| (i, w));
+            break;
+        }
+    }
+    check!(
+        grant
+            == Some((
+                15,
+                Credits {
+                    granted: 16,
+                    max: 32
+                }
+                .to_word()
+            ))
+    );
+    check!(t.stats().grants_sent == 1 && t.credits().consumed() == 0);
+    check!(t.prepare_grant().is_none());
+    // The grant took one message of the budget.
+    check!(t.credits().outstanding() == 2);
+    // Never beyond the one message -00 reserves for grants: with the
+    // budget used up, one grant may still go, then none.
+    let mut t = up(Config::default(), Peer::Absent);
+    let _ = t.prepare_call(1, 100, 100);
+    let _ = t.receive(v2_reply(1, 0x0001_0001).bytes());
+    check!(t.prepare_call(XID, 100, 100).is_ok());
+    check!(t.credits().outstanding() == 1 && t.credits().limit() == 1);
+    // Window 1: we advertise 1, so every message makes a grant due.
+    let m = piece(XID, CRED_0_32, true, &[XID, 1]);
+    let o = t.receive(m.bytes());
+    check!(o.grant_due && t.prepare_grant().is_some());
+    check!(t.credits().outstanding() == 2);
+    let m = piece(XID, CRED_0_32, true, &[0]);
+    let o = t.receive(m.bytes());
+    check!(!o.grant_due && t.prepare_grant().is_none());
+    // Not on version 1.
+    let mut v1 = up(
+        Config {
+            policy: VersionPolicy::ForceV1,
+            ..Config::default()
+        },
+        Peer::Absent,
+    );
+    let _ = v1.prepare_call(XID, 100, 100);
+    check!(!v1.receive(v1_reply(XID, 1).bytes()).grant_due);
+    let spec = grant_spec(7);
+    check!(spec.xid == 0 && spec.kind == header::MsgKind::NoMsg && spec.chunks.is_empty());
     Ok(())
 }
 

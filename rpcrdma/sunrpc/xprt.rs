@@ -630,6 +630,28 @@ impl Rqst {
         kernel::error::to_result(ret)
     }
 
+    /// Copies bytes `offset..offset + out.len()` of the RPC Call
+    /// (`rq_snd_buf`) into `out` (a piece of a continued Call).
+    pub fn copy_call_range(&self, out: &mut [u8], offset: u32) -> Result {
+        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end as usize > self.call_len() {
+            return Err(EINVAL);
+        }
+        // SAFETY: the rqst is alive and owned by the sending task; `out`
+        // is valid for `len` bytes and `read_bytes_from_xdr_buf` checks the
+        // range against the buffer.
+        let ret = unsafe {
+            bindings::read_bytes_from_xdr_buf(
+                addr_of_mut!((*self.raw()).rq_snd_buf),
+                offset,
+                out.as_mut_ptr().cast(),
+                len,
+            )
+        };
+        kernel::error::to_result(ret)
+    }
+
     /// Copies a received RPC Reply into the request's receive buffer
     /// (`rq_private_buf`, which shares its memory with `rq_rcv_buf`).
     /// Fails with `EMSGSIZE` if it does not fit.

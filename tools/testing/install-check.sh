@@ -35,7 +35,7 @@ show=$(modprobe -d "$STAGE" -S "$krel" -C "$STAGE/etc/modprobe.d" --show-depends
 grep -q 'install /sbin/modprobe --ignore-install rpcrdma2' <<<"$show" ||
 	die "with the snippet, modprobe rpcrdma does not load rpcrdma2: $show"
 # Every parameter described.
-for p in force_v1 ddp; do
+for p in force_v1 ddp frwr; do
 	modinfo -F parm "$mod" | grep -q "^$p:.\{20,\}" ||
 		die "modinfo: parameter $p has no description"
 done

@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use rpcrdma_responder::malform::Kind;
-use rpcrdma_responder::proto::{CallKind, Options};
+use rpcrdma_responder::proto::{CallKind, GrantMode, Options};
 use rpcrdma_responder::server::{Config, Server};
 
 const USAGE: &str = "\
@@ -37,6 +37,12 @@ fault injection:
   --no-private-data      accept without RFC 8797 private data
   --continue-over N      v2: continue (F_MORE) every reply longer than N bytes,
                          in pieces of at most N bytes
+  --grant MODE           v2: how the client's credits are returned: prompt
+                         (default: every message returns all it owes),
+                         exact (every message returns exactly one; each
+                         other credit owed by an asynchronous grant of its
+                         own), lazy (answers return one; the rest by one
+                         asynchronous grant once 4 have accumulated)
   --err-nth N:CODE       answer the Nth Call of each connection with
                          RDMA2_ERR_* CODE (1-10, or any number; v1: ERR_VERS
                          for 1, else ERR_CHUNK); may be repeated
@@ -137,6 +143,11 @@ fn parse() -> Result<Option<Config>, String> {
             "--max-segs" => cfg.opts.max_segs = Some(num(args.next(), &a)?),
             "--no-private-data" => cfg.no_private_data = true,
             "--continue-over" => cfg.opts.continue_over = Some(num(args.next(), &a)?),
+            "--grant" => {
+                let m = args.next().ok_or("--grant needs prompt, exact or lazy")?;
+                cfg.opts.grant = GrantMode::parse(&m)
+                    .ok_or(format!("--grant: unknown mode {m} (prompt, exact, lazy)"))?;
+            }
             "--err-nth" => {
                 let (n, c) = pair(args.next(), &a)?;
                 let code = c.parse().map_err(|_| "--err-nth: bad CODE")?;

@@ -20,6 +20,44 @@ use rpcrdma_xdr::{v1, v2};
 
 use crate::stats::{Expect, Path, Stats};
 
+/// How the responder returns the client's v2 credits (`--grant`).
+///
+/// Every message the responder receives takes one of its Receives; the
+/// low half of its credit word returns them (Documentation/wire-formats.rst,
+/// the reading of -00 §4.3.1). Credits that no answer returns (pieces of a
+/// continued Call, the client's credit grants and CONNPROP) are "spare".
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GrantMode {
+    /// Every message returns everything owed (answers: at least the Call);
+    /// an asynchronous grant only while a continued Call is being received
+    /// and half the credit limit is spare, so the client can go on.
+    #[default]
+    Prompt,
+    /// Every message returns exactly one credit (its low half is always 1);
+    /// each spare credit is returned at once by an asynchronous grant
+    /// (`RDMA2_NOMSG`, XID 0) of its own.
+    Exact,
+    /// Answers return exactly one credit (the Call's); spare credits are
+    /// held back and returned together by one asynchronous grant once
+    /// [`LAZY_GRANT`] (or the credit limit, if smaller) have accumulated.
+    Lazy,
+}
+
+/// [`GrantMode::Lazy`]: spare credits returned per grant.
+pub const LAZY_GRANT: u32 = 4;
+
+impl GrantMode {
+    /// Parses `prompt`, `exact` or `lazy`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "prompt" => Some(Self::Prompt),
+            "exact" => Some(Self::Exact),
+            "lazy" => Some(Self::Lazy),
+            _ => None,
+        }
+    }
+}
+
 /// Behaviour switches that shape the protocol (normal and fault injection).
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -58,6 +96,8 @@ pub struct Options {
     /// v2: refuse a Call with a chunk of more segments than this with
     /// `RDMA2_ERR_SEGMENTS`.
     pub max_segs: Option<u32>,
+    /// How the client's v2 credits are returned.
+    pub grant: GrantMode,
 }
 
 impl Default for Options {
@@ -76,6 +116,7 @@ impl Default for Options {
             refuse_read_chunks: false,
             no_write_chunks: false,
             max_segs: None,
+            grant: GrantMode::Prompt,
         }
     }
 }
@@ -312,6 +353,13 @@ pub struct ConnProto {
     connprop_due: bool,
     /// Continued Call being reassembled: xid, bytes.
     cont: Option<(u32, Vec<u8>)>,
+    /// v2: the client's credit limit (high half of its latest valid credit
+    /// word): how many of our messages it can hold. 0 until it has told.
+    client_limit: u32,
+    /// v2: messages sent to the client on this connection.
+    client_sent: u64,
+    /// v2: credits the client has returned (never more than sent).
+    client_returned: u64,
 }
 
 /// The body of error `code` answering `call` (`None`: a message that is
@@ -396,7 +444,110 @@ impl ConnProto {
             calls: 0,
             err_counted: 0,
             cont: None,
+            client_limit: 0,
+            client_sent: 0,
+            client_returned: 0,
         }
+    }
+
+    /// Applies the credit word of a v2 message from the client (not an
+    /// `RDMA2_ERROR`, whose word means nothing): the high half is its
+    /// limit, the low half returns our messages (-00 §4.3.1; both halves
+    /// non-zero, else ignored).
+    pub fn client_credit(&mut self, word: u32) {
+        let c = Credits::from_word(word);
+        if !c.is_valid() {
+            return;
+        }
+        self.client_limit = u32::from(c.max);
+        self.client_returned = self
+            .client_sent
+            .min(self.client_returned + u64::from(c.granted));
+    }
+
+    /// The client's credit limit (0 until it has told).
+    pub fn client_limit(&self) -> u32 {
+        self.client_limit
+    }
+
+    /// Our messages the client holds (sent, not returned).
+    pub fn client_outstanding(&self) -> u64 {
+        self.client_sent - self.client_returned
+    }
+
+    /// True if one more message may go to the client now: v2 honours its
+    /// credit limit ("A sender MUST NOT send RDMA messages in excess of
+    /// the receiver's granted credit limit"), plus, for a credit grant,
+    /// the one Receive -00 tells every receiver to keep for grants.
+    pub fn may_send_client(&self, grant: bool) -> bool {
+        if self.version != Some(Protocol::V2) || self.client_limit == 0 {
+            return true;
+        }
+        let limit = u64::from(self.client_limit) + u64::from(grant);
+        self.client_outstanding() < limit
+    }
+
+    /// One message went to the client.
+    pub fn sent_client(&mut self) {
+        self.client_sent += 1;
+    }
+
+    /// Credits owed that no answer will return.
+    fn spare(&self) -> u32 {
+        self.unreturned.saturating_sub(self.unanswered)
+    }
+
+    /// An asynchronous credit grant (`RDMA2_NOMSG`, XID 0, empty chunk
+    /// lists) returning `n` spare credits.
+    fn grant_msg(&mut self, n: u32, stats: &mut Stats) -> Vec<u8> {
+        let n = n.min(self.spare()).max(1);
+        self.unreturned = self.unreturned.saturating_sub(n);
+        let spec = MsgSpec {
+            xid: 0,
+            credit: Credits {
+                granted: u16::try_from(n).unwrap_or(u16::MAX),
+                max: self.opts.credits.max(1),
+            }
+            .to_word(),
+            kind: MsgKind::NoMsg,
+            flags: Flags::NONE,
+            inv_handle: 0,
+            chunks: ChunkLists::EMPTY,
+        };
+        let mut buf = vec![0u8; 64];
+        let len = header::encode_msg(&mut buf, Protocol::V2, &spec).unwrap_or(0);
+        buf.truncate(len);
+        stats.grants_sent += 1;
+        buf
+    }
+
+    /// The asynchronous credit grants due after a received message, by
+    /// [`GrantMode`].
+    fn grants_due(&mut self, stats: &mut Stats) -> Vec<Action> {
+        if self.version != Some(Protocol::V2) {
+            return Vec::new();
+        }
+        let spare = self.spare();
+        let credits = u32::from(self.opts.credits.max(1));
+        let mut out = Vec::new();
+        match self.opts.grant {
+            GrantMode::Prompt => {
+                if self.cont.is_some() && spare >= credits.div_ceil(2) {
+                    out.push(Action::Send(self.grant_msg(spare, stats)));
+                }
+            }
+            GrantMode::Exact => {
+                for _ in 0..spare {
+                    out.push(Action::Send(self.grant_msg(1, stats)));
+                }
+            }
+            GrantMode::Lazy => {
+                if spare >= LAZY_GRANT.min(credits) {
+                    out.push(Action::Send(self.grant_msg(spare, stats)));
+                }
+            }
+        }
+        out
     }
 
     /// Our RFC 8797 private data.
@@ -429,6 +580,10 @@ impl ConnProto {
     /// that answers nothing returns only the latter. The low half must not
     /// be zero (§4.3.1): when nothing is owed it is 1, an advance that the
     /// next answer does not repeat.
+    ///
+    /// With `--grant exact` or `lazy` every message returns exactly one
+    /// credit: an answer its Call's, another message a spare one (or an
+    /// advance); the rest go in asynchronous grants ([`GrantMode`]).
     pub fn credit_word(&mut self, answers: bool) -> u32 {
         match self.version {
             Some(Protocol::V2) => {
@@ -436,7 +591,12 @@ impl ConnProto {
                     self.unanswered = self.unanswered.saturating_sub(1);
                 }
                 let spare = self.unreturned.saturating_sub(self.unanswered);
-                let owed = if answers { spare.max(1) } else { spare };
+                let owed = match (self.opts.grant, answers) {
+                    (GrantMode::Prompt, true) => spare.max(1),
+                    (GrantMode::Prompt, false) => spare,
+                    (_, true) => 1,
+                    (_, false) => spare.min(1),
+                };
                 self.unreturned = self.unreturned.saturating_sub(owed);
                 let granted = u16::try_from(owed.max(1)).unwrap_or(u16::MAX);
                 if owed == 0 {
@@ -587,6 +747,7 @@ impl ConnProto {
             out.insert(0, Action::Send(self.connprop()));
             stats.connprop_sent += 1;
         }
+        out.extend(self.grants_due(stats));
         out
     }
 
@@ -666,6 +827,9 @@ impl ConnProto {
             }
         };
         let v2 = h.protocol == Protocol::V2;
+        if v2 && !matches!(h.body, Body::Error(_)) {
+            self.client_credit(h.credit);
+        }
         if let Some(reply) = self.reverse_reply(&h) {
             stats.reverse_replies += 1;
             return vec![Action::ToNfsd(reply)];

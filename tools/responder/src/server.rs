@@ -53,7 +53,12 @@ const K_SLOT: u64 = 3;
 const K_READ: u64 = 4;
 const CTRL_SIZE: usize = 4096;
 const NCTRL: usize = 16;
+/// Room for the transport headers and inline parts of a reply that is not
+/// continued.
 const SEND_AREA: usize = 64 * 1024;
+/// Bytes reserved per piece of a continued reply beyond its payload (its
+/// header, with room for a Write list echo on the last).
+const PIECE_OVERHEAD: usize = 64;
 
 fn wr(kind: u64, idx: usize) -> u64 {
     (kind << 48) | idx as u64
@@ -64,16 +69,22 @@ struct Layout {
     nrecv: usize,
     nslot: usize,
     slot_size: usize,
+    send_area: usize,
 }
 
 impl Layout {
     fn new(o: &Options) -> Self {
         let credits = usize::from(o.credits.max(1));
+        // A reply continued in pieces of at least `piece` bytes (the
+        // smallest client Receive is 1024 bytes) must fit whole.
+        let piece = o.continue_over.unwrap_or(1024).clamp(4, 1024 - 36) & !3;
+        let send_area = SEND_AREA + o.max_data + (o.max_data / piece + 2) * PIECE_OVERHEAD;
         Self {
             recv_size: o.recv_size as usize,
             nrecv: credits + 8,
             nslot: credits + 4,
-            slot_size: SEND_AREA + o.max_data + 64 * 1024,
+            slot_size: send_area + o.max_data + 64 * 1024,
+            send_area,
         }
     }
     fn recv_off(&self, i: usize) -> usize {
@@ -86,10 +97,10 @@ impl Layout {
         self.ctrl_off(NCTRL) + i * self.slot_size
     }
     fn data_off(&self, i: usize) -> usize {
-        self.slot_off(i) + SEND_AREA
+        self.slot_off(i) + self.send_area
     }
     fn data_size(&self) -> usize {
-        self.slot_size - SEND_AREA
+        self.slot_size - self.send_area
     }
     fn total(&self) -> usize {
         self.slot_off(self.nslot)
@@ -101,6 +112,22 @@ struct Slot {
     hdr: Option<CallHdr>,
 }
 
+/// A message waiting to go to the client, in order: every message takes
+/// one of the client's v2 credits, and the pieces of a continued reply
+/// must be consecutive.
+enum Out {
+    /// A control message (error, CONNPROP, reverse Call, credit grant),
+    /// copied into a control buffer when sent.
+    Ctrl(Vec<u8>),
+    /// A Send already laid out in a Call slot's send area.
+    Slot(SendOp),
+}
+
+/// True for an asynchronous credit grant (v2 `RDMA2_NOMSG`, XID 0).
+fn is_grant(b: &[u8]) -> bool {
+    nfs::word_at(b, 0) == Some(0) && nfs::word_at(b, 4) == Some(2) && nfs::word_at(b, 12) == Some(1)
+}
+
 struct Conn {
     qp: Qp,
     proto: ConnProto,
@@ -110,7 +137,8 @@ struct Conn {
     slots: Vec<Option<Slot>>,
     free: Vec<usize>,
     ctrl_free: Vec<usize>,
-    ctrl_queue: VecDeque<Vec<u8>>,
+    /// Messages waiting for a control buffer or the client's credits.
+    outq: VecDeque<Out>,
     waiting: VecDeque<Call>,
     by_xid: HashMap<u32, usize>,
     received: u64,
@@ -336,7 +364,7 @@ impl Server {
             slots: (0..self.layout.nslot).map(|_| None).collect(),
             free: (0..self.layout.nslot).rev().collect(),
             ctrl_free: (0..NCTRL).collect(),
-            ctrl_queue: VecDeque::new(),
+            outq: VecDeque::new(),
             waiting: VecDeque::new(),
             by_xid: HashMap::new(),
             received: 0,
@@ -387,7 +415,7 @@ impl Server {
                     if let Some(c) = self.conns.get_mut(&k) {
                         c.ctrl_free.push(idx);
                     }
-                    self.flush_ctrl(k);
+                    self.flush_out(k);
                 }
                 K_SLOT => self.free_slot(k, idx),
                 K_READ => self.read_done(k, idx),
@@ -443,37 +471,61 @@ impl Server {
                 Action::Disconnect(why) => self.close(k, why),
             }
         }
+        // The message may have returned credits something waits for.
+        self.flush_out(k);
     }
 
     fn send_ctrl(&mut self, k: usize, b: Vec<u8>) {
         let Some(c) = self.conns.get_mut(&k) else {
             return;
         };
-        c.ctrl_queue.push_back(b);
-        self.flush_ctrl(k);
+        c.outq.push_back(Out::Ctrl(b));
+        self.flush_out(k);
     }
 
-    fn flush_ctrl(&mut self, k: usize) {
+    /// Sends what waits, in order, while the client has credits (and a
+    /// control buffer is free for a control message).
+    fn flush_out(&mut self, k: usize) {
         let Some(c) = self.conns.get_mut(&k) else {
             return;
         };
-        while !c.ctrl_queue.is_empty() && !c.ctrl_free.is_empty() {
-            let (Some(b), Some(i)) = (c.ctrl_queue.pop_front(), c.ctrl_free.pop()) else {
+        self.stats.client_credit_limit = u64::from(c.proto.client_limit());
+        while let Some(front) = c.outq.front() {
+            let grant = matches!(front, Out::Ctrl(b) if is_grant(b));
+            if !c.proto.may_send_client(grant) {
+                self.stats.credit_waits += 1;
                 break;
+            }
+            let op = match front {
+                Out::Ctrl(b) => {
+                    let Some(i) = c.ctrl_free.pop() else {
+                        break;
+                    };
+                    let n = b.len().min(CTRL_SIZE);
+                    let off = self.layout.ctrl_off(i);
+                    c.qp.buf_mut()[off..off + n].copy_from_slice(&b[..n]);
+                    count_sent(&mut self.stats, b);
+                    SendOp::Send {
+                        off,
+                        len: n,
+                        inv: None,
+                        signal: Some(wr(K_CTRL, i)),
+                    }
+                }
+                Out::Slot(op) => *op,
             };
-            let n = b.len().min(CTRL_SIZE);
-            let off = self.layout.ctrl_off(i);
-            c.qp.buf_mut()[off..off + n].copy_from_slice(&b[..n]);
-            count_sent(&mut self.stats, &b);
-            let op = SendOp::Send {
-                off,
-                len: n,
-                inv: None,
-                signal: Some(wr(K_CTRL, i)),
-            };
+            c.outq.pop_front();
+            c.proto.sent_client();
             if let Err(e) = c.qp.post(&[op]) {
-                c.ctrl_free.push(i);
-                let m = format!("post control send: {e}");
+                if let SendOp::Send {
+                    signal: Some(id), ..
+                } = op
+                {
+                    if id >> 48 == K_CTRL {
+                        c.ctrl_free.push((id & 0xffff_ffff) as usize);
+                    }
+                }
+                let m = format!("post send: {e}");
                 self.close(k, &m);
                 return;
             }
@@ -752,7 +804,7 @@ impl Server {
         let base = self.layout.data_off(s);
         let sbase = self.layout.slot_off(s);
         let total_send: usize = plan.sends.iter().map(|b| b.len()).sum();
-        if rec.len() > self.layout.data_size() || total_send > SEND_AREA {
+        if rec.len() > self.layout.data_size() || total_send > self.layout.send_area {
             let e = c
                 .proto
                 .call_error(slot.call.xid, rpcrdma_xdr::v2::ERR_SYSTEM, &mut self.stats);
@@ -775,12 +827,14 @@ impl Server {
         for (i, b) in plan.sends.iter().enumerate() {
             c.qp.buf_mut()[at..at + b.len()].copy_from_slice(b);
             let last = i + 1 == n;
-            ops.push(SendOp::Send {
+            // After the RDMA Writes (posted first, in order on the QP),
+            // when the client's credits allow.
+            c.outq.push_back(Out::Slot(SendOp::Send {
                 off: at,
                 len: b.len(),
                 inv: if last { plan.invalidate } else { None },
                 signal: last.then_some(wr(K_SLOT, s)),
-            });
+            }));
             at += b.len();
             count_sent(&mut self.stats, b);
         }
@@ -791,13 +845,15 @@ impl Server {
             let inline = total_send;
             self.stats.count_reply(p, inline, plan.written);
         }
+        if let Err(e) = c.qp.post(&ops) {
+            self.close(k, &format!("post reply: {e}"));
+            return;
+        }
         if n == 0 {
             self.free_slot(k, s);
             return;
         }
-        if let Err(e) = c.qp.post(&ops) {
-            self.close(k, &format!("post reply: {e}"));
-        }
+        self.flush_out(k);
     }
 
     fn free_slot(&mut self, k: usize, s: usize) {

@@ -5,7 +5,7 @@
 //! version-two-00 (shared/reference/rpcrdma-v2-00.x) and RFC 8166.
 
 use rpcrdma_responder::nfs::{self, NFS3_READ, NFS_PROGRAM};
-use rpcrdma_responder::proto::{Action, Call, ConnProto, Options};
+use rpcrdma_responder::proto::{Action, Call, ConnProto, GrantMode, Options};
 use rpcrdma_responder::stats::{Path, Stats};
 use rpcrdma_xdr::chunk::{ChunkLists, ReadSegment, Segment};
 use rpcrdma_xdr::header::{self, Flags, MsgKind, MsgSpec, Protocol};
@@ -876,4 +876,193 @@ fn v1_refusals_are_err_vers_or_err_chunk_and_must_fail() {
             Some(rpcrdma_responder::stats::Expect::Fail)
         );
     }
+}
+
+/// A piece of a continued v2 Call: `RDMA2_MSG`, `F_MORE` unless `last`,
+/// the client's credit word `credit`.
+fn call_piece(xid: u32, credit: u32, last: bool, payload: &[u8]) -> Vec<u8> {
+    let flags = if last { 0 } else { 2 };
+    let mut b = bytes(&[xid, 2, credit, 0, flags, 0, 0, 0, 0]);
+    b.extend_from_slice(payload);
+    b
+}
+
+/// The grants among `a`: (xid, credit word, htype, flags) of each
+/// `RDMA2_NOMSG` with empty lists.
+fn grants(a: &[Action]) -> Vec<u32> {
+    sends(a)
+        .into_iter()
+        .filter(|w| w.len() == 9 && w[0] == 0 && w[1] == 2 && w[3] == 1 && w[4] == 0)
+        .filter(|w| w[5..] == [0, 0, 0, 0])
+        .map(|w| w[2])
+        .collect()
+}
+
+/// Sends a continued Call of `pieces` pieces and returns every action,
+/// piece by piece.
+fn continued_call(p: &mut ConnProto, st: &mut Stats, xid: u32, pieces: usize) -> Vec<Vec<Action>> {
+    let rpc = rpc_call(xid, 3, 0);
+    let mut out = Vec::new();
+    for i in 0..pieces {
+        let last = i + 1 == pieces;
+        let part: &[u8] = if i == 0 {
+            &rpc[..8]
+        } else if last {
+            &rpc[8..]
+        } else {
+            &[0, 0, 0, 0]
+        };
+        let mut data = part.to_vec();
+        if last {
+            // the middle pieces added zeros: take as many off the end
+            data.truncate(rpc.len() - 8);
+        }
+        out.push(p.on_receive(&call_piece(xid, (32 << 16) | 1, last, &data), st));
+    }
+    out
+}
+
+#[test]
+fn grant_prompt_only_while_a_continued_call_waits() {
+    let mut st = Stats::default();
+    let opts = Options {
+        no_connprop: true,
+        credits: 4,
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    let a = continued_call(&mut p, &mut st, 0x21, 4);
+    // Two pieces of the Call are spare credits: half the limit of 4, so
+    // the client (which may be out of credits) gets them back at once.
+    assert!(grants(&a[0]).is_empty());
+    assert_eq!(grants(&a[1]), vec![(4 << 16) | 2]);
+    assert!(grants(&a[2]).is_empty());
+    assert!(grants(&a[3]).is_empty());
+    assert_eq!(st.grants_sent, 1);
+    // The reply returns its Call and the third piece.
+    let c = the_call(&a[3]);
+    let pl = p.plan_reply(&c, &bytes(&[0x21, 1, 0, 0, 0, 0]), None, &mut st);
+    assert_eq!(words(&pl.sends[0])[2], (4 << 16) | 2);
+    // Without a continued Call nothing is granted asynchronously.
+    let g = bytes(&[0, 2, (32 << 16) | 1, 1, 0, 0, 0, 0, 0]);
+    assert_eq!(p.on_receive(&g, &mut st), vec![Action::Nothing]);
+    assert_eq!(st.grants_sent, 1);
+}
+
+#[test]
+fn grant_exact_returns_one_per_message() {
+    let mut st = Stats::default();
+    let opts = Options {
+        no_connprop: true,
+        grant: GrantMode::Exact,
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    let a = continued_call(&mut p, &mut st, 0x22, 3);
+    // Each spare credit (a non-final piece) at once, one per grant.
+    assert_eq!(grants(&a[0]), vec![(32 << 16) | 1]);
+    assert_eq!(grants(&a[1]), vec![(32 << 16) | 1]);
+    assert!(grants(&a[2]).is_empty());
+    // The reply returns exactly its Call's credit, as does a continued
+    // reply's every piece.
+    let c = the_call(&a[2]);
+    let pl = p.plan_reply(&c, &bytes(&[0x22, 1, 0, 0, 0, 0]), None, &mut st);
+    assert_eq!(words(&pl.sends[0])[2], (32 << 16) | 1);
+    // A client grant is a spare credit: one grant back.
+    let g = bytes(&[0, 2, (32 << 16) | 1, 1, 0, 0, 0, 0, 0]);
+    assert_eq!(grants(&p.on_receive(&g, &mut st)), vec![(32 << 16) | 1]);
+    let a = p.on_receive(
+        &call_msg(
+            Protocol::V2,
+            0x23,
+            0,
+            ChunkLists::EMPTY,
+            &rpc_call(0x23, 3, 0),
+        ),
+        &mut st,
+    );
+    let mut r = bytes(&[0x23, 1, 0, 0, 0, 0]);
+    r.resize(10000, 0x55);
+    let mut c = the_call(&a);
+    c.reply = None;
+    let pl = p.plan_reply(&c, &r, None, &mut st);
+    assert_eq!(pl.path, Some(Path::Continued));
+    for s in &pl.sends {
+        assert_eq!(words(s)[2] & 0xffff, 1);
+    }
+}
+
+#[test]
+fn grant_lazy_batches_spare_credits() {
+    let mut st = Stats::default();
+    let opts = Options {
+        no_connprop: true,
+        grant: GrantMode::Lazy,
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    let a = continued_call(&mut p, &mut st, 0x31, 3);
+    assert!(a.iter().all(|x| grants(x).is_empty()));
+    // Two spare so far; the reply returns only its Call's credit.
+    let c = the_call(&a[2]);
+    let pl = p.plan_reply(&c, &bytes(&[0x31, 1, 0, 0, 0, 0]), None, &mut st);
+    assert_eq!(words(&pl.sends[0])[2], (32 << 16) | 1);
+    // Two more spare (client grants): four, returned in one grant.
+    let g = bytes(&[0, 2, (32 << 16) | 1, 1, 0, 0, 0, 0, 0]);
+    assert!(grants(&p.on_receive(&g, &mut st)).is_empty());
+    assert_eq!(grants(&p.on_receive(&g, &mut st)), vec![(32 << 16) | 4]);
+    assert_eq!(st.grants_sent, 1);
+    assert_eq!(GrantMode::parse("lazy"), Some(GrantMode::Lazy));
+    assert_eq!(GrantMode::parse("exact"), Some(GrantMode::Exact));
+    assert_eq!(GrantMode::parse("prompt"), Some(GrantMode::Prompt));
+    assert_eq!(GrantMode::parse("eager"), None);
+}
+
+#[test]
+fn client_credit_limit_gates_sends() {
+    let mut st = Stats::default();
+    let opts = Options {
+        no_connprop: true,
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    // Before the client has spoken, nothing limits us.
+    assert!(p.may_send_client(false));
+    // The client holds at most 2 of our messages; it returned 1 (more
+    // than we sent: clamped).
+    let a = p.on_receive(
+        &call_piece(0x41, (2 << 16) | 1, false, &bytes(&[0x41, 0])),
+        &mut st,
+    );
+    assert_eq!(a, vec![Action::Nothing]);
+    assert_eq!(p.client_limit(), 2);
+    assert_eq!(p.client_outstanding(), 0);
+    p.sent_client();
+    p.sent_client();
+    assert!(!p.may_send_client(false));
+    // One more for a credit grant: the Receive -00 keeps for grants.
+    assert!(p.may_send_client(true));
+    p.sent_client();
+    assert!(!p.may_send_client(true));
+    // The client returns two: room again.
+    let _ = p.on_receive(
+        &call_piece(0x41, (2 << 16) | 2, false, &[0, 0, 0, 0]),
+        &mut st,
+    );
+    assert_eq!(p.client_outstanding(), 1);
+    assert!(p.may_send_client(false));
+    // An invalid word (zero half) is ignored; an RDMA2_ERROR's too.
+    let _ = p.on_receive(&call_piece(0x41, 2 << 16, false, &[0, 0, 0, 0]), &mut st);
+    assert_eq!(p.client_outstanding(), 1);
+    assert_eq!(p.client_limit(), 2);
+    // Version 1 has no requester credits.
+    let mut v1 = ConnProto::new(Options::default(), client(1024));
+    let _ = v1.on_receive(
+        &call_msg(Protocol::V1, 5, 0, ChunkLists::EMPTY, &rpc_call(5, 3, 0)),
+        &mut st,
+    );
+    for _ in 0..100 {
+        v1.sent_client();
+    }
+    assert!(v1.may_send_client(false));
 }

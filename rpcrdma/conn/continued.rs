@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Message Continuation on a connection (-00 §4.5.2, §6.3.2): a Call sent
+//! as a sequence of pieces, the pieces of a continued Reply placed straight
+//! into the request's receive buffer, and the asynchronous credit grants
+//! the protocol state asks for. The decisions are
+//! [`proto::continuation`]'s and [`proto::Transport`]'s.
+
+use super::*;
+
+/// Where a continued Call stopped: its XID (host order) and the offset of
+/// its next piece. While it is set the connection sends nothing but that
+/// Call's next piece (and credit grants): the peer concatenates the next
+/// message it receives to the pieces it has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Cursor {
+    pub(super) xid: u32,
+    pub(super) offset: u32,
+}
+
+impl Conn {
+    /// Sends continued Call `rqst` (XID `xid`, host order) from where it
+    /// stopped: each piece an `RDMA2_MSG` of at most the call inline
+    /// threshold, `F_MORE` on all but the last, each taking one credit.
+    /// `ENOBUFS` when the credits or the Send buffers run out in the
+    /// middle: the transport waits for buffer space and SUNRPC calls
+    /// `->send_request` again, which resumes here (the Call stays at the
+    /// head of the transmit queue). `Ok` once the last piece is posted.
+    pub(super) fn send_continued(&self, rqst: &Rqst, xid: u32, stats: &ConnStats) -> Result {
+        let q = &self.ep.qp().handler().0;
+        let call_len = u32::try_from(rqst.call_len()).map_err(|_| EINVAL)?;
+        loop {
+            let offset = match *q.cursor.lock() {
+                Some(c) if c.xid == xid => c.offset,
+                _ => 0,
+            };
+            // The Send buffer first: a piece counted as sent must go.
+            let Some(mut sb) = q.sends.lock().pop() else {
+                return Err(crate::compat::errno::enobufs());
+            };
+            let plan = q.proto.lock().prepare_piece(xid, call_len, offset);
+            let plan = match plan {
+                Ok(p) => p,
+                Err(e) => {
+                    let _ = q.sends.lock().push(sb);
+                    if e == CallError::NoCredits {
+                        // -00 §6.3.2: wait for a further credit grant.
+                        stats.no_credits.fetch_add(1, Relaxed);
+                        return Err(crate::compat::errno::enobufs());
+                    }
+                    *q.cursor.lock() = None;
+                    return Err(match e {
+                        CallError::TooBig(t) => {
+                            stats.too_big.fetch_add(1, Relaxed);
+                            if crate::compat::print::ratelimit() {
+                                pr_err!(
+                                    "send: {:?} of {} bytes exceeds the inline limit of {}, and this connection has neither chunks nor (in version 1) Message Continuation (-EMSGSIZE)\n",
+                                    t.direction, t.len, t.limit
+                                );
+                            }
+                            crate::compat::errno::emsgsize()
+                        }
+                        _ => crate::compat::errno::enotconn(),
+                    });
+                }
+            };
+            let span = plan.span;
+            let r = (|| {
+                let buf = sb.buf.as_mut_slice();
+                let hdr = header::encode_msg(buf, Protocol::V2, &plan.msg_spec(xid))
+                    .map_err(|_| EINVAL)?;
+                let end = hdr.checked_add(span.len as usize).ok_or(EINVAL)?;
+                rqst.copy_call_range(buf.get_mut(hdr..end).ok_or(EINVAL)?, span.offset)?;
+                Ok(end)
+            })();
+            let total = match r {
+                Ok(t) => t,
+                Err(e) => {
+                    // Counted as sent but not sent: the caller drops the
+                    // connection, which resets the count.
+                    let _ = q.sends.lock().push(sb);
+                    *q.cursor.lock() = None;
+                    return Err(e);
+                }
+            };
+            sb.len = total;
+            sb.buf.sync_for_device(total);
+            *q.cursor.lock() = span.more.then_some(Cursor {
+                xid,
+                offset: span.offset.saturating_add(span.len),
+            });
+            stats.req_bytes.fetch_add(u64::from(span.len), Relaxed);
+            trace::piece(self.id, xid, c"call", span.offset, span.len, span.more);
+            self.ep
+                .qp()
+                .post_send_one(SendWr::send(SendOpCtx::Buf(sb)).signaled())?;
+            if !span.more {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A continued Call is half sent and `xid` (host order) is not that
+    /// Call: nothing else may go on this connection until its last piece
+    /// has. `Some(EPIPE)` then (the transport drops the connection: the
+    /// peer holds pieces it can never complete, and SUNRPC sends both RPCs
+    /// again on the next connection).
+    pub(super) fn blocked_by_continued(&self, xid: u32) -> Option<Error> {
+        let q = &self.ep.qp().handler().0;
+        let c = (*q.cursor.lock())?;
+        if c.xid == xid {
+            return None;
+        }
+        if crate::compat::print::ratelimit() {
+            pr_err!(
+                "send: xid {:#010x} while continued Call {:#010x} stopped at byte {} (abandoned?): reconnecting\n",
+                xid,
+                c.xid,
+                c.offset
+            );
+        }
+        Some(EPIPE)
+    }
+
+    /// A continued Call is half sent on this connection.
+    pub(super) fn continuing(&self) -> bool {
+        self.ep.qp().handler().0.cursor.lock().is_some()
+    }
+}
+
+impl QpState {
+    /// Places a piece of continued Reply `xid` (host order) at `offset`
+    /// of the request's receive buffer; the last piece (`last` = the
+    /// Reply's length) completes the RPC. A piece that does not fit the
+    /// receive buffer fails the RPC with `-EMSGSIZE`; then, as when no
+    /// request waits, the rest of the sequence is dropped.
+    pub(super) fn deliver_piece(
+        &self,
+        qp: &Qp<ConnQp>,
+        xid: u32,
+        offset: u32,
+        payload: &[u8],
+        last: Option<u32>,
+        inv: Option<u32>,
+    ) {
+        let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+        trace::piece(self.id, xid, c"reply", offset, len, last.is_none());
+        let placed = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
+            rqst.write_reply_at(offset, payload)
+                .map_err(|e| (e, rqst.reply_buflen()))
+        });
+        match placed {
+            Some(Ok(())) => {
+                self.stats.reply_bytes.fetch_add(u64::from(len), Relaxed);
+                match last {
+                    Some(total) => {
+                        let n = i32::try_from(total).unwrap_or(i32::MAX);
+                        self.end_rpc(qp, xid, Finish::Complete(n), inv);
+                    }
+                    None if inv.is_some() => {
+                        // Send With Invalidate belongs on the last piece:
+                        // the RPC's MRs are invalidated locally at its end.
+                        self.remote_inv_foreign(xid, inv);
+                    }
+                    None => {}
+                }
+            }
+            Some(Err((e, buflen))) => {
+                self.stats.too_big.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "reply: continued reply for xid {:#010x} exceeds its receive buffer of {} bytes at byte {} ({:?}): RPC failed, rest of the sequence dropped\n",
+                        xid,
+                        buflen,
+                        u64::from(offset) + u64::from(len),
+                        e
+                    );
+                }
+                if last.is_none() {
+                    self.proto.lock().abandon_continuation(xid);
+                }
+                self.end_rpc(qp, xid, Finish::Fail(e.to_errno()), inv);
+            }
+            None => {
+                pr_debug!("reply: no request waits for xid {:#010x}\n", xid);
+                if last.is_none() {
+                    self.proto.lock().abandon_continuation(xid);
+                }
+            }
+        }
+    }
+
+    /// Sends the asynchronous credit grant the protocol state says is due
+    /// (`RDMA2_NOMSG`, XID 0, empty chunk lists): skipped if no Send buffer
+    /// is free (a later message is then due one).
+    pub(super) fn send_grant(&self, qp: &Qp<ConnQp>) {
+        let Some(mut sb) = self.sends.lock().pop() else {
+            return;
+        };
+        let Some(word) = self.proto.lock().prepare_grant() else {
+            let _ = self.sends.lock().push(sb);
+            return;
+        };
+        let spec = proto::conn::grant_spec(word);
+        match header::encode_msg(sb.buf.as_mut_slice(), Protocol::V2, &spec) {
+            Ok(n) => sb.len = n,
+            Err(_) => {
+                // Cannot happen with a Send buffer of >= 1024 bytes; the
+                // count is off by one message until the next connection.
+                let _ = self.sends.lock().push(sb);
+                return;
+            }
+        }
+        sb.buf.sync_for_device(sb.len);
+        trace::grant(self.id, word);
+        if qp
+            .post_send_one(SendWr::send(SendOpCtx::Buf(sb)).signaled())
+            .is_err()
+        {
+            self.xprt.force_disconnect();
+        }
+    }
+}

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Server script for rpcrdma2-v2-continuation.sh: responders that continue
+# replies and return credits in each of their grant patterns.
+#   20080  every reply over 1024 bytes continued in 1024-byte pieces
+#   20081  the same, --grant exact, 8 credits
+#   20082  the same, --grant lazy, 8 credits
+#   20083  4 credits, replies continued only when they must be (-00
+#          §6.3.3.1: larger than the client's Receives, no Reply chunk)
+
+RESPONDER_INSTANCES="20080 --continue-over 1024
+20081 --continue-over 1024 --grant exact --credits 8
+20082 --continue-over 1024 --grant lazy --credits 8
+20083 --credits 4"
+# shellcheck source=responder.sh
+. "$(dirname "${BASH_SOURCE[0]}")/responder.sh"
