@@ -41,6 +41,9 @@ enum Tp {
     PeerError = bindings::rpcrdma2_tp_RPCRDMA2_TP_peer_error,
     MrReg = bindings::rpcrdma2_tp_RPCRDMA2_TP_mr_reg,
     MrInv = bindings::rpcrdma2_tp_RPCRDMA2_TP_mr_inv,
+    Reconnect = bindings::rpcrdma2_tp_RPCRDMA2_TP_reconnect,
+    BcCall = bindings::rpcrdma2_tp_RPCRDMA2_TP_bc_call,
+    BcReply = bindings::rpcrdma2_tp_RPCRDMA2_TP_bc_reply,
 }
 
 /// True if tracepoint `tp` has a probe attached.
@@ -151,6 +154,14 @@ pub fn disconnect(conn: u32, reason: &CStr) {
     if enabled(Tp::Disconnect) {
         // SAFETY: `reason` is NUL-terminated and outlives the call.
         unsafe { bindings::rpcrdma2_trace_disconnect(conn, reason.as_ptr().cast()) };
+    }
+}
+
+/// The transport connects again; `conn` ended for `reason`.
+pub fn reconnect(conn: u32, reason: &CStr) {
+    if enabled(Tp::Reconnect) {
+        // SAFETY: `reason` is NUL-terminated and outlives the call.
+        unsafe { bindings::rpcrdma2_trace_reconnect(conn, reason.as_ptr().cast()) };
     }
 }
 
@@ -294,5 +305,40 @@ pub fn mr_inv(conn: u32, xid: u32, how: &CStr, handle: u32, n: u32) {
     if enabled(Tp::MrInv) {
         // SAFETY: `how` is NUL-terminated and outlives the call.
         unsafe { bindings::rpcrdma2_trace_mr_inv(conn, xid, how.as_ptr().cast(), handle, n) };
+    }
+}
+
+/// A reverse-direction Call `xid` of `len` bytes arrived on `conn` in
+/// version `v`: `outcome` says what became of it.
+pub fn bc_call(conn: u32, xid: u32, v: Option<Protocol>, len: usize, outcome: &CStr) {
+    if enabled(Tp::BcCall) {
+        let len = u32::try_from(len).unwrap_or(u32::MAX);
+        // SAFETY: `outcome` is NUL-terminated and outlives the call.
+        unsafe {
+            bindings::rpcrdma2_trace_bc_call(
+                conn,
+                xid,
+                v.map_or(0, vers),
+                len,
+                outcome.as_ptr().cast(),
+            )
+        };
+    }
+}
+
+/// The reply to reverse-direction Call `xid` (`len` bytes): `outcome`.
+pub fn bc_reply(conn: u32, xid: u32, v: Option<Protocol>, len: usize, outcome: &CStr) {
+    if enabled(Tp::BcReply) {
+        let len = u32::try_from(len).unwrap_or(u32::MAX);
+        // SAFETY: `outcome` is NUL-terminated and outlives the call.
+        unsafe {
+            bindings::rpcrdma2_trace_bc_reply(
+                conn,
+                xid,
+                v.map_or(0, vers),
+                len,
+                outcome.as_ptr().cast(),
+            )
+        };
     }
 }

@@ -23,6 +23,9 @@ enum rpcrdma2_tp {
 	RPCRDMA2_TP_peer_error,
 	RPCRDMA2_TP_mr_reg,
 	RPCRDMA2_TP_mr_inv,
+	RPCRDMA2_TP_reconnect,
+	RPCRDMA2_TP_bc_call,
+	RPCRDMA2_TP_bc_reply,
 	RPCRDMA2_TP_COUNT
 };
 
@@ -52,5 +55,10 @@ void rpcrdma2_trace_mr_reg(u32 conn, u32 xid, u32 handle, u32 length,
 			   u64 offset);
 void rpcrdma2_trace_mr_inv(u32 conn, u32 xid, const char *how, u32 handle,
 			   u32 n);
+void rpcrdma2_trace_reconnect(u32 conn, const char *reason);
+void rpcrdma2_trace_bc_call(u32 conn, u32 xid, u32 vers, u32 len,
+			    const char *outcome);
+void rpcrdma2_trace_bc_reply(u32 conn, u32 xid, u32 vers, u32 len,
+			     const char *outcome);
 
 #endif /* RPCRDMA2_TRACE_SHIM_H */

@@ -36,8 +36,10 @@ use kernel::new_spinlock;
 
 mod frwr;
 mod reply;
+pub mod why;
 
 use self::frwr::{Chunking, Finish, RegSizing, RegTable};
+use self::why::{CloseWhy, Why};
 use kernel::prelude::*;
 use kernel::sync::{Arc, SpinLock};
 
@@ -207,6 +209,8 @@ pub struct QpState {
     stats: Arc<ConnStats>,
     /// Where reverse-direction Calls go.
     bc: Arc<Backchannel>,
+    /// Why the connection ends (shared with its CM handler).
+    why: Arc<CloseWhy>,
     /// Chunk registrations by request slot.
     #[pin]
     regs: SpinLock<RegTable>,
@@ -230,6 +234,7 @@ impl ConnQp {
         proto: Arc<ProtoState>,
         stats: Arc<ConnStats>,
         bc: Arc<Backchannel>,
+        why: Arc<CloseWhy>,
         sizing: RegSizing,
     ) -> Result<Self> {
         let regs = RegTable::new(sizing.slots, sizing.mrs_per_rpc, sizing.depth)?;
@@ -248,6 +253,7 @@ impl ConnQp {
                 proto,
                 stats,
                 bc,
+                why,
                 regs <- new_spinlock!(regs),
                 chunking <- new_spinlock!(None),
                 chains <- new_spinlock!(chains),
@@ -319,6 +325,7 @@ impl QpHandler for ConnQp {
             if !wc.is_success() {
                 if !wc.is_flushed() {
                     pr_err!("send: completion error {:?}\n", wc.status_msg());
+                    this.why.note(Why::SendError);
                 }
                 this.xprt.force_disconnect();
             }
@@ -359,6 +366,7 @@ impl QpHandler for ConnQp {
                 this.proto.lock().receive_flushed();
                 if !wc.is_flushed() {
                     pr_err!("receive: completion error {:?}\n", wc.status_msg());
+                    this.why.note(Why::RecvError);
                 }
                 this.xprt.force_disconnect();
             }
@@ -420,7 +428,8 @@ impl Conn {
         };
         xprt().set_cwnd(plan.credits.credits, true);
 
-        let cm = ConnCm::new(xprt(), id)?;
+        let why = Arc::new(CloseWhy::default(), GFP_KERNEL)?;
+        let cm = ConnCm::new(xprt(), why.clone())?;
         let conn_id = id;
         let id = CmId::new(net, cm.clone())?;
         *step = c"address resolution";
@@ -463,6 +472,7 @@ impl Conn {
             proto_state.clone(),
             stats.clone(),
             bc.clone(),
+            why,
             RegSizing {
                 slots: config.max_requests as usize,
                 mrs_per_rpc,
@@ -920,10 +930,22 @@ impl Conn {
             .post_send_one(SendWr::send(SendOpCtx::Buf(sb)).signaled())
     }
 
+    /// Notes why the connection is about to end (the transport closes
+    /// it later): the first cause noted is the reason reported.
+    pub fn note(&self, why: Why) {
+        self.ep.qp().handler().0.why.note(why);
+    }
+
     /// Starts a disconnect (the drop of the connection completes it).
-    /// `reason` is for the tracepoint.
-    pub fn disconnect(&self, reason: &CStr) {
-        trace::disconnect(self.id, reason);
+    /// Returns the reason reported by the `rpcrdma2_disconnect`
+    /// tracepoint: the cause noted before, else `why`; `None` if this
+    /// connection's end was reported already.
+    pub fn disconnect(&self, why: Why) -> Option<Why> {
+        let r = self.ep.qp().handler().0.why.report(why);
+        if let Some(r) = r {
+            trace::disconnect(self.id, r.name());
+        }
         let _ = self.ep.disconnect();
+        r
     }
 }

@@ -43,6 +43,9 @@ pub struct Options {
     pub err_every: Option<(u64, u64, u32)>,
     /// Relay nfsd's callbacks to the client as reverse-direction Calls.
     pub relay_callbacks: bool,
+    /// Send the client a CB_NULL of our own when nfsd gives a session a
+    /// backchannel on the connection (needs `relay_callbacks`).
+    pub probe_callbacks: bool,
 }
 
 impl Default for Options {
@@ -57,6 +60,7 @@ impl Default for Options {
             err_nth: None,
             err_every: None,
             relay_callbacks: false,
+            probe_callbacks: false,
         }
     }
 }
@@ -190,7 +194,16 @@ pub struct ConnProto {
     connprop_due: bool,
     /// Continued Call being reassembled: xid, bytes.
     cont: Option<(u32, Vec<u8>)>,
+    /// XIDs of our CB_NULL probes awaiting the client's reply.
+    probes: Vec<u32>,
+    /// Probes sent on this connection.
+    probes_sent: u32,
 }
+
+/// XIDs of the responder's own CB_NULL probes: `PROBE_XID | n` (nfsd's
+/// callback XIDs are another counter; a clash would only misroute one
+/// reply).
+pub const PROBE_XID: u32 = 0xcb00_0000;
 
 fn err_body(code: u32, opts: &Options) -> ErrorBody {
     match code {
@@ -227,6 +240,8 @@ impl ConnProto {
             connprop_due: false,
             calls: 0,
             cont: None,
+            probes: Vec::new(),
+            probes_sent: 0,
         }
     }
 
@@ -460,6 +475,19 @@ impl ConnProto {
         };
         let v2 = h.protocol == Protocol::V2;
         if let Some(reply) = self.reverse_reply(&h) {
+            if let Some(i) = self.probes.iter().position(|&x| x == h.xid) {
+                self.probes.swap_remove(i);
+                if crate::nfs::reply_ok(&reply, false) {
+                    stats.cb_null_replies += 1;
+                } else {
+                    stats.cb_null_failed += 1;
+                    log::warn(format_args!(
+                        "the client refused our CB_NULL probe (xid {:#x})",
+                        h.xid
+                    ));
+                }
+                return vec![Action::Nothing];
+            }
             stats.reverse_replies += 1;
             return vec![Action::ToNfsd(reply)];
         }
@@ -586,6 +614,25 @@ impl ConnProto {
         buf.truncate(n);
         buf.extend_from_slice(rpc);
         Some(buf)
+    }
+
+    /// A CB_NULL probe of callback program `prog` (version 1, as nfsd's
+    /// probes), framed as [`Self::reverse_call`] frames nfsd's callbacks;
+    /// its reply is counted (`cb_null_replies`, `cb_null_failed`) and not
+    /// handed to nfsd. `None` unless `probe_callbacks` and relaying are on
+    /// and the version is settled.
+    pub fn cb_null(&mut self, prog: u32) -> Option<Vec<u8>> {
+        if !self.opts.probe_callbacks {
+            return None;
+        }
+        let xid = PROBE_XID | (self.probes_sent & 0x00ff_ffff);
+        let m = self.reverse_call(&crate::nfs::null_call(xid, prog, 1))?;
+        self.probes_sent = self.probes_sent.wrapping_add(1);
+        if self.probes.len() >= 64 {
+            self.probes.remove(0); // never answered: forget the oldest
+        }
+        self.probes.push(xid);
+        Some(m)
     }
 
     fn call_from(
