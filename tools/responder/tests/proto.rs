@@ -453,6 +453,24 @@ fn err_nth_sends_each_error_with_its_body() {
     }
 }
 
+/// The client's RDMA2_MSG with `F_RESPONSE` carrying RPC Reply `rpc` to
+/// our reverse-direction Call `xid`.
+fn v2_response(xid: u32, rpc: &[u8]) -> Vec<u8> {
+    let spec = MsgSpec {
+        xid,
+        credit: (32 << 16) | 1,
+        kind: MsgKind::Msg,
+        flags: Flags::RESPONSE,
+        inv_handle: 0,
+        chunks: ChunkLists::EMPTY,
+    };
+    let mut b = vec![0u8; 64];
+    let n = header::encode_msg(&mut b, Protocol::V2, &spec).unwrap();
+    b.truncate(n);
+    b.extend_from_slice(rpc);
+    b
+}
+
 #[test]
 fn callbacks_relayed_both_ways() {
     let mut st = Stats::default();
@@ -477,18 +495,7 @@ fn callbacks_relayed_both_ways() {
     assert_eq!(&m[9..], &words(&cb)[..]);
     // The client's reply (F_RESPONSE) goes back to nfsd.
     let reply = bytes(&[0x77, 1, 0, 0, 0, 0]);
-    let spec = MsgSpec {
-        xid: 0x77,
-        credit: (32 << 16) | 1,
-        kind: MsgKind::Msg,
-        flags: Flags::RESPONSE,
-        inv_handle: 0,
-        chunks: ChunkLists::EMPTY,
-    };
-    let mut b = vec![0u8; 64];
-    let n = header::encode_msg(&mut b, Protocol::V2, &spec).unwrap();
-    b.truncate(n);
-    b.extend_from_slice(&reply);
+    let b = v2_response(0x77, &reply);
     assert_eq!(p.on_receive(&b, &mut st), vec![Action::ToNfsd(reply)]);
     assert_eq!(st.reverse_replies, 1);
     // Relaying off: the same message is malformed input.
@@ -524,19 +531,7 @@ fn cb_null_probe_answered_and_counted_not_forwarded() {
     assert_eq!(&m[3..5], &[0, 0]);
     assert_eq!(&m[9..15], &[xid, 0, 2, 0x4000_0000, 1, 0]);
     let answer = |p: &mut ConnProto, st: &mut Stats, x: u32, accept: u32| {
-        let spec = MsgSpec {
-            xid: x,
-            credit: (32 << 16) | 1,
-            kind: MsgKind::Msg,
-            flags: Flags::RESPONSE,
-            inv_handle: 0,
-            chunks: ChunkLists::EMPTY,
-        };
-        let mut b = vec![0u8; 64];
-        let n = header::encode_msg(&mut b, Protocol::V2, &spec).unwrap();
-        b.truncate(n);
-        b.extend_from_slice(&bytes(&[x, 1, 0, 0, 0, accept]));
-        p.on_receive(&b, st)
+        p.on_receive(&v2_response(x, &bytes(&[x, 1, 0, 0, 0, accept])), st)
     };
     assert_eq!(answer(&mut p, &mut st, xid, 0), vec![Action::Nothing]);
     assert_eq!(
