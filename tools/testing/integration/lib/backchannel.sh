@@ -80,10 +80,11 @@ callback_up() { server_state | grep -q '^callback state: UP'; }
 deleg_count() { server_state | grep -c 'type: deleg, access: r' || true; }
 has_deleg() { (($(deleg_count) >= 1)); }
 no_deleg() { (($(deleg_count) == 0)); }
-# bc_stats MNT: "served replies dropped", the last three fields of the
-# mount's xprt: line (rpcrdma2's backchannel counters).
+# bc_stats MNT: "served replies dropped", fields 29-31 of the mount's
+# xprt: line (rpcrdma2's backchannel counters, Documentation/admin-guide.rst;
+# after "xprt: rdma", so awk's $31-$33).
 bc_stats() {
-	awk -v m="$1" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $(NF-2), $(NF-1), $NF; exit}' \
+	awk -v m="$1" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $31, $32, $33; exit}' \
 		/proc/self/mountstats
 }
 # stat_of NAME: a counter of the responder (written within 0.5 s of a
