@@ -14,13 +14,17 @@
 //!
 //! The protocol decisions (is it served, the reply's header and credit,
 //! size limits, the Receives it needs) are in [`crate::proto::backchannel`].
+//! The tracepoints `rpcrdma2_bc_call` and `rpcrdma2_bc_reply` say what
+//! became of each Call and its reply.
 
 use crate::conn::{Conn, ProtoState};
 use crate::proto;
 use crate::proto::backchannel::{self as bcp, CallVerdict, ReplyError};
 use crate::sunrpc::bc::{self, BcRqst, BUF_SIZE};
 use crate::sunrpc::xprt::{Rqst, Xprt};
-use crate::xdr::header;
+use crate::trace;
+use crate::xdr::header::{self, Protocol};
+use core::ffi::CStr;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use kernel::alloc::{
     flags::{GFP_KERNEL, GFP_NOWAIT},
@@ -128,30 +132,42 @@ impl Backchannel {
         }
     }
 
-    /// A reverse-direction Call `xid` (host order) arrived on a
-    /// connection of `xprt`: `payload` is the RPC Call message. Runs in
-    /// the reply handler (CQ work); never sleeps.
-    pub fn receive_call(&self, xprt: &Xprt, xid: u32, payload: &[u8]) {
+    /// A reverse-direction Call `xid` (host order) arrived on connection
+    /// `conn` (version `vers`) of `xprt`: `payload` is the RPC Call
+    /// message. Runs in the reply handler (CQ work); never sleeps.
+    /// Returns true if the server sends more Calls than the slots
+    /// offered: the caller disconnects (as the C client: "RPC/RDMA
+    /// backchannel overflow").
+    pub fn receive_call(
+        &self,
+        xprt: &Xprt,
+        conn: u32,
+        vers: Option<Protocol>,
+        xid: u32,
+        payload: &[u8],
+    ) -> bool {
+        let drop_call = |why: &CStr| {
+            trace::bc_call(conn, xid, vers, payload.len(), why);
+            self.drop_call(xid, why);
+        };
         let outstanding = self.pool.lock().outstanding;
         let service = self.enabled.load(Relaxed) && bc::has_service(xprt);
         let limit = BUF_SIZE as u32;
         match bcp::check_call(payload.len(), limit, outstanding, service) {
             CallVerdict::Serve => {}
             CallVerdict::NoService => {
-                return self.drop_call(
-                    xid,
-                    "no callback service (no NFSv4.1 session set up a backchannel)",
+                drop_call(
+                    c"dropped (no callback service: no NFSv4.1 session set up a backchannel)",
                 );
+                return false;
             }
             CallVerdict::TooBig { .. } => {
-                return self.drop_call(xid, "larger than a backchannel buffer");
+                drop_call(c"dropped (larger than a backchannel buffer)");
+                return false;
             }
             CallVerdict::Overflow => {
-                // As the C client ("RPC/RDMA backchannel overflow"): the
-                // server exceeds the slots we offered; reconnect.
-                self.drop_call(xid, "too many callbacks outstanding: disconnecting");
-                xprt.force_disconnect();
-                return;
+                drop_call(c"dropped (too many callbacks outstanding: disconnecting)");
+                return true;
             }
         }
         let r = match self.pool.lock().pop() {
@@ -160,13 +176,19 @@ impl Backchannel {
         };
         let mut r = match r {
             Ok(r) => r,
-            Err(_) => return self.drop_call(xid, "no memory"),
+            Err(_) => {
+                drop_call(c"dropped (no memory)");
+                return false;
+            }
         };
         if r.load(xprt, xid, payload).is_err() {
             self.pool.lock().push(r);
-            return self.drop_call(xid, "larger than a backchannel buffer");
+            drop_call(c"dropped (larger than a backchannel buffer)");
+            return false;
         }
         self.pool.lock().outstanding += 1;
+        // Traced before the callback service may answer it.
+        trace::bc_call(conn, xid, vers, payload.len(), c"queued");
         match BcRqst::queue(r) {
             Ok(()) => {
                 self.stats.calls.fetch_add(1, Relaxed);
@@ -176,15 +198,20 @@ impl Backchannel {
                 p.outstanding = p.outstanding.saturating_sub(1);
                 p.push(r);
                 drop(p);
-                self.drop_call(xid, "the callback service went away");
+                drop_call(c"dropped (the callback service went away)");
             }
         }
+        false
     }
 
-    fn drop_call(&self, xid: u32, why: &str) {
+    fn drop_call(&self, xid: u32, why: &CStr) {
         self.stats.dropped.fetch_add(1, Relaxed);
         if crate::compat::print::ratelimit() {
-            pr_warn!("backchannel: callback xid {:#010x} dropped: {}\n", xid, why);
+            pr_warn!(
+                "backchannel: callback xid {:#010x} {}\n",
+                xid,
+                why.to_str().unwrap_or("dropped")
+            );
         }
     }
 
@@ -208,14 +235,27 @@ impl Backchannel {
     /// is not up.
     pub fn send_reply(&self, conn: &Conn, proto_state: &ProtoState, rqst: &Rqst) -> Result {
         let len = rqst.call_len();
+        let xid = u32::from_be(rqst.xid());
         let plan = proto_state
             .lock()
             .prepare_bc_reply(u32::try_from(len).unwrap_or(u32::MAX));
+        let outcome = |what: &CStr| {
+            // Only on the error paths: the version costs the lock.
+            let v = proto_state.lock().protocol();
+            trace::bc_reply(conn.id, xid, v, len, what);
+        };
         let plan = match plan {
             Ok(p) => p,
-            Err(ReplyError::NotConnected) => return Err(crate::compat::errno::enotconn()),
-            Err(ReplyError::NoCredits) => return Err(crate::compat::errno::enobufs()),
+            Err(ReplyError::NotConnected) => {
+                outcome(c"dropped (not connected: the server sends the Call again)");
+                return Err(crate::compat::errno::enotconn());
+            }
+            Err(ReplyError::NoCredits) => {
+                outcome(c"deferred (no version 2 credit)");
+                return Err(crate::compat::errno::enobufs());
+            }
             Err(ReplyError::TooBig(t)) => {
+                outcome(c"dropped (larger than the inline threshold)");
                 self.stats.dropped.fetch_add(1, Relaxed);
                 if crate::compat::print::ratelimit() {
                     pr_err!(
@@ -228,8 +268,7 @@ impl Backchannel {
                 return Err(crate::compat::errno::emsgsize());
             }
         };
-        let xid = u32::from_be(rqst.xid());
-        conn.post_send(|buf| {
+        let posted = conn.post_send(|buf| {
             let spec = plan.msg_spec(xid);
             let hdr = header::encode_msg(buf, plan.protocol, &spec).map_err(|_| EINVAL)?;
             let total = hdr.checked_add(len).ok_or(EINVAL)?;
@@ -238,9 +277,22 @@ impl Backchannel {
                 .ok_or(crate::compat::errno::emsgsize())?;
             rqst.copy_call(body)?;
             Ok(total)
-        })?;
-        self.stats.replies.fetch_add(1, Relaxed);
-        Ok(())
+        });
+        match posted {
+            Ok(()) => {
+                trace::bc_reply(conn.id, xid, Some(plan.protocol), len, c"sent");
+                self.stats.replies.fetch_add(1, Relaxed);
+                Ok(())
+            }
+            Err(e) => {
+                outcome(if e == crate::compat::errno::enobufs() {
+                    c"deferred (no Send buffer)"
+                } else {
+                    c"dropped (posting failed: reconnecting)"
+                });
+                Err(e)
+            }
+        }
     }
 }
 

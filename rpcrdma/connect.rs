@@ -5,9 +5,9 @@
 //! step (address, route, established) and which later turns a
 //! disconnect, device removal or address change into an autoclose.
 
+use crate::conn::why::{CloseWhy, Why};
 use crate::ib::cm::{CmEvent, CmHandler};
 use crate::sunrpc::xprt::XprtRef;
-use crate::trace;
 use crate::xdr::pvtdata;
 use kernel::alloc::flags::GFP_KERNEL;
 use kernel::prelude::*;
@@ -47,18 +47,18 @@ pub struct ConnCm {
     #[pin]
     cv: CondVar,
     xprt: XprtRef,
-    /// The connection id of the tracepoints.
-    id: u32,
+    /// Why the connection ends (shared with its handlers).
+    why: Arc<CloseWhy>,
 }
 
 impl ConnCm {
-    pub(crate) fn new(xprt: XprtRef, id: u32) -> Result<Arc<Self>> {
+    pub(crate) fn new(xprt: XprtRef, why: Arc<CloseWhy>) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(ConnCm {
                 state <- new_mutex!(CmState { step: Step::Idle, peer: [0; 64], peer_len: 0, gone: false }),
                 cv <- new_condvar!(),
                 xprt,
-                id,
+                why,
             }),
             GFP_KERNEL,
         )
@@ -135,12 +135,11 @@ impl CmHandler for ConnCm {
                 self.cv.notify_all();
             }
             CmEvent::Disconnected | CmEvent::DeviceRemoval | CmEvent::AddrChange => {
-                let why = match event {
-                    CmEvent::Disconnected => c"peer disconnected",
-                    CmEvent::DeviceRemoval => c"device removal",
-                    _ => c"address change",
-                };
-                trace::disconnect(self.id, why);
+                self.why.note(match event {
+                    CmEvent::Disconnected => Why::PeerDisconnected,
+                    CmEvent::DeviceRemoval => Why::DeviceRemoval,
+                    _ => Why::AddrChange,
+                });
                 let mut g = self.state.lock();
                 let was_up = g.step == Step::Established && !g.gone;
                 g.gone = true;

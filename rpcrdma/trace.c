@@ -31,6 +31,11 @@ void rpcrdma2_trace_disconnect(u32 conn, const char *reason)
 	trace_rpcrdma2_disconnect(conn, reason);
 }
 
+void rpcrdma2_trace_reconnect(u32 conn, const char *reason)
+{
+	trace_rpcrdma2_reconnect(conn, reason);
+}
+
 void rpcrdma2_trace_pvtdata(u32 conn, bool present, u32 send_size,
 			    u32 recv_size, bool remote_inv)
 {
@@ -102,10 +107,23 @@ void rpcrdma2_trace_grant(u32 conn, u32 granted, u32 max)
 	trace_rpcrdma2_grant(conn, granted, max);
 }
 
+void rpcrdma2_trace_bc_call(u32 conn, u32 xid, u32 vers, u32 len,
+			    const char *outcome)
+{
+	trace_rpcrdma2_bc_call(conn, xid, vers, len, outcome);
+}
+
+void rpcrdma2_trace_bc_reply(u32 conn, u32 xid, u32 vers, u32 len,
+			     const char *outcome)
+{
+	trace_rpcrdma2_bc_reply(conn, xid, vers, len, outcome);
+}
+
 /* The static keys Rust reads (see trace_shim.h). */
 #define KEY(ev) [RPCRDMA2_TP_##ev] = &__tracepoint_rpcrdma2_##ev.key.enabled
 const atomic_t *const rpcrdma2_trace_keys[RPCRDMA2_TP_COUNT] = {
 	KEY(connect), KEY(connect_error), KEY(disconnect), KEY(pvtdata),
 	KEY(version), KEY(connprop), KEY(credits), KEY(marshal), KEY(reply),
 	KEY(peer_error), KEY(mr_reg), KEY(mr_inv), KEY(piece), KEY(grant),
+	KEY(reconnect), KEY(bc_call), KEY(bc_reply),
 };

@@ -67,8 +67,8 @@ TRACE_EVENT(rpcrdma2_connect_error,
 		  __get_str(step), __entry->status)
 );
 
-/* A connection ends, and why. */
-TRACE_EVENT(rpcrdma2_disconnect,
+/* A connection ends, or is replaced, and why (see rpcrdma/conn/why.rs). */
+DECLARE_EVENT_CLASS(rpcrdma2_conn_reason_class,
 	TP_PROTO(u32 conn, const char *reason),
 	TP_ARGS(conn, reason),
 	TP_STRUCT__entry(
@@ -81,6 +81,19 @@ TRACE_EVENT(rpcrdma2_disconnect,
 	),
 	TP_printk("conn=%u reason=%s", __entry->conn, __get_str(reason))
 );
+
+/* Connection conn is torn down: the first cause noted (a completion
+ * error, a protocol error, the peer's disconnect, an RPC timeout, ...) or
+ * the caller's (close, reconnect, destroy, injected). */
+DEFINE_EVENT(rpcrdma2_conn_reason_class, rpcrdma2_disconnect,
+	TP_PROTO(u32 conn, const char *reason),
+	TP_ARGS(conn, reason));
+
+/* The transport connects again: conn is the connection that ended, for
+ * reason (the new one follows as rpcrdma2_connect). */
+DEFINE_EVENT(rpcrdma2_conn_reason_class, rpcrdma2_reconnect,
+	TP_PROTO(u32 conn, const char *reason),
+	TP_ARGS(conn, reason));
 
 /* RFC 8797 private data received from the peer (present=0: absent or
  * invalid, the version's defaults apply). */
@@ -377,6 +390,41 @@ TRACE_EVENT(rpcrdma2_grant,
 	TP_printk("conn=%u granted=%u max=%u", __entry->conn,
 		  __entry->granted, __entry->max)
 );
+
+/* The backchannel (NFSv4.1 callbacks): a reverse-direction Call received
+ * (rpcrdma2_bc_call: outcome "queued" for the callback service, or
+ * "dropped (why)") and its reply (rpcrdma2_bc_reply: "sent", "dropped
+ * (why)", or "deferred (why)" when SUNRPC sends it again later). len is
+ * the RPC message's length, xid the Call's (the server's). */
+DECLARE_EVENT_CLASS(rpcrdma2_bc_class,
+	TP_PROTO(u32 conn, u32 xid, u32 vers, u32 len, const char *outcome),
+	TP_ARGS(conn, xid, vers, len, outcome),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__field(u32, xid)
+		__field(u32, vers)
+		__field(u32, len)
+		__string(outcome, outcome)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__entry->xid = xid;
+		__entry->vers = vers;
+		__entry->len = len;
+		__assign_str(outcome);
+	),
+	TP_printk("conn=%u xid=0x%08x vers=%u len=%u outcome=%s",
+		  __entry->conn, __entry->xid, __entry->vers, __entry->len,
+		  __get_str(outcome))
+);
+
+DEFINE_EVENT(rpcrdma2_bc_class, rpcrdma2_bc_call,
+	TP_PROTO(u32 conn, u32 xid, u32 vers, u32 len, const char *outcome),
+	TP_ARGS(conn, xid, vers, len, outcome));
+
+DEFINE_EVENT(rpcrdma2_bc_class, rpcrdma2_bc_reply,
+	TP_PROTO(u32 conn, u32 xid, u32 vers, u32 len, const char *outcome),
+	TP_ARGS(conn, xid, vers, len, outcome));
 
 #endif /* RPCRDMA2_TRACE_H */
 

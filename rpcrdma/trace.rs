@@ -44,6 +44,9 @@ enum Tp {
     MrInv = bindings::rpcrdma2_tp_RPCRDMA2_TP_mr_inv,
     Piece = bindings::rpcrdma2_tp_RPCRDMA2_TP_piece,
     Grant = bindings::rpcrdma2_tp_RPCRDMA2_TP_grant,
+    Reconnect = bindings::rpcrdma2_tp_RPCRDMA2_TP_reconnect,
+    BcCall = bindings::rpcrdma2_tp_RPCRDMA2_TP_bc_call,
+    BcReply = bindings::rpcrdma2_tp_RPCRDMA2_TP_bc_reply,
 }
 
 /// True if tracepoint `tp` has a probe attached.
@@ -154,6 +157,14 @@ pub fn disconnect(conn: u32, reason: &CStr) {
     if enabled(Tp::Disconnect) {
         // SAFETY: `reason` is NUL-terminated and outlives the call.
         unsafe { bindings::rpcrdma2_trace_disconnect(conn, reason.as_ptr().cast()) };
+    }
+}
+
+/// The transport connects again; `conn` ended for `reason`.
+pub fn reconnect(conn: u32, reason: &CStr) {
+    if enabled(Tp::Reconnect) {
+        // SAFETY: `reason` is NUL-terminated and outlives the call.
+        unsafe { bindings::rpcrdma2_trace_reconnect(conn, reason.as_ptr().cast()) };
     }
 }
 
@@ -338,5 +349,40 @@ pub fn grant(conn: u32, word: u32) {
         let c = crate::xdr::header::Credits::from_word(word);
         // SAFETY: plain values.
         unsafe { bindings::rpcrdma2_trace_grant(conn, u32::from(c.granted), u32::from(c.max)) };
+    }
+}
+
+/// A reverse-direction Call `xid` of `len` bytes arrived on `conn` in
+/// version `v`: `outcome` says what became of it.
+pub fn bc_call(conn: u32, xid: u32, v: Option<Protocol>, len: usize, outcome: &CStr) {
+    if enabled(Tp::BcCall) {
+        let len = u32::try_from(len).unwrap_or(u32::MAX);
+        // SAFETY: `outcome` is NUL-terminated and outlives the call.
+        unsafe {
+            bindings::rpcrdma2_trace_bc_call(
+                conn,
+                xid,
+                v.map_or(0, vers),
+                len,
+                outcome.as_ptr().cast(),
+            )
+        };
+    }
+}
+
+/// The reply to reverse-direction Call `xid` (`len` bytes): `outcome`.
+pub fn bc_reply(conn: u32, xid: u32, v: Option<Protocol>, len: usize, outcome: &CStr) {
+    if enabled(Tp::BcReply) {
+        let len = u32::try_from(len).unwrap_or(u32::MAX);
+        // SAFETY: `outcome` is NUL-terminated and outlives the call.
+        unsafe {
+            bindings::rpcrdma2_trace_bc_reply(
+                conn,
+                xid,
+                v.map_or(0, vers),
+                len,
+                outcome.as_ptr().cast(),
+            )
+        };
     }
 }

@@ -8,11 +8,13 @@
 
 use crate::backchannel::Backchannel;
 use crate::bindings;
+use crate::conn::why::Why;
 use crate::conn::{Conn, ConnStats, ProtoState};
 use crate::proto;
 use crate::sunrpc::bc::{self, BcRqst};
 use crate::sunrpc::xprt::{self, Rqst, SeqFile, SlotBox, Task, Transport, XprtBox};
 use crate::sunrpc::XprtCreate;
+use crate::trace;
 use core::pin::Pin;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use kernel::alloc::{flags::GFP_KERNEL, KBox, KVec};
@@ -117,6 +119,9 @@ pub struct RdmaXprt {
     proto: Arc<ProtoState>,
     /// NFSv4.1 callbacks (shared with the connection's reply handler).
     bc: Arc<Backchannel>,
+    /// The last connection that ended and why (`conn id << 8 | Why`; 0:
+    /// none yet), for the `rpcrdma2_reconnect` tracepoint.
+    last_close: AtomicU64,
 }
 
 impl RdmaXprt {
@@ -130,6 +135,7 @@ impl RdmaXprt {
             conn_stats: Arc::new(ConnStats::default(), GFP_KERNEL)?,
             proto: Arc::pin_init(new_spinlock!(proto::Transport::new(Self::config(max_reqs))), GFP_KERNEL)?,
             bc: Backchannel::new()?,
+            last_close: AtomicU64::new(0),
         }? Error)
     }
 
@@ -189,10 +195,18 @@ impl RdmaXprt {
 
     /// Tears the connection down (drains the QP, destroys the id);
     /// `reason` is for the tracepoint.
-    fn disconnect(&self, reason: &core::ffi::CStr) {
+    /// Remembers that connection `id` ended because of `why`.
+    fn closed(&self, id: u32, why: Option<Why>) {
+        if let Some(w) = why {
+            self.last_close
+                .store(u64::from(id) << 8 | u64::from(w as u8), Relaxed);
+        }
+    }
+
+    fn disconnect(&self, reason: Why) {
         let conn = self.conn.lock().take();
         if let Some(conn) = conn {
-            conn.disconnect(reason);
+            self.closed(conn.id, conn.disconnect(reason));
             drop(conn);
             // The next connection starts with an empty congestion window.
             for slot in self.slots.iter() {
@@ -332,11 +346,14 @@ impl Transport for RdmaXprt {
     fn timer(this: &XprtBox<Self>) {
         // RDMA has no keepalive: a timeout while connected forces a
         // reconnect, which retransmits everything pending.
+        if let Some(conn) = this.data.current_conn() {
+            conn.note(Why::Timeout);
+        }
         this.xprt().force_disconnect();
     }
 
     fn close(this: &XprtBox<Self>) {
-        this.data.disconnect(c"close");
+        this.data.disconnect(Why::Close);
         this.xprt().record_close();
         this.xprt().disconnect_done();
     }
@@ -415,7 +432,7 @@ impl Transport for RdmaXprt {
         // (DISCONNECTED event, autoclose, close, reconnect, retransmit).
         match this.data.current_conn() {
             Some(conn) => {
-                conn.disconnect(c"injected");
+                this.data.closed(conn.id, conn.disconnect(Why::Injected));
             }
             None => this.xprt().force_disconnect(),
         }
@@ -425,7 +442,12 @@ impl Transport for RdmaXprt {
         let xprt = this.xprt();
         // A connection left from before (e.g. after a failed attempt) is
         // torn down first; close normally did it already.
-        this.data.disconnect(c"reconnect");
+        this.data.disconnect(Why::Reconnect);
+        let last = this.data.last_close.load(Relaxed);
+        if last != 0 {
+            let why = Why::from_u8(last as u8).unwrap_or(Why::Close);
+            trace::reconnect((last >> 8) as u32, why.name());
+        }
         let r = xprt.dst_addr().and_then(|dst| {
             Conn::establish(
                 xprt.net(),
@@ -526,7 +548,7 @@ impl Transport for RdmaXprt {
     fn destroy(this: &XprtBox<Self>) {
         // The connection's handlers hold back-references: tear it down
         // before the transport goes away.
-        this.data.disconnect(c"destroy");
+        this.data.disconnect(Why::Destroy);
         this.data.bc.destroy();
         let free = this.data.free.lock().top;
         let all = this.data.slots.len();

@@ -38,10 +38,12 @@ mod continued;
 mod frwr;
 mod recovery;
 mod reply;
+pub mod why;
 
 use self::continued::Cursor;
 use self::frwr::{Chunking, Finish, RegSizing, RegTable};
 use self::recovery::RecoveryTable;
+use self::why::{CloseWhy, Why};
 use kernel::prelude::*;
 use kernel::sync::{Arc, SpinLock};
 
@@ -211,6 +213,8 @@ pub struct QpState {
     stats: Arc<ConnStats>,
     /// Where reverse-direction Calls go.
     bc: Arc<Backchannel>,
+    /// Why the connection ends (shared with its CM handler).
+    why: Arc<CloseWhy>,
     /// Chunk registrations by request slot.
     #[pin]
     regs: SpinLock<RegTable>,
@@ -241,6 +245,7 @@ impl ConnQp {
         proto: Arc<ProtoState>,
         stats: Arc<ConnStats>,
         bc: Arc<Backchannel>,
+        why: Arc<CloseWhy>,
         sizing: RegSizing,
     ) -> Result<Self> {
         let regs = RegTable::new(sizing.slots, sizing.mrs_per_rpc, sizing.depth)?;
@@ -260,6 +265,7 @@ impl ConnQp {
                 proto,
                 stats,
                 bc,
+                why,
                 regs <- new_spinlock!(regs),
                 chunking <- new_spinlock!(None),
                 recovery <- new_spinlock!(recovery),
@@ -333,6 +339,7 @@ impl QpHandler for ConnQp {
             if !wc.is_success() {
                 if !wc.is_flushed() {
                     pr_err!("send: completion error {:?}\n", wc.status_msg());
+                    this.why.note(Why::SendError);
                 }
                 this.xprt.force_disconnect();
             }
@@ -373,6 +380,7 @@ impl QpHandler for ConnQp {
                 this.proto.lock().receive_flushed();
                 if !wc.is_flushed() {
                     pr_err!("receive: completion error {:?}\n", wc.status_msg());
+                    this.why.note(Why::RecvError);
                 }
                 this.xprt.force_disconnect();
             }
@@ -434,7 +442,8 @@ impl Conn {
         };
         xprt().set_cwnd(plan.credits.credits, true);
 
-        let cm = ConnCm::new(xprt(), id)?;
+        let why = Arc::new(CloseWhy::default(), GFP_KERNEL)?;
+        let cm = ConnCm::new(xprt(), why.clone())?;
         let conn_id = id;
         let id = CmId::new(net, cm.clone())?;
         *step = c"address resolution";
@@ -481,6 +490,7 @@ impl Conn {
             proto_state.clone(),
             stats.clone(),
             bc.clone(),
+            why,
             RegSizing {
                 slots: config.max_requests as usize,
                 mrs_per_rpc,
@@ -963,10 +973,22 @@ impl Conn {
             .post_send_one(SendWr::send(SendOpCtx::Buf(sb)).signaled())
     }
 
+    /// Notes why the connection is about to end (the transport closes
+    /// it later): the first cause noted is the reason reported.
+    pub fn note(&self, why: Why) {
+        self.ep.qp().handler().0.why.note(why);
+    }
+
     /// Starts a disconnect (the drop of the connection completes it).
-    /// `reason` is for the tracepoint.
-    pub fn disconnect(&self, reason: &CStr) {
-        trace::disconnect(self.id, reason);
+    /// Returns the reason reported by the `rpcrdma2_disconnect`
+    /// tracepoint: the cause noted before, else `why`; `None` if this
+    /// connection's end was reported already.
+    pub fn disconnect(&self, why: Why) -> Option<Why> {
+        let r = self.ep.qp().handler().0.why.report(why);
+        if let Some(r) = r {
+            trace::disconnect(self.id, r.name());
+        }
         let _ = self.ep.disconnect();
+        r
     }
 }

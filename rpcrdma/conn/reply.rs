@@ -368,7 +368,15 @@ impl QpState {
                     rqst.retry(&self.xprt, EAGAIN.to_errno());
                 });
             }
-            Reply::ReverseCall { xid, payload } => self.bc.receive_call(&self.xprt, xid, payload),
+            Reply::ReverseCall { xid, payload } => {
+                if self
+                    .bc
+                    .receive_call(&self.xprt, self.id, vers, xid, payload)
+                {
+                    self.why.note(why::Why::BackchannelOverflow);
+                    self.xprt.force_disconnect();
+                }
+            }
             Reply::Control(_) => {}
             Reply::Drop(cause) => {
                 let unsolicited_error = matches!(cause, proto::Cause::RdmaError { .. });
@@ -379,6 +387,7 @@ impl QpState {
             }
             Reply::Disconnect(cause) => {
                 pr_err!("reply: protocol error, disconnecting: {:?}\n", cause);
+                self.why.note(why::Why::ProtocolError);
                 self.xprt.force_disconnect();
             }
         }

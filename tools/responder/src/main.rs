@@ -32,6 +32,11 @@ options:
   --relay-callbacks      relay nfsd's callbacks (NFSv4.x) to the client as
                          reverse-direction Calls and its replies back to nfsd
                          (default: count and drop them)
+  --probe-callbacks      with --relay-callbacks: when nfsd gives a session
+                         its backchannel on a connection (CREATE_SESSION,
+                         BIND_CONN_TO_SESSION), send the client a CB_NULL
+                         of our own and count its reply (nfsd sends none
+                         for NFSv4.1 and later)
 fault injection:
   --no-connprop          do not send RDMA2_CONNPROP
   --no-private-data      accept without RFC 8797 private data
@@ -141,6 +146,7 @@ fn parse() -> Result<Option<Config>, String> {
             }
             "--no-write-chunks" => cfg.opts.no_write_chunks = true,
             "--max-segs" => cfg.opts.max_segs = Some(num(args.next(), &a)?),
+            "--probe-callbacks" => cfg.opts.probe_callbacks = true,
             "--no-private-data" => cfg.no_private_data = true,
             "--continue-over" => cfg.opts.continue_over = Some(num(args.next(), &a)?),
             "--grant" => {
@@ -183,6 +189,9 @@ fn parse() -> Result<Option<Config>, String> {
             }
             _ => return Err(format!("unknown option {a}")),
         }
+    }
+    if cfg.opts.probe_callbacks && !cfg.opts.relay_callbacks {
+        return Err("--probe-callbacks needs --relay-callbacks".into());
     }
     Ok(Some(cfg))
 }

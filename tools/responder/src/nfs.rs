@@ -22,6 +22,17 @@ pub const NFS4_COMPOUND: u32 = 1;
 pub const OP_READ: u32 = 25;
 /// NFSv4 operation READLINK.
 pub const OP_READLINK: u32 = 27;
+/// NFSv4.1 operation BIND_CONN_TO_SESSION.
+pub const OP_BIND_CONN_TO_SESSION: u32 = 41;
+/// NFSv4.1 operation CREATE_SESSION.
+pub const OP_CREATE_SESSION: u32 = 43;
+/// The callback program the Linux client names in CREATE_SESSION
+/// (`NFS4_CALLBACK`).
+pub const NFS4_CALLBACK: u32 = 0x4000_0000;
+/// CREATE_SESSION flag: use this connection for the backchannel too.
+const CREATE_SESSION4_FLAG_CONN_BACK_CHAN: u32 = 0x2;
+/// BIND_CONN_TO_SESSION direction bit: the backchannel.
+const CDFC4_BACK: u32 = 0x2;
 /// RPC message type CALL.
 pub const RPC_CALL: u32 = 0;
 /// RPC message type REPLY.
@@ -143,6 +154,84 @@ fn v4_tail(reply: &[u8], results: usize, max: usize) -> Option<Range<usize>> {
     }
 }
 
+/// Byte offset of the procedure arguments of RPC Call `call` (after the
+/// credential and the verifier).
+fn args_offset(call: &[u8]) -> Option<usize> {
+    let mut at = 24usize; // xid, mtype, rpcvers, prog, vers, proc
+    for _ in 0..2 {
+        let len = usize::try_from(word_at(call, at.checked_add(4)?)?).ok()?;
+        if len > 400 {
+            return None;
+        }
+        at = at.checked_add(8)?.checked_add(pad4(len))?;
+    }
+    Some(at)
+}
+
+/// If `call` is an NFSv4.1+ COMPOUND whose first operation gives the
+/// connection it arrives on a session's backchannel (CREATE_SESSION with
+/// `CONN_BACK_CHAN`, or BIND_CONN_TO_SESSION with the backchannel
+/// direction), the callback program to probe: CREATE_SESSION's
+/// `csa_cb_program`, or [`NFS4_CALLBACK`] for BIND_CONN_TO_SESSION.
+pub fn backchannel_request(call: &[u8]) -> Option<u32> {
+    let h = parse_call(call)?;
+    if h.prog != NFS_PROGRAM || h.vers != 4 || h.proc_ != NFS4_COMPOUND {
+        return None;
+    }
+    let mut at = args_offset(call)?;
+    let tag = usize::try_from(word_at(call, at)?).ok()?;
+    at = at.checked_add(4)?.checked_add(pad4(tag))?;
+    if word_at(call, at)? == 0 || word_at(call, at.checked_add(4)?)? == 0 {
+        return None; // minor version 0, or no operation
+    }
+    at = at.checked_add(8)?;
+    match word_at(call, at)? {
+        OP_BIND_CONN_TO_SESSION => {
+            // sessionid (16 bytes), dir, use_rdma
+            let dir = word_at(call, at.checked_add(20)?)?;
+            (dir & CDFC4_BACK != 0).then_some(NFS4_CALLBACK)
+        }
+        OP_CREATE_SESSION => {
+            // clientid (8 bytes), sequence, flags
+            let flags = word_at(call, at.checked_add(16)?)?;
+            if flags & CREATE_SESSION4_FLAG_CONN_BACK_CHAN == 0 {
+                return None;
+            }
+            // fore and back channel_attrs4: six words and rdma_ird<1>
+            let mut p = at.checked_add(20)?;
+            for _ in 0..2 {
+                let n = usize::try_from(word_at(call, p.checked_add(24)?)?).ok()?;
+                if n > 1 {
+                    return None;
+                }
+                p = p.checked_add(28)?.checked_add(4 * n)?;
+            }
+            word_at(call, p)
+        }
+        _ => None,
+    }
+}
+
+/// True if `reply` is an accepted, successful RPC reply whose results
+/// start with status 0 (an NFSv4 COMPOUND that succeeded, or a NULL
+/// procedure's empty result counts too when `status` is false).
+pub fn reply_ok(reply: &[u8], status: bool) -> bool {
+    match results_offset(reply) {
+        Some(r) if status => word_at(reply, r) == Some(0),
+        Some(_) => true,
+        None => false,
+    }
+}
+
+/// The RPC Call of a NULL procedure (AUTH_NONE) of `prog`, version
+/// `vers`: a CB_NULL probe when `prog` is a callback program.
+pub fn null_call(xid: u32, prog: u32, vers: u32) -> Vec<u8> {
+    [xid, RPC_CALL, 2, prog, vers, 0, 0, 0, 0, 0]
+        .iter()
+        .flat_map(|w| w.to_be_bytes())
+        .collect()
+}
+
 /// Splits a TCP byte stream into RPC records (RFC 5531 §11 record
 /// marking). Returns complete records and leaves the rest in `buf`.
 /// `Err` when a record is larger than `max`.
@@ -254,5 +343,75 @@ mod tests {
         assert!(b.is_empty());
         let mut big = words(&[0x8100_0000]);
         assert!(take_records(&mut big, 1 << 20).is_err());
+    }
+
+    fn compound(minor: u32, ops: &[u32]) -> Vec<u8> {
+        // AUTH_UNIX credential of 8 bytes, AUTH_NONE verifier, tag "ab"
+        let mut c = words(&[
+            0x55,
+            RPC_CALL,
+            2,
+            NFS_PROGRAM,
+            4,
+            NFS4_COMPOUND,
+            1,
+            8,
+            7,
+            0,
+            0,
+            0,
+        ]);
+        c.extend(words(&[2]));
+        c.extend(b"ab\0\0");
+        c.extend(words(&[minor, 1]));
+        c.extend(words(ops));
+        c
+    }
+
+    #[test]
+    fn backchannel_requests() {
+        let attrs = |ird: &[u32]| {
+            let mut v = vec![0, 1, 2, 3, 4, 5, ird.len() as u32];
+            v.extend_from_slice(ird);
+            v
+        };
+        let mut cs = vec![OP_CREATE_SESSION, 1, 2, 1, 3];
+        cs.extend(attrs(&[]));
+        cs.extend(attrs(&[4]));
+        cs.push(0x4000_0007);
+        assert_eq!(backchannel_request(&compound(1, &cs)), Some(0x4000_0007));
+        // without CONN_BACK_CHAN, or in NFSv4.0: none
+        cs[4] = 1;
+        assert_eq!(backchannel_request(&compound(1, &cs)), None);
+        cs[4] = 3;
+        assert_eq!(backchannel_request(&compound(0, &cs)), None);
+        // truncated: none
+        let c = compound(1, &cs);
+        assert_eq!(backchannel_request(&c[..c.len() - 4]), None);
+        let bind = |dir| {
+            let mut b = vec![OP_BIND_CONN_TO_SESSION, 1, 2, 3, 4, dir, 0];
+            b.truncate(7);
+            compound(1, &b)
+        };
+        assert_eq!(backchannel_request(&bind(3)), Some(NFS4_CALLBACK));
+        assert_eq!(backchannel_request(&bind(1)), None);
+        assert_eq!(backchannel_request(&compound(1, &[53, 0, 0])), None);
+    }
+
+    #[test]
+    fn null_call_and_reply_status() {
+        let c = null_call(9, NFS4_CALLBACK, 1);
+        let h = parse_call(&c).unwrap();
+        assert_eq!((h.xid, h.prog, h.vers, h.proc_), (9, NFS4_CALLBACK, 1, 0));
+        assert_eq!(args_offset(&c), Some(c.len()));
+        let ok = words(&[9, RPC_REPLY, 0, 0, 0, 0]);
+        assert!(reply_ok(&ok, false));
+        assert!(!reply_ok(&ok, true));
+        let mut good = ok.clone();
+        good.extend(words(&[0]));
+        assert!(reply_ok(&good, true));
+        // accept_stat PROG_UNAVAIL, and a denied reply
+        assert!(!reply_ok(&words(&[9, RPC_REPLY, 0, 0, 0, 1]), false));
+        assert!(!reply_ok(&words(&[9, RPC_REPLY, 1, 0, 2, 2]), false));
     }
 }

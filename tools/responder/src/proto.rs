@@ -98,6 +98,9 @@ pub struct Options {
     pub max_segs: Option<u32>,
     /// How the client's v2 credits are returned.
     pub grant: GrantMode,
+    /// Send the client a CB_NULL of our own when nfsd gives a session a
+    /// backchannel on the connection (needs `relay_callbacks`).
+    pub probe_callbacks: bool,
 }
 
 impl Default for Options {
@@ -117,6 +120,7 @@ impl Default for Options {
             no_write_chunks: false,
             max_segs: None,
             grant: GrantMode::Prompt,
+            probe_callbacks: false,
         }
     }
 }
@@ -360,7 +364,16 @@ pub struct ConnProto {
     client_sent: u64,
     /// v2: credits the client has returned (never more than sent).
     client_returned: u64,
+    /// XIDs of our CB_NULL probes awaiting the client's reply.
+    probes: Vec<u32>,
+    /// Probes sent on this connection.
+    probes_sent: u32,
 }
+
+/// XIDs of the responder's own CB_NULL probes: `PROBE_XID | n` (nfsd's
+/// callback XIDs are another counter; a clash would only misroute one
+/// reply).
+pub const PROBE_XID: u32 = 0xcb00_0000;
 
 /// The body of error `code` answering `call` (`None`: a message that is
 /// no Call), with values that describe the Call: `rdma_max_chunks` 0 for
@@ -447,6 +460,8 @@ impl ConnProto {
             client_limit: 0,
             client_sent: 0,
             client_returned: 0,
+            probes: Vec::new(),
+            probes_sent: 0,
         }
     }
 
@@ -831,6 +846,19 @@ impl ConnProto {
             self.client_credit(h.credit);
         }
         if let Some(reply) = self.reverse_reply(&h) {
+            if let Some(i) = self.probes.iter().position(|&x| x == h.xid) {
+                self.probes.swap_remove(i);
+                if crate::nfs::reply_ok(&reply, false) {
+                    stats.cb_null_replies += 1;
+                } else {
+                    stats.cb_null_failed += 1;
+                    log::warn(format_args!(
+                        "the client refused our CB_NULL probe (xid {:#x})",
+                        h.xid
+                    ));
+                }
+                return vec![Action::Nothing];
+            }
             stats.reverse_replies += 1;
             return vec![Action::ToNfsd(reply)];
         }
@@ -957,6 +985,25 @@ impl ConnProto {
         buf.truncate(n);
         buf.extend_from_slice(rpc);
         Some(buf)
+    }
+
+    /// A CB_NULL probe of callback program `prog` (version 1, as nfsd's
+    /// probes), framed as [`Self::reverse_call`] frames nfsd's callbacks;
+    /// its reply is counted (`cb_null_replies`, `cb_null_failed`) and not
+    /// handed to nfsd. `None` unless `probe_callbacks` and relaying are on
+    /// and the version is settled.
+    pub fn cb_null(&mut self, prog: u32) -> Option<Vec<u8>> {
+        if !self.opts.probe_callbacks {
+            return None;
+        }
+        let xid = PROBE_XID | (self.probes_sent & 0x00ff_ffff);
+        let m = self.reverse_call(&crate::nfs::null_call(xid, prog, 1))?;
+        self.probes_sent = self.probes_sent.wrapping_add(1);
+        if self.probes.len() >= 64 {
+            self.probes.remove(0); // never answered: forget the oldest
+        }
+        self.probes.push(xid);
+        Some(m)
     }
 
     fn call_from(

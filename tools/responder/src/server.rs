@@ -110,6 +110,9 @@ impl Layout {
 struct Slot {
     call: Call,
     hdr: Option<CallHdr>,
+    /// The Call gives the session a backchannel on this connection: the
+    /// callback program to probe once nfsd accepts it.
+    bc_prog: Option<u32>,
 }
 
 /// A message waiting to go to the client, in order: every message takes
@@ -542,7 +545,11 @@ impl Server {
         };
         if call.reads.is_empty() {
             let inline = call.inline.clone();
-            c.slots[s] = Some(Slot { call, hdr: None });
+            c.slots[s] = Some(Slot {
+                call,
+                hdr: None,
+                bc_prog: None,
+            });
             self.forward(k, s, inline);
             return;
         }
@@ -567,7 +574,11 @@ impl Server {
         }
         self.stats.bytes_read_chunk += at as u64;
         let xid = call.xid;
-        c.slots[s] = Some(Slot { call, hdr: None });
+        c.slots[s] = Some(Slot {
+            call,
+            hdr: None,
+            bc_prog: None,
+        });
         if at > self.layout.data_size() {
             let e = c
                 .proto
@@ -630,6 +641,9 @@ impl Server {
             return;
         }
         slot.hdr = hdr;
+        if c.proto.opts.probe_callbacks {
+            slot.bc_prog = nfs::backchannel_request(&rpc);
+        }
         c.by_xid.insert(xid, s);
         c.tcp_out.extend_from_slice(&nfs::record(&rpc));
         self.stats.calls_forwarded += 1;
@@ -704,6 +718,11 @@ impl Server {
             match c.proto.reverse_call(&rec) {
                 Some(m) => {
                     self.stats.reverse_calls_sent += 1;
+                    log::info(format_args!(
+                        "{}: callback Call from nfsd (xid {xid:#x}, {} bytes) relayed",
+                        c.peer,
+                        rec.len()
+                    ));
                     self.send_ctrl(k, m);
                 }
                 None => {
@@ -721,6 +740,12 @@ impl Server {
         };
         c.replies += 1;
         let n = c.replies;
+        // nfsd gave the session its backchannel here: probe it after the
+        // reply (as nfsd did for NFSv4.0 and early NFSv4.1).
+        let probe = c.slots[s]
+            .as_ref()
+            .and_then(|sl| sl.bc_prog)
+            .filter(|_| nfs::reply_ok(&rec, true));
         if self.cfg.drop_nth == Some(n) {
             self.stats.replies_dropped += 1;
             c.proto.forget_call();
@@ -746,6 +771,30 @@ impl Server {
             }
         }
         self.reply(k, s, rec);
+        if let Some(prog) = probe {
+            self.probe_callbacks(k, prog);
+        }
+    }
+
+    /// Sends the client a CB_NULL of callback program `prog`.
+    fn probe_callbacks(&mut self, k: usize, prog: u32) {
+        let Some(c) = self.conns.get_mut(&k) else {
+            return;
+        };
+        match c.proto.cb_null(prog) {
+            Some(m) => {
+                self.stats.cb_null_sent += 1;
+                log::info(format_args!(
+                    "{}: CB_NULL probe of program {prog:#x} sent",
+                    c.peer
+                ));
+                self.send_ctrl(k, m);
+            }
+            None => log::info(format_args!(
+                "{}: CB_NULL probe of program {prog:#x} does not fit the client's receive size",
+                c.peer
+            )),
+        }
     }
 
     fn run_timers(&mut self) {

@@ -456,6 +456,24 @@ fn err_nth_sends_each_error_with_its_body() {
     }
 }
 
+/// The client's RDMA2_MSG with `F_RESPONSE` carrying RPC Reply `rpc` to
+/// our reverse-direction Call `xid`.
+fn v2_response(xid: u32, rpc: &[u8]) -> Vec<u8> {
+    let spec = MsgSpec {
+        xid,
+        credit: (32 << 16) | 1,
+        kind: MsgKind::Msg,
+        flags: Flags::RESPONSE,
+        inv_handle: 0,
+        chunks: ChunkLists::EMPTY,
+    };
+    let mut b = vec![0u8; 64];
+    let n = header::encode_msg(&mut b, Protocol::V2, &spec).unwrap();
+    b.truncate(n);
+    b.extend_from_slice(rpc);
+    b
+}
+
 #[test]
 fn callbacks_relayed_both_ways() {
     let mut st = Stats::default();
@@ -480,18 +498,7 @@ fn callbacks_relayed_both_ways() {
     assert_eq!(&m[9..], &words(&cb)[..]);
     // The client's reply (F_RESPONSE) goes back to nfsd.
     let reply = bytes(&[0x77, 1, 0, 0, 0, 0]);
-    let spec = MsgSpec {
-        xid: 0x77,
-        credit: (32 << 16) | 1,
-        kind: MsgKind::Msg,
-        flags: Flags::RESPONSE,
-        inv_handle: 0,
-        chunks: ChunkLists::EMPTY,
-    };
-    let mut b = vec![0u8; 64];
-    let n = header::encode_msg(&mut b, Protocol::V2, &spec).unwrap();
-    b.truncate(n);
-    b.extend_from_slice(&reply);
+    let b = v2_response(0x77, &reply);
     assert_eq!(p.on_receive(&b, &mut st), vec![Action::ToNfsd(reply)]);
     assert_eq!(st.reverse_replies, 1);
     // Relaying off: the same message is malformed input.
@@ -502,6 +509,60 @@ fn callbacks_relayed_both_ways() {
     );
     assert_eq!(q.on_receive(&b, &mut st), vec![Action::Nothing]);
     assert!(q.reverse_call(&cb).is_none());
+}
+
+#[test]
+fn cb_null_probe_answered_and_counted_not_forwarded() {
+    let mut st = Stats::default();
+    let opts = Options {
+        relay_callbacks: true,
+        probe_callbacks: true,
+        no_connprop: true,
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    // Nothing before the version is known.
+    assert!(p.cb_null(0x4000_0000).is_none());
+    p.on_receive(
+        &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 4, 1)),
+        &mut st,
+    );
+    let m = words(&p.cb_null(0x4000_0000).unwrap());
+    // RDMA2_MSG without F_RESPONSE, then CALL of CB_NULL (program, 1, 0)
+    let xid = m[0];
+    assert_eq!(xid & 0xff00_0000, rpcrdma_responder::proto::PROBE_XID);
+    assert_eq!(&m[3..5], &[0, 0]);
+    assert_eq!(&m[9..15], &[xid, 0, 2, 0x4000_0000, 1, 0]);
+    let answer = |p: &mut ConnProto, st: &mut Stats, x: u32, accept: u32| {
+        p.on_receive(&v2_response(x, &bytes(&[x, 1, 0, 0, 0, accept])), st)
+    };
+    assert_eq!(answer(&mut p, &mut st, xid, 0), vec![Action::Nothing]);
+    assert_eq!(
+        (st.cb_null_replies, st.cb_null_failed, st.reverse_replies),
+        (1, 0, 0)
+    );
+    // A second probe refused (PROG_UNAVAIL); an unknown XID goes to nfsd.
+    let x2 = words(&p.cb_null(0x4000_0000).unwrap())[0];
+    assert_ne!(x2, xid);
+    assert_eq!(answer(&mut p, &mut st, x2, 1), vec![Action::Nothing]);
+    assert_eq!((st.cb_null_replies, st.cb_null_failed), (1, 1));
+    assert!(matches!(
+        answer(&mut p, &mut st, x2, 0)[..],
+        [Action::ToNfsd(_)]
+    ));
+    // Without --probe-callbacks: no probe.
+    let mut q = ConnProto::new(
+        Options {
+            relay_callbacks: true,
+            ..Options::default()
+        },
+        client(4096),
+    );
+    q.on_receive(
+        &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 4, 1)),
+        &mut st,
+    );
+    assert!(q.cb_null(0x4000_0000).is_none());
 }
 
 #[test]

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Server script for rpcrdma2-v2-backchannel.sh: nfsd's client state and
+# conflicting accesses (nfsd-clients.sh, which restarts nfsd first), then
+# the responder relaying nfsd's callbacks and probing each new
+# backchannel with a CB_NULL of its own, on 20110 (versions 2 and 1) and
+# 20111 (version 1 only, as svcrdma).
+
+# shellcheck source=nfsd-clients.sh
+. "$(dirname "${BASH_SOURCE[0]}")/nfsd-clients.sh"
+RESPONDER_INSTANCES="20110 --relay-callbacks --probe-callbacks
+20111 --v1-only --relay-callbacks --probe-callbacks"
+# shellcheck source=responder.sh
+. "$(dirname "${BASH_SOURCE[0]}")/responder.sh"
