@@ -121,7 +121,8 @@ def cpu_window(path, user_hz):
     """(seconds, busy CPU seconds, utilisation) between the two /proc/stat
     samples of a .cpu file: "EPOCHREALTIME cpu user nice system idle iowait
     irq softirq steal ...".  Busy = user + nice + system + irq + softirq;
-    utilisation = busy / all ticks of the window (1 vCPU: of one CPU)."""
+    utilisation = busy / all ticks of the window (of all CPUs: the
+    testbed's guests have one)."""
     with open(path) as f:
         samples = [l.split() for l in f if l.startswith(tuple("0123456789"))]
     if len(samples) < 2:
@@ -341,8 +342,9 @@ def main(res):
                             r["value"], r["clat_us"], iops = v
                             cw = cpu_window(os.path.splitext(p)[0] + ".cpu", user_hz)
                             if cw and iops:
+                                # busy CPU seconds per second / I/Os per second
                                 r["util"] = cw[2]
-                                r["cpu_us_op"] = cw[2] * 1e6 / iops
+                                r["cpu_us_op"] = cw[1] / cw[0] * 1e6 / iops
                     elif r["kind"] == "meta":
                         mv = meta_values(bench, r["file"], user_hz)
                         if mv is not None:
