@@ -12,22 +12,34 @@
 #     r2      rpcrdma2, default rsize/wsize (chunks, DDP)
 #     c-1k    stock C client, rsize=1024,wsize=1024
 #     r2-1k   rpcrdma2, rsize=1024,wsize=1024 (all RPCs inline)
+#     m-tcp   metadata workloads (meta.sh) over NFS/TCP
+#     m-c     metadata workloads, C client to svcrdma
+#     m-r2    metadata workloads, rpcrdma2 to svcrdma
+#     m-v1    metadata workloads, rpcrdma2 through the responder --v1-only
+#     m-v2    metadata workloads, rpcrdma2 through the responder (version 2)
 #
 # fio runs samples/fio/{randread-4k,seqread-1m,seqwrite-1m}.fio on each NFS
-# configuration.  The repeat loop is outermost so that a drift in host load
-# spreads over all configurations instead of biasing one.  Nothing is
-# parsed here: raw outputs and one line per run in bench/runs.tsv go to
-# $RESULTS/bench; run.sh (report.py) turns them into numbers on the host.
+# configuration, with the client's CPU time (/proc/stat) sampled inside
+# the measured interval.  The repeat loop is outermost so that a drift in
+# host load spreads over all configurations instead of biasing one.
+# Nothing is parsed here: raw outputs and one line per run in
+# bench/runs.tsv go to $RESULTS/bench; run.sh (report.py) turns them into
+# numbers on the host.  The script exits 1 if any run failed (after all
+# of them), so that a configuration that cannot run fails the bench.
 #
 # usage: guest.sh [--repeats N] [--runtime S] [--ramp S] [--size SIZE]
-#                 [--lat-iters N] [--configs 'raw tcp c c-1k r2-1k r2']
+#                 [--lat-iters N] [--configs LIST] [--meta-vers 'VERS...']
+#                 [--meta-files N] [--meta-dirsize N] [--meta-create N]
+#                 [--untar TARBALL]
 
 set -uo pipefail
 # shellcheck source=../vm/guest/lib.sh
 . "$TESTBED_LIB"
 
 REPEATS=3 RUNTIME=10 RAMP=2 SIZE=128m LAT_ITERS=2000
-CONFIGS='raw tcp c c-1k r2-1k r2'
+CONFIGS='raw tcp c c-1k r2-1k r2 m-tcp m-c m-r2 m-v1 m-v2'
+META_VERS=4.1 META_FILES=3000 META_DIRSIZE=1000 META_CREATE=300
+UNTAR=/src/target/bench/untar.tar
 while (($#)); do
 	case $1 in
 	--repeats) REPEATS=$2; shift 2 ;;
@@ -36,6 +48,11 @@ while (($#)); do
 	--size) SIZE=$2; shift 2 ;;
 	--lat-iters) LAT_ITERS=$2; shift 2 ;;
 	--configs) CONFIGS=$2; shift 2 ;;
+	--meta-vers) META_VERS=$2; shift 2 ;;
+	--meta-files) META_FILES=$2; shift 2 ;;
+	--meta-dirsize) META_DIRSIZE=$2; shift 2 ;;
+	--meta-create) META_CREATE=$2; shift 2 ;;
+	--untar) UNTAR=$2; shift 2 ;;
 	*) tb_die "guest.sh: unknown argument $1" ;;
 	esac
 done
@@ -49,20 +66,42 @@ SMALL=rsize=1024,wsize=1024
 # fio may block in the kernel; this bounds every job (ramp + runtime + the
 # time to drain iodepth 1 MiB I/Os at rsize 1024 + slack).
 JOB_LIMIT=$((RAMP + RUNTIME + 120))
+# CPU samples of a fio run (see run_fio), in seconds after its start
+if ((RUNTIME >= 2)); then
+	CPU_T0=$RAMP.5 CPU_DT=$((RUNTIME - 1))
+else
+	CPU_T0=$RAMP CPU_DT=$RUNTIME
+fi
 mkdir -p "$OUT"
 printf 'kind\tconfig\tjob\trepeat\tstatus\tfile\tmount_options\n' >"$RUNS"
 
 has() { [[ " $CONFIGS " == *" $1 "* ]]; }
+FAILED=0
 record() { # KIND CONFIG JOB REPEAT STATUS FILE OPTS
 	local IFS=$'\t'
+	[ "$5" = ok ] || FAILED=$((FAILED + 1))
 	echo "$*" >>"$RUNS"
+}
+
+# cpu_sample: "EPOCHREALTIME cpu user nice system idle iowait irq softirq
+# steal ..." (the first line of /proc/stat, in USER_HZ ticks); builtins
+# only, so that sampling costs no fork.
+cpu_sample() {
+	local line
+	read -r line </proc/stat
+	echo "$EPOCHREALTIME $line"
 }
 
 # --- transports ----------------------------------------------------------------
 
-declare -A PROTO=([tcp]=tcp [c]=rdma [c-1k]=rdma [r2-1k]=rdma [r2]=rdma)
-declare -A MODULE=([tcp]='' [c]=rpcrdma [c-1k]=rpcrdma [r2-1k]=rpcrdma2 [r2]=rpcrdma2)
-declare -A EXTRA=([tcp]='' [c]='' [c-1k]=$SMALL [r2-1k]=$SMALL [r2]='')
+declare -A PROTO=([tcp]=tcp [c]=rdma [c-1k]=rdma [r2-1k]=rdma [r2]=rdma
+	[m-tcp]=tcp [m-c]=rdma [m-r2]=rdma [m-v1]=rdma [m-v2]=rdma)
+declare -A MODULE=([tcp]='' [c]=rpcrdma [c-1k]=rpcrdma [r2-1k]=rpcrdma2 [r2]=rpcrdma2
+	[m-tcp]='' [m-c]=rpcrdma [m-r2]=rpcrdma2 [m-v1]=rpcrdma2 [m-v2]=rpcrdma2)
+declare -A EXTRA=([tcp]='' [c]='' [c-1k]=$SMALL [r2-1k]=$SMALL [r2]=''
+	[m-tcp]='' [m-c]='' [m-r2]='' [m-v1]='' [m-v2]='')
+# RDMA port: svcrdma, or the responder (server.sh) in version 2 or v1-only mode
+declare -A PORT=([m-v1]=20051 [m-v2]=20050)
 
 loaded() { grep -q "^$1 " /proc/modules; }
 
@@ -85,12 +124,15 @@ use_module() {
 	tb_log "modules: $(grep -oE '^rpcrdma2? ' /proc/modules | tr '\n' ' ')"
 }
 
-# bench_mount CONFIG: mount and check that CONFIG's transport carries it.
-# Prints the mount options the kernel reports (/proc/mounts).
+# bench_mount CONFIG [VERS]: mount (NFS VERS, default 4.1) and check that
+# CONFIG's transport carries it; through the responder, also that the
+# connection settled on the version the configuration names.  Prints the
+# mount options the kernel reports (/proc/mounts).
 bench_mount() {
-	local cfg=$1 proto=${PROTO[$1]} opts
-	opts="vers=4.1,proto=$proto,sec=sys"
-	[ "$proto" = rdma ] && opts+=",port=$NFS_RDMA_PORT"
+	local cfg=$1 vers=${2:-4.1} proto=${PROTO[$1]} opts
+	opts="vers=$vers,proto=$proto,sec=sys"
+	[ "$proto" = rdma ] && opts+=",port=${PORT[$cfg]:-$NFS_RDMA_PORT}"
+	[ "$vers" = 3 ] && opts+=",nolock"
 	[ -n "${EXTRA[$cfg]}" ] && opts+=",${EXTRA[$cfg]}"
 	mkdir -p "$MNT"
 	dmesg -C
@@ -100,7 +142,15 @@ bench_mount() {
 	case ${MODULE[$cfg]} in
 	rpcrdma2)
 		dmesg | grep -q "rpcrdma2: connected" || { tb_log "$cfg: no 'rpcrdma2: connected' in dmesg" >&2; return 1; }
-		! loaded rpcrdma || return 1 ;;
+		! loaded rpcrdma || return 1
+		case $cfg in
+		m-v2)
+			dmesg | grep -q "connection settled on version 2" ||
+				{ tb_log "$cfg: the connection did not settle on RPC-over-RDMA version 2" >&2; return 1; } ;;
+		m-v1)
+			dmesg | grep -q "ERR_VERS: continuing in version 1" ||
+				{ tb_log "$cfg: rpcrdma2 did not fall back to version 1" >&2; return 1; } ;;
+		esac ;;
 	rpcrdma)
 		loaded rpcrdma && ! loaded rpcrdma2 || return 1 ;;
 	esac
@@ -118,9 +168,21 @@ run_fio() {
 	base=fio.$cfg.$job.$rep
 	tb_log "fio $job on $cfg (repeat $rep)"
 	dmesg -C
+	# client CPU time inside fio's measured interval: a sample half a
+	# second after the ramp and half a second before the end (fio's own
+	# start-up of well under a second shifts both the same way)
+	(
+		sleep "$CPU_T0"
+		cpu_sample
+		sleep "$CPU_DT"
+		cpu_sample
+	) >"$OUT/$base.cpu" 2>/dev/null &
+	local sampler=$!
 	BENCH_DIR=$MNT/bench BENCH_SIZE=$SIZE BENCH_RUNTIME=$RUNTIME BENCH_RAMP=$RAMP \
 		timeout -k 10 "$limit" fio --output-format=json --output="$OUT/$base.json" \
 		"$SRC/samples/fio/$job.fio" >"$OUT/$base.err" 2>&1 || rc=$?
+	kill "$sampler" 2>/dev/null
+	wait "$sampler" 2>/dev/null
 	dmesg >"$OUT/$base.dmesg"
 	if ((rc == 0)); then
 		record fio "$cfg" "$job" "$rep" ok "$base.json" "$opts"
@@ -150,6 +212,11 @@ run_config() {
 	done
 	bench_umount || tb_log "umount of $cfg failed"
 }
+
+# --- metadata workloads ---------------------------------------------------------
+
+# shellcheck source=meta.sh
+. "$SRC/tools/testing/bench/meta.sh"
 
 # --- raw RDMA ----------------------------------------------------------------
 
@@ -205,6 +272,8 @@ tb_log "bench: repeats $REPEATS, runtime ${RUNTIME}s + ramp ${RAMP}s, file size 
 	echo "kernel $KREL"
 	echo "repeats $REPEATS runtime $RUNTIME ramp $RAMP size $SIZE lat_iters $LAT_ITERS"
 	echo "configs $CONFIGS"
+	echo "meta_vers ${META_VERS// /,} meta_files $META_FILES meta_dirsize $META_DIRSIZE meta_create $META_CREATE"
+	echo "user_hz $(getconf CLK_TCK) nproc $(nproc)"
 	ip -o link show eth0
 	rdma link show
 	fio --version
@@ -219,9 +288,19 @@ for ((rep = 1; rep <= REPEATS; rep++)); do
 	for cfg in tcp c r2 c-1k r2-1k; do
 		has "$cfg" && run_config "$cfg" "$rep"
 	done
+	for vers in $META_VERS; do
+		for cfg in m-tcp m-c m-r2 m-v1 m-v2; do
+			has "$cfg" && run_meta "$cfg" "$vers" "$rep"
+		done
+	done
 done
 
 # (a mount that would not go away keeps rpcrdma2 busy; the guest powers off)
 ! loaded rpcrdma2 || (tb_rmmod rpcrdma2) || tb_log "rmmod rpcrdma2 failed"
 loaded rpcrdma && { (tb_rmmod rpcrdma) || tb_log "rmmod rpcrdma failed"; }
 tb_log "bench: done ($(($(wc -l <"$RUNS") - 1)) runs recorded)"
+if ((FAILED)); then
+	tb_log "bench: FAILED: $FAILED runs did not produce a number:"
+	awk -F'\t' 'NR > 1 && $5 != "ok" {print "    " $2 " " $3 " repeat " $4 ": " $5}' "$RUNS"
+	exit 1
+fi

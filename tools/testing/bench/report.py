@@ -2,15 +2,18 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Report of `make bench` (tools/testing/bench/run.sh): reads the raw fio
-# JSON and perftest outputs of one run (RESULTS/testbed/client/bench/, one
-# line per run in runs.tsv) and writes RESULTS/bench.txt (the table, also
-# printed), bench.json, bench.csv (one line per configuration and job),
+# JSON, perftest outputs and metadata-phase snapshots (mountstats, trace,
+# /proc/stat) of one run (RESULTS/testbed/client/bench/, one line per run
+# in runs.tsv) and writes RESULTS/bench.txt (the tables, also printed),
+# bench.json, bench.csv (one line per configuration and job or phase),
+# bench-ops.csv (one line per configuration and NFS operation),
 # bench-runs.csv (one line per run) and bench.png.
 #
 # Honesty rules: a job with any failed run gets no number (its status says
-# why); rpcrdma2 at the default rsize/wsize that fails for want of chunks
-# is "unsupported (ERRNO)"; every row states its mount options as the
-# client kernel reported them in /proc/mounts.
+# why); every row states its mount options as the client kernel reported
+# them in /proc/mounts; a selected configuration with a failed or missing
+# run is listed under FAILED and the exit status is 3 (after writing
+# everything).
 #
 #   report.py RESULTS_DIR
 
@@ -31,6 +34,25 @@ CONFIGS = {  # name: (label, transport)
     "raw": ("raw rxe", "perftest verbs, rdma_cm"),
 }
 ORDER = ["r2-1k", "c-1k", "r2", "c", "tcp", "raw"]
+META_CONFIGS = {  # name: (label, transport)
+    "m-v2": ("r2 v2 (resp.)", "rpcrdma2.ko, RPC-over-RDMA v2, responder port 20050"),
+    "m-v1": ("r2 v1 (resp.)", "rpcrdma2.ko, RPC-over-RDMA v1, responder --v1-only port 20051"),
+    "m-r2": ("rpcrdma2", "rpcrdma2.ko to svcrdma (v1)"),
+    "m-c": ("C client", "rpcrdma.ko to svcrdma (v1)"),
+    "m-tcp": ("NFS/TCP", "TCP (sunrpc xprtsock)"),
+}
+META_ORDER = ["m-v2", "m-v1", "m-r2", "m-c", "m-tcp"]
+META_PHASES = {  # phase: description
+    "stat": "stat of every file, cold",
+    "restat": "stat again, attributes expired",
+    "ls": "ls -l of every directory, cold",
+    "create": "create small files",
+    "remove": "rm -r of them",
+    "untar": "tar -x of a kernel subtree",
+    "rmtree": "rm -rf of the untarred tree",
+}
+# operations that carry file data (chunks expected at the default sizes)
+DATA_OPS = {"READ", "WRITE"}
 JOBS = {  # fio job: (title, unit, perftest counterpart)
     "randread-4k": ("4 KiB random read, iodepth 32", "IOPS", "ib_send_lat"),
     "seqread-1m": ("1 MiB sequential read, iodepth 4", "MiB/s", "ib_read_bw"),
@@ -48,7 +70,7 @@ def short_opts(opts):
 
 
 def fio_value(path, job):
-    """(value, clat_mean_us) of a fio JSON run, or None if it did no I/O."""
+    """(value, clat_mean_us, iops) of a fio JSON run, or None if it did no I/O."""
     with open(path) as f:
         text = f.read()
     text = text[text.index("{"):]  # fio may put notes before the JSON
@@ -60,8 +82,8 @@ def fio_value(path, job):
         return None
     clat = side.get("clat_ns", {}).get("mean", 0) / 1000.0
     if JOBS[job][1] == "IOPS":
-        return side["iops"], clat
-    return side["bw_bytes"] / 1048576.0, clat
+        return side["iops"], clat, side["iops"]
+    return side["bw_bytes"] / 1048576.0, clat, side["iops"]
 
 
 def perftest_value(path, name):
@@ -80,8 +102,170 @@ def perftest_value(path, name):
     return None
 
 
+def meta_label(cfg):
+    """Label of a metadata configuration name (m-v2, or m-v2.nfs3 for NFSv3)."""
+    base, _, vers = cfg.partition(".nfs")
+    return META_CONFIGS[base][0] + (f" NFSv{vers}" if vers else "")
+
+
+def meta_base(cfg):
+    return cfg.partition(".nfs")[0]
+
+
+def meta_suffix(cfg):
+    s = cfg.partition(".nfs")[2]
+    return f".nfs{s}" if s else ""
+
+
+def cpu_window(path, user_hz):
+    """(seconds, busy CPU seconds, utilisation) between the two /proc/stat
+    samples of a .cpu file: "EPOCHREALTIME cpu user nice system idle iowait
+    irq softirq steal ...".  Busy = user + nice + system + irq + softirq;
+    utilisation = busy / all ticks of the window (of all CPUs: the
+    testbed's guests have one)."""
+    with open(path) as f:
+        samples = [l.split() for l in f if l.startswith(tuple("0123456789"))]
+    if len(samples) < 2:
+        return None
+    (t0, _, *a), (t1, _, *b) = samples[0], samples[-1]
+    a = [int(x) for x in a[:8]]
+    b = [int(x) for x in b[:8]]
+    d = [y - x for x, y in zip(a, b)]
+    busy = d[0] + d[1] + d[2] + d[5] + d[6]
+    total = sum(d)
+    secs = float(t1) - float(t0)
+    if secs <= 0 or total <= 0:
+        return None
+    return secs, busy / user_hz, busy / total
+
+
+def mountstats_block(path, mnt="/mnt/bench"):
+    """Per-op counters {OP: [ops, trans, timeouts, bytes_sent, bytes_recv,
+    queue_ms, rtt_ms, execute_ms, errors]} and the xprt line's fields
+    (fields[0] is the transport name) of the mount on MNT (the last one)."""
+    with open(path, errors="replace") as f:
+        lines = f.read().splitlines()
+    ops, xprt, cur, found = {}, [], False, False
+    for line in lines:
+        if line.startswith("device "):
+            w = line.split()
+            cur = len(w) > 4 and w[4] == mnt
+            if cur:
+                ops, xprt, found = {}, [], True
+            continue
+        if not cur:
+            continue
+        t = line.strip()
+        if t.startswith("xprt:"):
+            xprt = t.split()[1:]
+            continue
+        m = re.match(r"([A-Z_0-9]+):\s+([\d\s]+)$", t)
+        if m:
+            ops[m.group(1)] = [int(x) for x in m.group(2).split()]
+    return (ops, xprt) if found else None
+
+
+TRACE_LAT = re.compile(r" rpc_stats_latency: task:(\w+)@(\w+) xid=0x(\w+) (\S+)v(\d+) (\S+) "
+                       r"backlog=(\d+) rtt=(\d+) execute=(\d+)")
+TRACE_R2_MARSHAL = re.compile(r" rpcrdma2_marshal: .*?xid=0x(\w+) .*?call=(\S+) reply=(\S+)")
+TRACE_R2_MR = re.compile(r" rpcrdma2_mr_reg: conn=\d+ xid=0x(\w+)")
+TRACE_C_MARSHAL = re.compile(r" xprtrdma_marshal: task:(\w+)@(\w+) xid=0x(\w+) ")
+TRACE_C_MR = re.compile(r" xprtrdma_mr_fastreg: task:(\w+)@(\w+) ")
+
+
+def parse_trace(path):
+    """From a phase's trace buffer: per-op RTT samples (us), per-op counts of
+    RPCs that used a chunk and of memory registrations, and whether events
+    were lost (entries-in-buffer < entries-written)."""
+    lat, by_xid, by_task = {}, {}, {}
+    chunked_x, chunked_t, mr_x, mr_t = [], [], [], []
+    lost = False
+    with open(path, errors="replace") as f:
+        for line in f:
+            if line.startswith("#"):
+                m = re.search(r"entries-in-buffer/entries-written: (\d+)/(\d+)", line)
+                if m and m.group(1) != m.group(2):
+                    lost = True
+                continue
+            m = TRACE_LAT.search(line)
+            if m:
+                proc = m.group(6)
+                lat.setdefault(proc, []).append(int(m.group(8)))
+                by_xid[m.group(3).lower()] = proc
+                by_task.setdefault((m.group(1), m.group(2)), proc)
+                continue
+            m = TRACE_R2_MARSHAL.search(line)
+            if m:
+                chunked_x.append(m.group(1).lower())
+                continue
+            m = TRACE_R2_MR.search(line)
+            if m:
+                mr_x.append(m.group(1).lower())
+                continue
+            m = TRACE_C_MARSHAL.search(line)
+            if m:
+                chunked_x.append(m.group(3).lower())
+                continue
+            m = TRACE_C_MR.search(line)
+            if m:
+                mr_t.append((m.group(1), m.group(2)))
+    chunked, mrs = {}, {}
+    for x in chunked_x:
+        op = by_xid.get(x, "?")
+        chunked[op] = chunked.get(op, 0) + 1
+    for x in mr_x:
+        op = by_xid.get(x, "?")
+        mrs[op] = mrs.get(op, 0) + 1
+    for t in mr_t:
+        op = by_task.get(t, "?")
+        mrs[op] = mrs.get(op, 0) + 1
+    return {"lat_us": lat, "chunked": chunked, "mrs": mrs, "lost": lost}
+
+
+def meta_values(bench, base, user_hz):
+    """Everything measured in one metadata phase run."""
+    cw = cpu_window(os.path.join(bench, base + ".cpu"), user_hz)
+    m0 = mountstats_block(os.path.join(bench, base + ".ms0"))
+    m1 = mountstats_block(os.path.join(bench, base + ".ms1"))
+    if cw is None or m1 is None:
+        return None
+    ops0, x0 = m0 if m0 else ({}, [])
+    ops1, x1 = m1
+    ops = {}
+    for op, v1 in ops1.items():
+        v0 = ops0.get(op, [0] * len(v1))
+        d = [b - a for a, b in zip(v0, v1)]
+        if d[0] > 0:
+            ops[op] = {"ops": d[0], "rtt_ms": d[6], "exec_ms": d[7],
+                       "errors": d[8] if len(d) > 8 else 0}
+    rpcs = sum(o["ops"] for o in ops.values())
+    xd = {}
+    if x1 and x1[0] == "rdma" and len(x0) == len(x1):
+        # admin-guide.rst: field k of the xprt line is x[k] (x[0] = "rdma")
+        names = {11: "read_chunk_segs", 12: "write_chunk_segs", 13: "reply_chunk_segs",
+                 6: "sends", 7: "receives", 21: "nomsg_calls", 25: "local_inv", 28: "remote_inv"}
+        for k, n in names.items():
+            if k < len(x1):
+                xd[n] = int(x1[k]) - int(x0[k])
+    tr = parse_trace(os.path.join(bench, base + ".trace"))
+    secs, cpu_s, util = cw
+    return {"elapsed_s": secs, "cpu_s": cpu_s, "util": util, "rpcs": rpcs,
+            "cpu_us_per_rpc": cpu_s * 1e6 / rpcs if rpcs else None,
+            "ops": ops, "xprt": xd, "trace": tr}
+
+
+def percentile(vals, q):
+    v = sorted(vals)
+    if not v:
+        return None
+    k = (len(v) - 1) * q
+    lo = math.floor(k)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
 def failure_reason(bench, cfg, base, status):
-    """A short reason for a failed fio run, from its exit status, stderr and kernel log."""
+    """A short reason for a failed fio or metadata run, from its exit status, stderr and kernel log."""
     txt = ""
     for ext in (".err", ".dmesg"):
         p = os.path.join(bench, base + ext)
@@ -96,7 +280,7 @@ def failure_reason(bench, cfg, base, status):
     rc = status.partition(":")[2]
     hung = rc in ("124", "137")
     if hung:
-        errs.append("hung: fio killed by the job time limit")
+        errs.append("hung: killed by the job time limit")
     what = ", ".join(errs) or f"exit {rc}, see {base}.err"
     return f"failed ({what})"
 
@@ -128,28 +312,46 @@ def main(res):
         with open(env_txt, errors="replace") as f:
             env_lines = f.read().splitlines()
         for line in env_lines:
-            if line.startswith("repeats "):
+            if line.startswith(("repeats ", "meta_vers ", "user_hz ")):
                 w = line.split()
-                settings = dict(zip(w[0::2], w[1::2]))
+                settings.update(dict(zip(w[0::2], w[1::2])))
+            elif line.startswith("configs "):
+                settings["configs"] = line.split()[1:]
     host_load = []
     hl = os.path.join(res, "host-load.txt")
     if os.path.exists(hl):
         with open(hl) as f:
             host_load = f.read().splitlines()
 
+    user_hz = int(settings.get("user_hz", 100))
     runs = []
     with open(runs_tsv) as f:
         for r in csv.DictReader(f, delimiter="\t"):
             r["value"] = None
             r["clat_us"] = None
             r["reason"] = ""
+            r["cpu_us_op"] = None
+            r["util"] = None
+            r["meta"] = None
             if r["status"] == "ok":
                 p = os.path.join(bench, r["file"])
                 try:
                     if r["kind"] == "fio":
                         v = fio_value(p, r["job"])
                         if v is not None:
-                            r["value"], r["clat_us"] = v
+                            r["value"], r["clat_us"], iops = v
+                            cw = cpu_window(os.path.splitext(p)[0] + ".cpu", user_hz)
+                            if cw and iops:
+                                # busy CPU seconds per second / I/Os per second
+                                r["util"] = cw[2]
+                                r["cpu_us_op"] = cw[1] / cw[0] * 1e6 / iops
+                    elif r["kind"] == "meta":
+                        mv = meta_values(bench, r["file"], user_hz)
+                        if mv is not None:
+                            r["meta"] = mv
+                            r["value"] = mv["elapsed_s"]
+                            r["cpu_us_op"] = mv["cpu_us_per_rpc"]
+                            r["util"] = mv["util"]
                     else:
                         r["value"] = perftest_value(p, r["job"])
                 except (OSError, ValueError, KeyError, StopIteration, IndexError) as e:
@@ -157,7 +359,7 @@ def main(res):
                 if r["value"] is None:
                     r["status"] = "failed:no-result"
                     r["reason"] = r["reason"] or "no I/O or no result in output"
-            elif r["kind"] == "fio" and r["status"].startswith("failed"):
+            elif r["kind"] in ("fio", "meta") and r["status"].startswith("failed"):
                 r["reason"] = failure_reason(bench, r["config"], os.path.splitext(r["file"])[0], r["status"])
             else:
                 r["reason"] = r["status"]
@@ -167,21 +369,28 @@ def main(res):
     rows = {}
     for r in runs:
         key = (r["config"], r["job"])
+        if r["kind"] == "meta":
+            label, transport = meta_label(r["config"]), META_CONFIGS[meta_base(r["config"])][1]
+        else:
+            label, transport = CONFIGS[r["config"]]
         row = rows.setdefault(key, {"config": r["config"], "job": r["job"], "kind": r["kind"],
-                                    "label": CONFIGS[r["config"]][0],
-                                    "transport": CONFIGS[r["config"]][1],
+                                    "label": label, "transport": transport,
                                     "mount_options": "", "values": [], "clat_us": [],
-                                    "failures": []})
+                                    "cpu_us_op": [], "util": [], "failures": []})
         if r["mount_options"] not in ("", "-"):
             row["mount_options"] = r["mount_options"]
         if r["value"] is not None:
             row["values"].append(r["value"])
             if r["clat_us"] is not None:
                 row["clat_us"].append(r["clat_us"])
+            if r["cpu_us_op"] is not None:
+                row["cpu_us_op"].append(r["cpu_us_op"])
+                row["util"].append(r["util"])
         else:
             row["failures"].append(r["reason"] or r["status"])
     for row in rows.values():
-        row["unit"] = JOBS[row["job"]][1] if row["kind"] == "fio" else PERF_UNITS[row["job"]]
+        row["unit"] = {"fio": lambda: JOBS[row["job"]][1], "meta": lambda: "s"}.get(
+            row["kind"], lambda: PERF_UNITS[row["job"]])()
         row["runs"] = len(row["values"]) + len(row["failures"])
         if row["failures"]:
             # never a number for a job that failed, even partly
@@ -195,6 +404,11 @@ def main(res):
             row["stats"] = stats(row["values"])
             if row["clat_us"]:
                 row["stats"]["clat_mean_us"] = statistics.mean(row["clat_us"])
+            # CPU per operation only when every run has it (else: None, said so)
+            if row["kind"] in ("fio", "meta") and len(row["cpu_us_op"]) == len(row["values"]):
+                row["cpu"] = stats(row["cpu_us_op"])
+                row["cpu"]["util_mean"] = statistics.mean(row["util"])
+        row.setdefault("cpu", None)
         if row["kind"] == "perftest":
             row["mount_options"] = "perftest " + (row["mount_options"] or "")
 
@@ -202,11 +416,18 @@ def main(res):
         row = rows.get((cfg, job))
         return row["stats"] if row and row["stats"] else None
 
+    def cpu_of(cfg, job):
+        row = rows.get((cfg, job))
+        return row["cpu"] if row and row["stats"] and row["cpu"] else None
+
     def ratio(a, b):
         if not a or not b or not b["mean"]:
             return None
         r = a["mean"] / b["mean"]
         return {"ratio": r, "sd": r * math.hypot(a["cv_pct"] / 100, b["cv_pct"] / 100)}
+
+    def rf(r):
+        return f"{r['ratio']:.2f}±{r['sd']:.2f}" if r else "n/a"
 
     ratios = []
     for job, (title, unit, perf) in JOBS.items():
@@ -215,11 +436,119 @@ def main(res):
                  "rpcrdma2_1k/C_1k": ratio(mean_of("r2-1k", job), mean_of("c-1k", job)),
                  "rpcrdma2_1k/C_default": ratio(mean_of("r2-1k", job), mean_of("c", job)),
                  "rpcrdma2_default/C_default": ratio(mean_of("r2", job), mean_of("c", job)),
+                 "TCP/C_default": ratio(mean_of("tcp", job), mean_of("c", job)),
                  "rpcrdma2_1k/raw": ratio(mean_of("r2-1k", job), raw),
                  "rpcrdma2_default/raw": ratio(mean_of("r2", job), raw),
                  "C_default/raw": ratio(mean_of("c", job), raw),
+                 "cpu_per_op:rpcrdma2_default/C_default": ratio(cpu_of("r2", job), cpu_of("c", job)),
+                 "cpu_per_op:rpcrdma2_1k/C_1k": ratio(cpu_of("r2-1k", job), cpu_of("c-1k", job)),
+                 "cpu_per_op:TCP/C_default": ratio(cpu_of("tcp", job), cpu_of("c", job)),
                  "raw_counterpart": perf if unit == "MiB/s" else None}
         ratios.append(entry)
+
+    # --- metadata: per-op aggregation over the phases of each repeat ---
+    meta_cfgs = sorted({r["config"] for r in runs if r["kind"] == "meta"},
+                       key=lambda c: (meta_suffix(c), META_ORDER.index(meta_base(c))))
+    per_rep = {}  # (cfg, repeat) -> op -> accumulators
+    phase_extra = {}  # (cfg, phase) -> lists per run
+    lost_events = set()
+    for r in runs:
+        if r["kind"] != "meta" or not r["meta"]:
+            continue
+        mv = r["meta"]
+        acc = per_rep.setdefault((r["config"], r["repeat"]), {})
+        for op, o in mv["ops"].items():
+            a = acc.setdefault(op, {"ops": 0, "rtt_ms": 0, "lat": [], "chunked": 0, "mrs": 0})
+            a["ops"] += o["ops"]
+            a["rtt_ms"] += o["rtt_ms"]
+        tr = mv["trace"]
+        for op, v in tr["lat_us"].items():
+            acc.setdefault(op, {"ops": 0, "rtt_ms": 0, "lat": [], "chunked": 0, "mrs": 0})["lat"].extend(v)
+        for key in ("chunked", "mrs"):
+            for op, n in tr[key].items():
+                acc.setdefault(op, {"ops": 0, "rtt_ms": 0, "lat": [], "chunked": 0, "mrs": 0})[key] += n
+        if tr["lost"]:
+            lost_events.add((r["config"], r["job"], r["repeat"]))
+        pe = phase_extra.setdefault((r["config"], r["job"]), {"rpcs": [], "segs": [], "mrs": [],
+                                                               "chunked": [], "chunked_meta": [],
+                                                               "chunked_ops": {}})
+        pe["rpcs"].append(mv["rpcs"])
+        x = mv["xprt"]
+        if x:
+            pe["segs"].append((x.get("read_chunk_segs", 0), x.get("write_chunk_segs", 0),
+                               x.get("reply_chunk_segs", 0)))
+        if meta_base(r["config"]) != "m-tcp":
+            pe["mrs"].append(sum(tr["mrs"].values()))
+            pe["chunked"].append(sum(tr["chunked"].values()))
+            pe["chunked_meta"].append(sum(n for op, n in tr["chunked"].items() if op not in DATA_OPS))
+            for op, n in tr["chunked"].items():
+                pe["chunked_ops"][op] = pe["chunked_ops"].get(op, 0) + n
+
+    ops_rows = {}  # (cfg, op) -> row
+    for (cfg, rep), acc in per_rep.items():
+        for op, a in acc.items():
+            row = ops_rows.setdefault((cfg, op), {"config": cfg, "op": op, "label": meta_label(cfg),
+                                                  "ops": [], "rtt_mean_us": [], "p50_us": [],
+                                                  "lat_all": [], "chunked": [], "mrs": []})
+            row["ops"].append(a["ops"])
+            if a["ops"]:
+                row["rtt_mean_us"].append(a["rtt_ms"] * 1000.0 / a["ops"])
+            if a["lat"]:
+                row["p50_us"].append(percentile(a["lat"], 0.5))
+                row["lat_all"].extend(a["lat"])
+            row["chunked"].append(a["chunked"])
+            row["mrs"].append(a["mrs"])
+    for row in ops_rows.values():
+        row["ops_per_run"] = statistics.mean(row["ops"])
+        row["rtt"] = stats(row["rtt_mean_us"]) if row["rtt_mean_us"] else None
+        row["p50"] = stats(row["p50_us"]) if row["p50_us"] else None
+        row["p90_pooled_us"] = percentile(row["lat_all"], 0.9)
+        row["trace_samples"] = len(row["lat_all"])
+        row["chunked_per_run"] = statistics.mean(row["chunked"])
+        row["mrs_per_run"] = statistics.mean(row["mrs"])
+        del row["lat_all"]
+
+    def op_stat(cfg, op, what):
+        row = ops_rows.get((cfg, op))
+        return row[what] if row else None
+
+    meta_ratios = []  # per (cfg, phase): C/cfg elapsed, cfg/C cpu; v1/v2
+    for cfg in meta_cfgs:
+        cref = "m-c" + meta_suffix(cfg)
+        for ph in META_PHASES:
+            if (cfg, ph) not in rows:
+                continue
+            meta_ratios.append({"config": cfg, "phase": ph,
+                                "speedup_vs_C": ratio(mean_of(cref, ph), mean_of(cfg, ph)),
+                                "cpu_per_rpc_vs_C": ratio(cpu_of(cfg, ph), cpu_of(cref, ph))})
+    v2v1 = []
+    for suffix in sorted({meta_suffix(c) for c in meta_cfgs}):
+        v2, v1 = "m-v2" + suffix, "m-v1" + suffix
+        if v2 not in meta_cfgs or v1 not in meta_cfgs:
+            continue
+        for ph in META_PHASES:
+            v2v1.append({"what": f"phase {ph}", "nfs": suffix or ".nfs4.1",
+                         "elapsed_v1/v2": ratio(mean_of(v1, ph), mean_of(v2, ph)),
+                         "cpu_per_rpc_v2/v1": ratio(cpu_of(v2, ph), cpu_of(v1, ph))})
+        ops = sorted({op for (c, op) in ops_rows if c in (v1, v2)},
+                     key=lambda op: -(op_stat(v2, op, "ops_per_run") or 0))
+        for op in ops:
+            v2v1.append({"what": f"op {op}", "nfs": suffix or ".nfs4.1",
+                         "p50_v1/v2": ratio(op_stat(v1, op, "p50"), op_stat(v2, op, "p50")),
+                         "mean_rtt_v1/v2": ratio(op_stat(v1, op, "rtt"), op_stat(v2, op, "rtt"))})
+
+    # --- failures: loud ---
+    failed = []
+    selected = settings.get("configs", [])
+    present = {r["config"].partition(".nfs")[0] for r in runs}
+    for c in selected:
+        if c not in present:
+            failed.append(f"{c}: selected but no run recorded (the guest did not get to it; see testbed/run.log)")
+    for row in sorted(rows.values(), key=lambda r: (r["config"], r["job"])):
+        if row["failures"]:
+            failed.append(f"{row['config']} {row['job']}: {row['status']}")
+    for c, ph, rep in sorted(lost_events):
+        failed.append(f"{c} {ph} repeat {rep}: trace events lost (buffer full): p50 and chunk counts incomplete")
 
     # --- the table ---
     out = []
@@ -227,10 +556,17 @@ def main(res):
     out.append(f"rpcrdma2 bench: NFSv4.1, direct I/O, fio {s.get('runtime', '?')} s measured "
                f"(+{s.get('ramp', '?')} s ramp) per run, {s.get('repeats', '?')} repeats, "
                f"file {s.get('size', '?')}; mean ± sd (min-max); no number where any run failed")
+    if failed:
+        out.append("")
+        out.append(f"FAILED: {len(failed)} configuration/job(s) without a (complete) number:")
+        out.extend("  " + x for x in failed)
     out.append("")
-    hdr = f"{'job':<12} {'configuration':<13} {'mount options (/proc/mounts) / perftest args':<58} {'n':>2} {'mean':>9} {'± sd':>7} {'min-max':>17}  status"
-    out.append(hdr)
-    out.append("-" * len(hdr))
+
+    def cpu_cells(row):
+        c = row.get("cpu")
+        if not c:
+            return f"{'-':>12} {'-':>5}"
+        return f"{c['mean']:>7.0f}±{c['sd']:<4.0f} {100 * c['util_mean']:>5.0f}"
 
     def line(job_label, row):
         st = row["stats"]
@@ -239,36 +575,160 @@ def main(res):
             mm = f"{fmt(st['min'], row['unit'])}-{fmt(st['max'], row['unit'])}"
             return (f"{job_label:<12} {row['label']:<13} {opts:<58} {len(row['values']):>2} "
                     f"{fmt(st['mean'], row['unit']):>9} {fmt(st['sd'], row['unit']):>7} {mm:>17}  "
-                    f"{row['unit']} ok")
+                    f"{row['unit']:<5} {cpu_cells(row)}  ok")
         return (f"{job_label:<12} {row['label']:<13} {opts:<58} {row['runs']:>2} {'-':>9} {'-':>7} "
-                f"{'-':>17}  {row['status']}")
+                f"{'-':>17}  {row['unit']:<5} {cpu_cells(row)}  {row['status']}")
 
-    for job, (title, unit, perf) in JOBS.items():
-        for cfg in ORDER:
-            key = ("raw", perf) if cfg == "raw" else (cfg, job)
-            if key in rows:
-                out.append(line(job if cfg != "raw" else perf, rows[key]))
+    has_fio = any(r["kind"] in ("fio", "perftest") for r in runs)
+    if has_fio:
+        hdr = (f"{'job':<12} {'configuration':<13} {'mount options (/proc/mounts) / perftest args':<58} "
+               f"{'n':>2} {'mean':>9} {'± sd':>7} {'min-max':>17}  {'unit':<5} {'CPU µs/op':>12} {'CPU%':>5}  status")
+        out.append(hdr)
+        out.append("-" * len(hdr))
+        for job, (title, unit, perf) in JOBS.items():
+            for cfg in ORDER:
+                key = ("raw", perf) if cfg == "raw" else (cfg, job)
+                if key in rows:
+                    out.append(line(job if cfg != "raw" else perf, rows[key]))
+            out.append("")
+        out.append("CPU µs/op: client guest CPU time (user+nice+system+irq+softirq, /proc/stat) per fio I/O,")
+        out.append("sampled inside the measured interval; CPU%: the client's one vCPU busy.")
         out.append("")
-    out.append("Ratios of means (± propagated relative sd); n/a where a side has no number:")
-    rh = (f"{'job':<12} {'r2 dflt / C dflt':>17} {'r2 1k / C 1k':>14} {'r2 dflt / raw':>14} "
-          f"{'C dflt / raw':>13} {'r2 1k / C dflt':>15}  raw counterpart")
-    out.append(rh)
-    out.append("-" * len(rh))
+        out.append("Ratios of means (± propagated relative sd); n/a where a side has no number:")
+        rh = (f"{'job':<12} {'r2 dflt / C dflt':>17} {'r2 1k / C 1k':>14} {'TCP / C dflt':>13} {'r2 dflt / raw':>14} "
+              f"{'C dflt / raw':>13} {'r2 1k / C dflt':>15}  raw counterpart")
+        out.append(rh)
+        out.append("-" * len(rh))
+        for e in ratios:
+            out.append(f"{e['job']:<12} {rf(e['rpcrdma2_default/C_default']):>17} {rf(e['rpcrdma2_1k/C_1k']):>14} "
+                       f"{rf(e['TCP/C_default']):>13} {rf(e['rpcrdma2_default/raw']):>14} {rf(e['C_default/raw']):>13} "
+                       f"{rf(e['rpcrdma2_1k/C_default']):>15}  "
+                       f"{e['raw_counterpart'] or 'none (ib_send_lat is a latency)'}")
+        out.append("")
+        out.append("Client CPU per I/O, ratios of means (below 1: less CPU than the C client):")
+        rh = f"{'job':<12} {'r2 dflt / C dflt':>17} {'r2 1k / C 1k':>14} {'TCP / C dflt':>13}"
+        out.append(rh)
+        out.append("-" * len(rh))
+        for e in ratios:
+            out.append(f"{e['job']:<12} {rf(e['cpu_per_op:rpcrdma2_default/C_default']):>17} "
+                       f"{rf(e['cpu_per_op:rpcrdma2_1k/C_1k']):>14} {rf(e['cpu_per_op:TCP/C_default']):>13}")
+        out.append("")
 
-    def rf(r):
-        return f"{r['ratio']:.2f}±{r['sd']:.2f}" if r else "n/a"
-    for e in ratios:
-        out.append(f"{e['job']:<12} {rf(e['rpcrdma2_default/C_default']):>17} {rf(e['rpcrdma2_1k/C_1k']):>14} "
-                   f"{rf(e['rpcrdma2_default/raw']):>14} {rf(e['C_default/raw']):>13} "
-                   f"{rf(e['rpcrdma2_1k/C_default']):>15}  {e['raw_counterpart'] or 'none (ib_send_lat is a latency)'}")
-    out.append("")
+    if meta_cfgs:
+        out.append(f"Metadata workloads (tools/testing/bench/meta.sh): {s.get('meta_files', '?')} files of "
+                   f"100 bytes in directories of {s.get('meta_dirsize', '?')}, create/remove "
+                   f"{s.get('meta_create', '?')} files, untar (build-info below); every phase on a fresh mount")
+        out.append("after drop_caches (restat: same mount, 4 s later). Elapsed s mean ± sd (min-max); RPCs per run")
+        out.append("(mountstats); CPU µs/RPC: client CPU (as above) over the phase / its RPCs; chunk segs: Read/"
+                   "Write/Reply")
+        out.append("chunk segments per run (mountstats xprt fields 11-13); MRs: registrations per run "
+                   "(rpcrdma2_mr_reg / xprtrdma_mr_fastreg);")
+        out.append("chunked: RPCs per run that used a chunk (marshal tracepoints), 'meta' = other than READ/WRITE.")
+        out.append("")
+        hdr = (f"{'phase':<7} {'configuration':<16} {'n':>2} {'elapsed s':>8} {'± sd':>6} {'min-max':>13} "
+               f"{'RPCs':>6} {'RPC/s':>6} {'CPU µs/RPC':>11} {'CPU%':>5} {'chunk segs r/w/reply':>20} "
+               f"{'MRs':>6} {'chunked (meta)':>15}  status")
+        out.append(hdr)
+        out.append("-" * len(hdr))
+        for ph in META_PHASES:
+            for cfg in meta_cfgs:
+                row = rows.get((cfg, ph))
+                if not row:
+                    continue
+                pe = phase_extra.get((cfg, ph), {})
+                st = row["stats"]
+                n = len(row["values"]) if st else row["runs"]
+                if pe.get("rpcs"):
+                    rpcs = statistics.mean(pe["rpcs"])
+                    rpcs_s = f"{rpcs:>6.0f}"
+                else:
+                    rpcs, rpcs_s = None, f"{'-':>6}"
+                if pe.get("segs"):
+                    segs = "/".join(f"{statistics.mean(x[i] for x in pe['segs']):.0f}" for i in range(3))
+                else:
+                    segs = "-"
+                mrs = f"{statistics.mean(pe['mrs']):.0f}" if pe.get("mrs") else "-"
+                ch = (f"{statistics.mean(pe['chunked']):.0f} ({statistics.mean(pe['chunked_meta']):.0f})"
+                      if pe.get("chunked") else "-")
+                if st:
+                    rate = f"{rpcs / st['mean']:>6.0f}" if rpcs else f"{'-':>6}"
+                    c = row.get("cpu")
+                    cpu = f"{c['mean']:>6.0f}±{c['sd']:<4.0f} {100 * c['util_mean']:>5.0f}" if c else f"{'-':>11} {'-':>5}"
+                    out.append(f"{ph:<7} {row['label']:<16} {n:>2} {st['mean']:>8.2f} {st['sd']:>6.2f} "
+                               f"{st['min']:>6.2f}-{st['max']:<6.2f} {rpcs_s} {rate} {cpu} {segs:>20} "
+                               f"{mrs:>6} {ch:>15}  ok")
+                else:
+                    out.append(f"{ph:<7} {row['label']:<16} {n:>2} {'-':>8} {'-':>6} {'-':>13} {rpcs_s} "
+                               f"{'-':>6} {'-':>11} {'-':>5} {segs:>20} {mrs:>6} {ch:>15}  {row['status']}")
+            out.append("")
+        chunk_notes = []
+        for (cfg, ph), pe in sorted(phase_extra.items()):
+            meta_ops = {op: n for op, n in pe["chunked_ops"].items() if op not in DATA_OPS}
+            if meta_ops:
+                runs_n = len(pe["chunked"])
+                chunk_notes.append(f"  {meta_label(cfg):<16} {ph:<7} " + ", ".join(
+                    f"{op} {n / runs_n:.0f}" for op, n in sorted(meta_ops.items(), key=lambda kv: -kv[1])))
+        out.append("Metadata RPCs (not READ/WRITE) that used a chunk, per run, by operation:")
+        out.extend(chunk_notes or ["  none"])
+        out.append("")
+
+        out.append("Per-operation round trip (all phases of a repeat together): RPCs per run; mean RTT from")
+        out.append("mountstats (cumulative rtt / ops); p50 RTT from sunrpc:rpc_stats_latency (per repeat, then mean ± sd")
+        out.append("over repeats); p90 of all samples pooled; µs. RTT: from transmission to the reply's arrival.")
+        hdr = (f"{'op':<14} {'configuration':<16} {'RPCs/run':>9} {'mean RTT':>13} {'p50 RTT':>13} {'p90':>7} "
+               f"{'chunked/run':>11} {'MRs/run':>8}")
+        out.append(hdr)
+        out.append("-" * len(hdr))
+        all_ops = sorted({op for (c, op) in ops_rows},
+                         key=lambda op: -max(ops_rows[(c, o)]["ops_per_run"] for (c, o) in ops_rows if o == op))
+        for op in all_ops:
+            for cfg in meta_cfgs:
+                row = ops_rows.get((cfg, op))
+                if not row or row["ops_per_run"] < 1:
+                    continue
+                rt = f"{row['rtt']['mean']:.0f}±{row['rtt']['sd']:.0f}" if row["rtt"] else "-"
+                p5 = f"{row['p50']['mean']:.0f}±{row['p50']['sd']:.0f}" if row["p50"] else "-"
+                p9 = f"{row['p90_pooled_us']:.0f}" if row["p90_pooled_us"] is not None else "-"
+                tcp = meta_base(cfg) == "m-tcp"
+                out.append(f"{op:<14} {row['label']:<16} {row['ops_per_run']:>9.0f} {rt:>13} {p5:>13} {p9:>7} "
+                           f"{'-' if tcp else format(row['chunked_per_run'], '.0f'):>11} "
+                           f"{'-' if tcp else format(row['mrs_per_run'], '.0f'):>8}")
+            out.append("")
+
+        out.append("Metadata against the C client to svcrdma: elapsed C / config (above 1: faster than C), "
+                   "CPU per RPC config / C (below 1: less CPU):")
+        hdr = f"{'phase':<7} " + " ".join(f"{meta_label(c):>24}" for c in meta_cfgs)
+        out.append(hdr)
+        out.append("-" * len(hdr))
+        for ph in META_PHASES:
+            cells = []
+            for cfg in meta_cfgs:
+                e = next((m for m in meta_ratios if m["config"] == cfg and m["phase"] == ph), None)
+                cells.append(f"{rf(e['speedup_vs_C']) if e else 'n/a':>11} / {rf(e['cpu_per_rpc_vs_C']) if e else 'n/a':<10}")
+            out.append(f"{ph:<7} " + " ".join(f"{c:>24}" for c in cells))
+        out.append("")
+        if v2v1:
+            out.append("RPC-over-RDMA version 2 against version 1 (rpcrdma2, same responder): v1 / v2 of elapsed "
+                       "time and of p50 and mean RTT (above 1: v2 faster; goal for GETATTR, LOOKUP: ≥ 1.2)")
+            hdr = f"{'what':<22} {'NFS':<8} {'v1 / v2':>12} {'mean RTT v1/v2':>15} {'CPU/RPC v2/v1':>14}"
+            out.append(hdr)
+            out.append("-" * len(hdr))
+            for e in v2v1:
+                if e["what"].startswith("phase"):
+                    out.append(f"{e['what']:<22} {e['nfs'][4:]:<8} {rf(e['elapsed_v1/v2']):>12} {'':>15} "
+                               f"{rf(e['cpu_per_rpc_v2/v1']):>14}")
+                else:
+                    out.append(f"{e['what'] + ' p50':<22} {e['nfs'][4:]:<8} {rf(e['p50_v1/v2']):>12} "
+                               f"{rf(e['mean_rtt_v1/v2']):>15}")
+            out.append("")
+
     out.append("Full mount options per configuration (client /proc/mounts):")
     seen = set()
-    for cfg in ORDER:
+    for cfg in ORDER + meta_cfgs:
         for (c, j), row in rows.items():
-            if c == cfg and row["kind"] == "fio" and row["mount_options"] and cfg not in seen:
+            if c == cfg and row["kind"] in ("fio", "meta") and row["mount_options"] and cfg not in seen:
                 seen.add(cfg)
-                out.append(f"  {row['label']:<12} {row['mount_options']}")
+                out.append(f"  {row['label']:<16} {row['mount_options']}")
     bi = os.path.join(res, "build-info.txt")
     if os.path.exists(bi):
         with open(bi) as f:
@@ -293,39 +753,111 @@ def main(res):
     sys.stdout.write(text)
 
     # --- machine-readable ---
-    rowlist = [rows[k] for k in sorted(rows, key=lambda k: (k[1], ORDER.index(k[0])))]
+    def order_key(k):
+        cfg, job = k
+        if cfg in ORDER:
+            return (0, job, ORDER.index(cfg), "")
+        return (1, list(META_PHASES).index(job) if job in META_PHASES else 99,
+                META_ORDER.index(meta_base(cfg)), meta_suffix(cfg))
+    rowlist = [rows[k] for k in sorted(rows, key=order_key)]
     with open(os.path.join(res, "bench.json"), "w") as f:
         json.dump({"settings": settings, "environment": env_lines, "host_load": host_load,
-                   "rows": rowlist, "ratios": ratios,
-                   "runs": [{k: r[k] for k in ("kind", "config", "job", "repeat", "status",
-                                               "value", "clat_us", "reason", "mount_options", "file")}
+                   "failed": failed, "rows": rowlist, "ratios": ratios,
+                   "meta_phase_extra": {f"{c} {p}": v for (c, p), v in phase_extra.items()},
+                   "meta_ops": list(ops_rows.values()), "meta_ratios": meta_ratios, "v2_vs_v1": v2v1,
+                   "runs": [{k: r[k] for k in ("kind", "config", "job", "repeat", "status", "value",
+                                               "clat_us", "cpu_us_op", "util", "reason",
+                                               "mount_options", "file")}
+                            | ({"meta": {k: v for k, v in r["meta"].items() if k != "trace"}
+                                | {"chunked": r["meta"]["trace"]["chunked"], "mrs": r["meta"]["trace"]["mrs"],
+                                   "trace_lost": r["meta"]["trace"]["lost"]}} if r["meta"] else {})
                             for r in runs]}, f, indent=1)
     with open(os.path.join(res, "bench.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["job", "config", "transport", "mount_options", "unit", "runs_ok", "runs",
-                    "mean", "sd", "min", "max", "status"])
+                    "mean", "sd", "min", "max", "cpu_us_per_op", "cpu_us_per_op_sd", "cpu_util",
+                    "rpcs_per_run", "status"])
         for row in rowlist:
             st = row["stats"] or {}
+            c = row.get("cpu") or {}
+            pe = phase_extra.get((row["config"], row["job"]), {})
             w.writerow([row["job"], row["config"], row["transport"], row["mount_options"], row["unit"],
                         len(row["values"]), row["runs"], st.get("mean", ""), st.get("sd", ""),
-                        st.get("min", ""), st.get("max", ""), row["status"]])
+                        st.get("min", ""), st.get("max", ""), c.get("mean", ""), c.get("sd", ""),
+                        c.get("util_mean", ""),
+                        statistics.mean(pe["rpcs"]) if pe.get("rpcs") else "", row["status"]])
+    with open(os.path.join(res, "bench-ops.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["config", "op", "rpcs_per_run", "mean_rtt_us", "mean_rtt_sd", "p50_rtt_us", "p50_rtt_sd",
+                    "p90_rtt_us_pooled", "trace_samples", "chunked_per_run", "mrs_per_run"])
+        for row in sorted(ops_rows.values(), key=lambda r: (r["config"], r["op"])):
+            w.writerow([row["config"], row["op"], row["ops_per_run"],
+                        row["rtt"]["mean"] if row["rtt"] else "", row["rtt"]["sd"] if row["rtt"] else "",
+                        row["p50"]["mean"] if row["p50"] else "", row["p50"]["sd"] if row["p50"] else "",
+                        "" if row["p90_pooled_us"] is None else row["p90_pooled_us"], row["trace_samples"],
+                        row["chunked_per_run"], row["mrs_per_run"]])
     with open(os.path.join(res, "bench-runs.csv"), "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["kind", "config", "job", "repeat", "status", "value", "clat_us", "reason", "mount_options"])
+        w.writerow(["kind", "config", "job", "repeat", "status", "value", "clat_us", "cpu_us_per_op",
+                    "cpu_util", "rpcs", "reason", "mount_options"])
         for r in runs:
             w.writerow([r["kind"], r["config"], r["job"], r["repeat"], r["status"],
                         "" if r["value"] is None else r["value"],
-                        "" if r["clat_us"] is None else r["clat_us"], r["reason"], r["mount_options"]])
+                        "" if r["clat_us"] is None else r["clat_us"],
+                        "" if r["cpu_us_op"] is None else r["cpu_us_op"],
+                        "" if r["util"] is None else r["util"],
+                        r["meta"]["rpcs"] if r["meta"] else "", r["reason"], r["mount_options"]])
 
-    # --- chart ---
+    chart(res, settings, rows, ratios, meta_cfgs, meta_ratios, ops_rows, v2v1)
+    return 3 if failed else 0
+
+
+def chart(res, settings, rows, ratios, meta_cfgs, meta_ratios, ops_rows, v2v1):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 3, figsize=(15, 5.2))
+    fig, axes = plt.subplots(3, 3, figsize=(16, 15))
     colors = {"r2-1k": "#d62728", "c-1k": "#1f77b4", "r2": "#ff9896", "c": "#aec7e8",
-              "tcp": "#7f7f7f", "raw": "#2ca02c"}
-    for ax, (job, (title, unit, perf)) in zip(axes, JOBS.items()):
+              "tcp": "#7f7f7f", "raw": "#2ca02c",
+              "m-v2": "#d62728", "m-v1": "#ff9896", "m-r2": "#9467bd", "m-c": "#1f77b4", "m-tcp": "#7f7f7f"}
+
+    def nodata(ax, title):
+        ax.set_title(title, fontsize=10)
+        ax.text(0.5, 0.5, "not measured in this run", ha="center", va="center", transform=ax.transAxes,
+                color="#777777")
+        ax.set_xticks([])
+        ax.set_yticks([])
+
+    def bars(ax, groups, series, title, ylabel, ref=1.0, target=None):
+        """grouped bars: groups (x labels), series [(label, color, [ratio dict or None per group])]"""
+        if not groups or not any(r for _, _, rs in series for r in rs):
+            nodata(ax, title)
+            return
+        width = 0.8 / max(1, len(series))
+        for k, (label, color, rs) in enumerate(series):
+            for i, r in enumerate(rs):
+                x = i - 0.4 + width * (k + 0.5)
+                if r:
+                    ax.bar(x, r["ratio"], width, yerr=r["sd"], color=color, capsize=2,
+                           label=label if i == next(j for j, q in enumerate(rs) if q) else None)
+                    ax.text(x, r["ratio"], f"{r['ratio']:.2f}", ha="center", va="bottom", fontsize=6,
+                            rotation=90)
+        ax.axhline(ref, color="k", lw=0.8)
+        if target:
+            ax.axhline(target, color="#2ca02c", lw=0.8, ls="--", label=f"goal {target}")
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels(groups, rotation=30, ha="right", fontsize=8)
+        ax.set_title(title, fontsize=10)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+
+    # row 0: fio absolute numbers
+    for ax, (job, (title, unit, perf)) in zip(axes[0], JOBS.items()):
         cfgs = [c for c in ORDER if (c, job) in rows or (c == "raw" and unit == "MiB/s" and ("raw", perf) in rows)]
+        if not cfgs:
+            nodata(ax, title)
+            continue
         for i, cfg in enumerate(cfgs):
             row = rows[("raw", perf)] if cfg == "raw" else rows[(cfg, job)]
             st = row["stats"]
@@ -340,16 +872,71 @@ def main(res):
         ax.set_xticks(range(len(cfgs)))
         ax.set_xticklabels([CONFIGS[c][0] + ("\n" + perf if c == "raw" else "") for c in cfgs],
                            rotation=30, ha="right", fontsize=8)
-        ax.set_title(title, fontsize=10)
+        ax.set_title("fio: " + title, fontsize=10)
         ax.set_ylabel(unit + " (log scale)")
         ax.set_yscale("log")
         ax.grid(axis="y", alpha=0.3)
-    fig.suptitle(f"rpcrdma2 bench (NFSv4.1, direct I/O, two TCG guests, soft-RoCE; "
-                 f"mean ± sd of {settings.get('repeats', '?')} × {settings.get('runtime', '?')} s; "
-                 f"'1k' = rsize=wsize=1024)", fontsize=10)
+
+    # row 1: fio ratios against the C client, metadata speed against the C client
+    jobs = [e["job"] for e in ratios]
+    bars(axes[1][0], jobs,
+         [("rpcrdma2 / C", colors["r2"], [e["rpcrdma2_default/C_default"] for e in ratios]),
+          ("rpcrdma2 1k / C 1k", colors["r2-1k"], [e["rpcrdma2_1k/C_1k"] for e in ratios]),
+          ("TCP / C", colors["tcp"], [e["TCP/C_default"] for e in ratios])],
+         "fio throughput against the C client (above 1: faster)", "ratio of means")
+    bars(axes[1][1], jobs,
+         [("rpcrdma2 / C", colors["r2"], [e["cpu_per_op:rpcrdma2_default/C_default"] for e in ratios]),
+          ("rpcrdma2 1k / C 1k", colors["r2-1k"], [e["cpu_per_op:rpcrdma2_1k/C_1k"] for e in ratios]),
+          ("TCP / C", colors["tcp"], [e["cpu_per_op:TCP/C_default"] for e in ratios])],
+         "fio client CPU per I/O against the C client (below 1: less CPU)", "ratio of means")
+    others = [c for c in meta_cfgs if meta_base(c) != "m-c"]
+
+    def mr(cfg, ph, key):
+        e = next((m for m in meta_ratios if m["config"] == cfg and m["phase"] == ph), None)
+        return e[key] if e else None
+    bars(axes[1][2], list(META_PHASES),
+         [(meta_label(c), colors[meta_base(c)], [mr(c, ph, "speedup_vs_C") for ph in META_PHASES])
+          for c in others],
+         "metadata: elapsed C client / config (above 1: faster than C)", "ratio of means")
+    # row 2: metadata CPU, per-op p50, v2 vs v1
+    bars(axes[2][0], list(META_PHASES),
+         [(meta_label(c), colors[meta_base(c)], [mr(c, ph, "cpu_per_rpc_vs_C") for ph in META_PHASES])
+          for c in others],
+         "metadata: client CPU per RPC, config / C client (below 1: less)", "ratio of means")
+    ax = axes[2][1]
+    top = sorted({op for (c, op) in ops_rows},
+                 key=lambda op: -max(r["ops_per_run"] for (c, o), r in ops_rows.items() if o == op))[:8]
+    if top:
+        width = 0.8 / max(1, len(meta_cfgs))
+        for k, cfg in enumerate(meta_cfgs):
+            for i, op in enumerate(top):
+                r = ops_rows.get((cfg, op))
+                if r and r["p50"]:
+                    ax.bar(i - 0.4 + width * (k + 0.5), r["p50"]["mean"], width, yerr=r["p50"]["sd"],
+                           color=colors[meta_base(cfg)], capsize=2,
+                           label=meta_label(cfg) if i == next(j for j, o in enumerate(top)
+                                                               if ops_rows.get((cfg, o)) and ops_rows[(cfg, o)]["p50"]) else None)
+        ax.set_xticks(range(len(top)))
+        ax.set_xticklabels(top, rotation=30, ha="right", fontsize=8)
+        ax.set_yscale("log")
+        ax.set_ylabel("µs (log scale)", fontsize=8)
+        ax.set_title("metadata: p50 RTT per NFS operation", fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=7)
+    else:
+        nodata(ax, "metadata: p50 RTT per NFS operation")
+    sel = [e for e in v2v1 if e["what"].startswith("phase")] + \
+        [e for e in v2v1 if e["what"].startswith("op") and e["p50_v1/v2"]][:8]
+    bars(axes[2][2], [e["what"].replace("phase ", "t ").replace("op ", "p50 ") + e["nfs"].replace(".nfs4.1", "")
+                      for e in sel],
+         [("v1 / v2", colors["m-v2"], [e.get("elapsed_v1/v2") or e.get("p50_v1/v2") for e in sel])],
+         "RPC-over-RDMA v2 against v1 (rpcrdma2, responder): v1 / v2", "ratio (above 1: v2 faster)",
+         target=1.2)
+    fig.suptitle(f"rpcrdma2 bench (two TCG guests, soft-RoCE; mean ± sd of {settings.get('repeats', '?')} "
+                 f"repeats; fio {settings.get('runtime', '?')} s per run, '1k' = rsize=wsize=1024; "
+                 f"metadata: NFS {settings.get('meta_vers', '4.1')})", fontsize=11)
     fig.tight_layout()
-    fig.savefig(os.path.join(res, "bench.png"), dpi=110)
-    return 0
+    fig.savefig(os.path.join(res, "bench.png"), dpi=100)
 
 
 if __name__ == "__main__":

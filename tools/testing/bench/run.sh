@@ -3,8 +3,11 @@
 # shellcheck source-path=SCRIPTDIR
 #
 # make bench: fio over rpcrdma2, the stock C client (rpcrdma.ko) and NFS/TCP,
-# plus raw perftest between the same two guests, in one testbed boot; then
-# a table (mean, spread, ratios), a PNG chart and JSON/CSV results.
+# plus raw perftest between the same two guests, and metadata workloads
+# (stat, ls -l, create/remove, untar) over NFS/TCP, the C client and
+# rpcrdma2 to svcrdma and rpcrdma2 through the responder in versions 1 and
+# 2, with the client's CPU time per operation, in one testbed boot; then a
+# table (mean, spread, ratios), a PNG chart and JSON/CSV results.
 # See Documentation/benchmarks.rst.
 #
 #   tools/testing/bench/run.sh [options]
@@ -24,7 +27,17 @@ Boots the two testbed guests once and runs, in the client guest, the fio
 jobs of samples/fio/ (4 KiB random read iodepth 32, 1 MiB sequential read
 and write iodepth 4, direct I/O, NFSv4.1) over NFS/TCP, the C client
 (default and 1 KiB rsize/wsize), rpcrdma2 (1 KiB, and the default sizes),
-and perftest ib_write_bw/ib_read_bw/ib_send_lat; N repeats of each.
+perftest ib_write_bw/ib_read_bw/ib_send_lat, and the metadata workloads
+(tools/testing/bench/meta.sh); N repeats of each.
+
+configurations (--configs; 'fio' and 'meta' stand for their groups):
+  raw    perftest              m-tcp  metadata over NFS/TCP
+  tcp    fio, NFS/TCP          m-c    metadata, C client to svcrdma
+  c      fio, C client         m-r2   metadata, rpcrdma2 to svcrdma
+  c-1k   fio, C client, 1 KiB  m-v1   metadata, rpcrdma2 through the
+  r2     fio, rpcrdma2                responder --v1-only (port 20051)
+  r2-1k  fio, rpcrdma2, 1 KiB  m-v2   metadata, rpcrdma2 through the
+                                      responder, version 2 (port 20050)
 
 options:
   --repeats N        repeats per job (default 3)
@@ -32,7 +45,16 @@ options:
   --ramp S           unmeasured fio warm-up seconds per job (default 2)
   --size SIZE        size of each fio file on the server (default 128m)
   --lat-iters N      ib_send_lat iterations (default 2000)
-  --configs 'LIST'   subset of: raw tcp c c-1k r2-1k r2 (default: all)
+  --configs 'LIST'   subset of the above (default: all: 'fio meta')
+  --meta-vers 'V..'  NFS versions of the metadata workloads (default 4.1;
+                     e.g. '4.1 3')
+  --meta-files N     files in the metadata tree (default 3000)
+  --meta-dirsize N   files per directory of the tree (default 1000)
+  --meta-create N    files of the create/remove phases (default 300)
+  --untar 'DIRS'     kernel source directories in the untar tarball
+                     (default 'fs/nfs net/sunrpc')
+  --linux-src DIR    kernel source tree for the tarball (default: the
+                     testbed's, \$RPCRDMA2_CACHE/src/linux-source-*)
   --results DIR      results directory (default: a new directory under
                      \$RPCRDMA2_CACHE/bench/)
   --timeout S        limit for the whole testbed run (default: computed)
@@ -41,11 +63,16 @@ options:
   -h, --help         this text
 
 Writes DIR/bench.txt (the table), DIR/bench.json, DIR/bench.csv,
-DIR/bench.png; the raw fio/perftest outputs are in DIR/client/bench/.
+DIR/bench.png; the raw outputs are in DIR/testbed/client/bench/.
+Exit status: the testbed run's, or 1 if any selected configuration has a
+run without a number (the report names them).
 EOF
 }
 
-repeats=3 runtime=10 ramp=2 size=128m lat_iters=2000 configs='raw tcp c c-1k r2-1k r2'
+FIO_CONFIGS='raw tcp c c-1k r2-1k r2' META_CONFIGS='m-tcp m-c m-r2 m-v1 m-v2'
+repeats=3 runtime=10 ramp=2 size=128m lat_iters=2000 configs='fio meta'
+meta_vers=4.1 meta_files=3000 meta_dirsize=1000 meta_create=300
+untar_dirs='fs/nfs net/sunrpc' linux_src=''
 results='' timeout='' build=1 report_only=''
 while (($#)); do
 	[[ $1 == --*=* ]] && set -- "${1%%=*}" "${1#*=}" "${@:2}"
@@ -56,6 +83,12 @@ while (($#)); do
 	--size) size=${2:?}; shift 2 ;;
 	--lat-iters) lat_iters=${2:?}; shift 2 ;;
 	--configs) configs=${2:?}; shift 2 ;;
+	--meta-vers) meta_vers=${2:?}; shift 2 ;;
+	--meta-files) meta_files=${2:?}; shift 2 ;;
+	--meta-dirsize) meta_dirsize=${2:?}; shift 2 ;;
+	--meta-create) meta_create=${2:?}; shift 2 ;;
+	--untar) untar_dirs=${2:?}; shift 2 ;;
+	--linux-src) linux_src=${2:?}; shift 2 ;;
 	--results) results=${2:?}; shift 2 ;;
 	--timeout) timeout=${2:?}; shift 2 ;;
 	--no-build) build=0; shift ;;
@@ -64,14 +97,33 @@ while (($#)); do
 	*) echo "${0##*/}: unknown argument $1" >&2; usage >&2; exit 2 ;;
 	esac
 done
-for v in repeats runtime lat_iters ${timeout:+timeout}; do
+for v in repeats runtime lat_iters meta_files meta_dirsize meta_create ${timeout:+timeout}; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] ||
 		{ echo "${0##*/}: --${v//_/-}: not a positive number: ${!v}" >&2; exit 2; }
 done
 [[ $ramp =~ ^[0-9]+$ ]] || { echo "${0##*/}: --ramp: not a number: $ramp" >&2; exit 2; }
 [[ $size =~ ^[1-9][0-9]*[kmg]$ ]] || { echo "${0##*/}: --size: want e.g. 128m: $size" >&2; exit 2; }
+expanded=
 for c in $configs; do
-	[[ " raw tcp c c-1k r2-1k r2 " == *" $c "* ]] || { echo "${0##*/}: unknown config $c" >&2; exit 2; }
+	case $c in
+	fio) expanded+=" $FIO_CONFIGS" ;;
+	meta) expanded+=" $META_CONFIGS" ;;
+	*)
+		[[ " $FIO_CONFIGS $META_CONFIGS " == *" $c "* ]] ||
+			{ echo "${0##*/}: unknown config $c" >&2; exit 2; }
+		expanded+=" $c" ;;
+	esac
+done
+configs=$(tr ' ' '\n' <<<"$expanded" | awk 'NF && !seen[$0]++' | tr '\n' ' ')
+configs=${configs% }
+for v in $meta_vers; do
+	[[ $v =~ ^(3|4\.0|4\.1|4\.2)$ ]] || { echo "${0##*/}: --meta-vers: not an NFS version: $v" >&2; exit 2; }
+done
+(( meta_files <= 100 * meta_dirsize )) ||
+	{ echo "${0##*/}: --meta-files: at most 100 directories of --meta-dirsize files" >&2; exit 2; }
+has_meta=0 has_responder=0
+for c in $configs; do
+	case $c in m-v1 | m-v2) has_responder=1 ;& m-*) has_meta=1 ;; esac
 done
 
 # The report needs matplotlib (Debian python3-matplotlib) in the system
@@ -102,6 +154,29 @@ if ((build)); then
 	step "build rpcrdma2.ko" make -s modules
 fi
 
+# The metadata workloads' inputs: the responder (in the server guest, from
+# /src) and the untar tarball, in the tree's cargo target directory (the
+# guests see the repository as /src; the directory is not under git).
+if ((has_responder)); then
+	step "build the responder (m-v1, m-v2)" tools/responder/build.sh
+	[ -x tools/responder/target/release/rpcrdma-responder ] ||
+		die "no responder binary at tools/responder/target/release/rpcrdma-responder: m-v1 and m-v2 cannot run"
+fi
+if ((has_meta)); then
+	if [ -z "$linux_src" ]; then
+		linux_src=$(ls -d "$RPCRDMA2_CACHE"/src/linux-source-* 2>/dev/null | tail -n 1)
+		[ -n "$linux_src" ] || die "no kernel source under $RPCRDMA2_CACHE/src (make kernel) for the untar tarball; or --linux-src DIR"
+	fi
+	for d in $untar_dirs; do
+		[ -d "$linux_src/$d" ] || die "--untar: no directory $d in $linux_src"
+	done
+	mkdir -p target/bench
+	# shellcheck disable=SC2086 # a list of directories
+	tar -C "$linux_src" --sort=name --owner=0 --group=0 -cf target/bench/untar.tar $untar_dirs ||
+		die "cannot make target/bench/untar.tar from $linux_src"
+	log "untar tarball: $untar_dirs of ${linux_src##*/}: $(tar -tf target/bench/untar.tar | grep -vc '/$') files, $(du -k target/bench/untar.tar | cut -f1) KiB"
+fi
+
 if [ -z "$results" ]; then
 	base=$RPCRDMA2_CACHE/bench
 	mkdir -p "$base"
@@ -118,12 +193,15 @@ results=$(cd "$results" && pwd)
 	echo "git HEAD $(git rev-parse --short HEAD 2>/dev/null) $(git log -1 --format=%s 2>/dev/null)"
 	echo "uncommitted changes in rpcrdma/ xdr/ Kbuild: $(git status --short -- rpcrdma xdr Kbuild 2>/dev/null | tr '\n' ' ')"
 	echo "host: $(nproc) CPUs, $(uname -r), load at start $(cut -d' ' -f1-3 /proc/loadavg), qemu processes $(pgrep -c qemu-system || true)"
+	((!has_meta)) || echo "untar: $untar_dirs of ${linux_src##*/} ($(tar -tf target/bench/untar.tar | grep -vc '/$') files)"
+	((!has_responder)) || echo "responder sha256 $(sha256sum <tools/responder/target/release/rpcrdma-responder | cut -d' ' -f1)"
 } >"$results/build-info.txt"
 
-ncfg=0 raw=0
+ncfg=0 raw=0 nmeta=0
 for c in $configs; do
-	case $c in raw) raw=1 ;; *) ncfg=$((ncfg + 1)) ;; esac
+	case $c in raw) raw=1 ;; m-*) nmeta=$((nmeta + 1)) ;; *) ncfg=$((ncfg + 1)) ;; esac
 done
+nmeta=$((nmeta * $(wc -w <<<"$meta_vers")))
 # Bound (expected: ~15 min for the defaults on an idle host): boot, then per
 # repeat 4 NFS configurations x 3 fio jobs (ramp + runtime + ~7 s of mount,
 # fio start-up and drain each), perftest (2 bandwidth runs + the latency
@@ -136,13 +214,20 @@ if [ -z "$timeout" ]; then
 	[[ " $configs " == *" r2 "* ]] && nrep=$((nrep - 1))
 	timeout=$((180 + repeats * (nrep * 3 * (ramp + runtime + 7) + raw * (2 * runtime + 40) + 20)))
 	[[ " $configs " == *" r2 "* ]] && timeout=$((timeout + 3 * (ramp + runtime + 30) + 60))
+	# metadata: per configuration and repeat 6 mounts, the restat pause,
+	# and about 3 ms per file stat'ed/listed, 30 ms per file created or
+	# removed or untarred (a 1-repeat run took about half of this)
+	((nmeta == 0)) || timeout=$((timeout + 60 + repeats * nmeta * 2 * (40 + (3 * 3 * meta_files + 30 * 2 * meta_create + 30 * 2 * $(tar -tf target/bench/untar.tar | wc -l)) / 1000)))
 fi
 
 # The server side needs the settings too: a generated wrapper around
 # server.sh (run.sh copies a script from outside the repository into the run).
 srv=$(mktemp /tmp/rpcrdma2-bench-server.XXXXXX)
 trap 'rm -f "$srv"; [ -z "${loadpid:-}" ] || kill "$loadpid" 2>/dev/null || true' EXIT
-printf '%s=%q\n' BENCH_SIZE "$size" BENCH_RUNTIME "$runtime" BENCH_LAT_ITERS "$lat_iters" >"$srv"
+mfiles=0
+((!has_meta)) || mfiles=$meta_files
+printf '%s=%q\n' BENCH_SIZE "$size" BENCH_RUNTIME "$runtime" BENCH_LAT_ITERS "$lat_iters" \
+	BENCH_META_FILES "$mfiles" BENCH_META_DIRSIZE "$meta_dirsize" BENCH_RESPONDER "$has_responder" >"$srv"
 echo '. /src/tools/testing/bench/server.sh' >>"$srv"
 
 # Host load during the run (other guests on this 2-core machine skew numbers).
@@ -162,7 +247,8 @@ log "results: $results"
 rc=0
 tools/testing/vm/run.sh --timeout "$timeout" --results "$tb" --server-script "$srv" \
 	tools/testing/bench/guest.sh --repeats "$repeats" --runtime "$runtime" --ramp "$ramp" \
-	--size "$size" --lat-iters "$lat_iters" --configs "$configs" || rc=$?
+	--size "$size" --lat-iters "$lat_iters" --configs "$configs" --meta-vers "$meta_vers" \
+	--meta-files "$meta_files" --meta-dirsize "$meta_dirsize" --meta-create "$meta_create" || rc=$?
 kill "$loadpid" 2>/dev/null || true
 loadpid=
 
@@ -170,6 +256,14 @@ if ((rc != 0)); then
 	log "WARNING: the testbed run exited $rc (see $tb/run.log); reporting what was measured"
 fi
 [ -f "$tb/client/bench/runs.tsv" ] || die "no results from the guest (testbed exit $rc, see $tb/run.log)"
-report "$results" || die "report failed"
+rrc=0
+report "$results" || rrc=$?
+case $rrc in
+0) ;;
+3)
+	log "FAILED: configurations or jobs without a number (see FAILED in $results/bench.txt)"
+	((rc != 0)) || rc=1 ;;
+*) die "report failed (exit $rrc)" ;;
+esac
 log "results: $results/bench.txt bench.json bench.csv bench.png"
 exit "$rc"

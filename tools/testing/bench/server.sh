@@ -2,17 +2,26 @@
 # shellcheck shell=bash
 #
 # Server side of `make bench` (sourced by the --server-script wrapper that
-# tools/testing/bench/run.sh generates, which sets BENCH_SIZE, BENCH_RUNTIME
-# and BENCH_LAT_ITERS).  Runs on the server guest once nfsd is up:
+# tools/testing/bench/run.sh generates, which sets BENCH_SIZE, BENCH_RUNTIME,
+# BENCH_LAT_ITERS, BENCH_META_FILES, BENCH_META_DIRSIZE and
+# BENCH_RESPONDER).  Runs on the server guest once nfsd is up:
 #   1. creates the fio data files in the export (on the server, so that no
 #      fio job spends its measured time laying a file out over NFS);
-#   2. starts the perftest servers, each in a restart loop (a perftest
+#   2. for the metadata workloads (BENCH_META_FILES > 0), the tree
+#      meta/tree/dNN/fNNNNN: BENCH_META_FILES files of 100 bytes in
+#      directories of BENCH_META_DIRSIZE entries, and the empty meta/work;
+#   3. with BENCH_RESPONDER=1, the user-space responder (tools/responder)
+#      on port 20050 (versions 2 and 1) and 20051 (--v1-only), exactly as
+#      the integration tests start it (integration/server/responder.sh);
+#      if it cannot start, this script fails and so does the testbed run;
+#   4. starts the perftest servers, each in a restart loop (a perftest
 #      server serves one client run and exits): ib_write_bw on port 18515,
 #      ib_read_bw on 18516, ib_send_lat on 18517, all over rdma_cm (-R).
-# It returns at once; the loops die with the guest.
+# It returns at once; the loops and the responders die with the guest.
 
 set -euo pipefail
 : "${BENCH_SIZE:?}" "${BENCH_RUNTIME:?}" "${BENCH_LAT_ITERS:?}"
+: "${BENCH_META_FILES:=0}" "${BENCH_META_DIRSIZE:=1000}" "${BENCH_RESPONDER:=0}"
 
 dir=${NFS_EXPORT:-/export}/bench
 mkdir -p "$dir"
@@ -24,6 +33,25 @@ for f in randread seqread seqwrite; do
 	chmod 0666 "$dir/$f.dat"
 done
 ls -l "$dir"
+
+if ((BENCH_META_FILES > 0)); then
+	meta=${NFS_EXPORT:-/export}/meta
+	mkdir -p "$meta/tree" "$meta/work"
+	printf -v line '%099d' 0 # 99 digits + newline: 100 bytes
+	for ((i = 0; i < BENCH_META_FILES; i++)); do
+		printf -v d '%s/tree/d%02d' "$meta" $((i / BENCH_META_DIRSIZE))
+		printf -v f 'f%05d' "$i"
+		((i % BENCH_META_DIRSIZE)) || mkdir -p "$d"
+		printf '%s\n' "$line" >"$d/$f"
+	done
+	chmod -R a+rwX "$meta"
+	echo "metadata tree: $(find "$meta/tree" -type f | wc -l) files in $(find "$meta/tree" -mindepth 1 -type d | wc -l) directories"
+fi
+
+if ((BENCH_RESPONDER)); then
+	# (a separate bash: responder.sh exits on error)
+	bash /src/tools/testing/integration/server/responder.sh
+fi
 
 # userspace rdma_cm (perftest -R); built in or a module depending on config
 modprobe rdma_ucm 2>/dev/null || true
