@@ -318,6 +318,12 @@ impl Transport for RdmaXprt {
             Err(e) if e == crate::compat::errno::enobufs() => {
                 this.data.stats.empty_sendq.fetch_add(1, Relaxed);
                 xprt.wait_for_buffer_space();
+                // Credits or a Send buffer may have come back before
+                // XPRT_WRITE_SPACE was set (a continued Call may wait for
+                // the one grant the responder will send): look again.
+                if conn.ready_to_send() {
+                    xprt.write_space();
+                }
                 return Err(EAGAIN);
             }
             Err(e) if e == crate::compat::errno::emsgsize() => {

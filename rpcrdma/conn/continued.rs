@@ -126,6 +126,13 @@ impl Conn {
     pub(super) fn continuing(&self) -> bool {
         self.ep.qp().handler().0.cursor.lock().is_some()
     }
+
+    /// A message could be sent now: a Send buffer is free and the credit
+    /// budget allows one.
+    pub fn ready_to_send(&self) -> bool {
+        let q = &self.ep.qp().handler().0;
+        q.sends.lock().top > 0 && q.proto.lock().credits().may_send()
+    }
 }
 
 impl QpState {
