@@ -28,6 +28,8 @@ phase_host() {
 	step "host crates (workspace): fmt, clippy, doc, tests, kcompat, fuzz" \
 		tools/testing/host-check.sh
 	step "responder: build, fmt, clippy, tests" tools/responder/check.sh
+	step "documentation: Sphinx build, conformance table's tests exist" \
+		tools/testing/docs-check.sh
 	# Coverage-guided (libFuzzer) smoke run of every decoder the wire
 	# reaches; the long run is `make fuzz` (Documentation/testing.rst).
 	step "fuzz: libFuzzer smoke run, all targets" fuzz/fuzz.sh smoke "${FUZZ_SMOKE_SECONDS:-25}"
