@@ -9,6 +9,7 @@ use crate::sunrpc::xprt::Unpublished;
 use crate::transport::RdmaXprt;
 use kernel::c_str;
 
+use crate::proto::connprop::selftest::SELF_TESTS as CONNPROP_SELF_TESTS;
 use crate::proto::selftest::SELF_TESTS as PROTO_SELF_TESTS;
 use crate::xdr::selftest::{SelfTest, SELF_TESTS};
 
@@ -35,6 +36,13 @@ impl crate::compat::kunit::TableTest for SelfTest {
 kunit_table_suite!(rpcrdma2_xdr, codec_self_tests, SelfTest, SELF_TESTS);
 
 kunit_table_suite!(rpcrdma2_proto, proto_self_tests, SelfTest, PROTO_SELF_TESTS);
+
+kunit_table_suite!(
+    rpcrdma2_connprop,
+    connprop_self_tests,
+    SelfTest,
+    CONNPROP_SELF_TESTS
+);
 
 kunit_suite!(rpcrdma2_xprt {
     create_formats_ipv4_addresses,

@@ -207,6 +207,9 @@ pub struct QpState {
     stats: Arc<ConnStats>,
     /// Where reverse-direction Calls go.
     bc: Arc<Backchannel>,
+    /// The connection's CM handler: the connect worker waits there for
+    /// the answer to the version 2 probe.
+    cm: Arc<ConnCm>,
     /// Chunk registrations by request slot.
     #[pin]
     regs: SpinLock<RegTable>,
@@ -230,6 +233,7 @@ impl ConnQp {
         proto: Arc<ProtoState>,
         stats: Arc<ConnStats>,
         bc: Arc<Backchannel>,
+        cm: Arc<ConnCm>,
         sizing: RegSizing,
     ) -> Result<Self> {
         let regs = RegTable::new(sizing.slots, sizing.mrs_per_rpc, sizing.depth)?;
@@ -248,6 +252,7 @@ impl ConnQp {
                 proto,
                 stats,
                 bc,
+                cm,
                 regs <- new_spinlock!(regs),
                 chunking <- new_spinlock!(None),
                 chains <- new_spinlock!(chains),
@@ -463,6 +468,7 @@ impl Conn {
             proto_state.clone(),
             stats.clone(),
             bc.clone(),
+            cm.clone(),
             RegSizing {
                 slots: config.max_requests as usize,
                 mrs_per_rpc,
@@ -539,11 +545,81 @@ impl Conn {
                 )
             }
         }
-        Ok(Conn {
+        let conn = Conn {
             ep,
             limits,
             id: conn_id,
-        })
+        };
+        if plan.protocol == Protocol::V2 {
+            *step = c"version 2 probe";
+            conn.probe(proto_state, &cm)?;
+            // The peer's segment properties may leave room for less than
+            // a full payload: lower the transport's, before the upper
+            // layer sizes its I/O (NFS reads it at mount).
+            let depth = frwr.map_or(1, |c| c.depth);
+            let max = proto_state.lock().max_payload(mr::page_size() as u32, depth);
+            if let Some(bytes) = max {
+                if xprt().lower_max_payload(bytes as usize) {
+                    pr_info!(
+                        "conn {}: the server's segment limits allow RPC payloads of {} bytes at most\n",
+                        conn_id,
+                        bytes
+                    );
+                }
+            }
+        }
+        Ok(conn)
+    }
+
+    /// Sends our `RDMA2_CONNPROP` as the version 2 probe and waits for
+    /// the server's answer (see `proto::connprop`), unless this transport
+    /// probes with its first RPC. `EAGAIN` when the probe is not answered
+    /// in time (the server is remembered as not answering CONNPROP: the
+    /// next connection probes with an RPC) or the connection fails
+    /// meanwhile: SUNRPC then connects again.
+    fn probe(&self, proto_state: &Arc<ProtoState>, cm: &ConnCm) -> Result {
+        let Some(plan) = proto_state.lock().connprop_probe() else {
+            return Ok(());
+        };
+        if trace::connprop_enabled() {
+            let mut sent = crate::xdr::props::TransportProperties::DEFAULTS;
+            for p in &plan.props {
+                sent.apply(p);
+            }
+            trace::connprop(self.id, c"sent", &sent);
+        }
+        if let Err(e) = self.post_send(|buf| plan.encode(buf).map_err(|_| EINVAL)) {
+            pr_err!(
+                "conn {}: posting the RDMA2_CONNPROP probe failed ({:?})\n",
+                self.id,
+                e
+            );
+            return Err(EAGAIN);
+        }
+        match cm.wait_probe_answer(proto::connprop::PROBE_TIMEOUT_MS) {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                if !proto_state.lock().probe_timed_out() {
+                    // Answered just now.
+                    return Ok(());
+                }
+                pr_warn!(
+                    "conn {}: no answer to the RPC-over-RDMA version 2 probe (RDMA2_CONNPROP) in {} ms: reconnecting; this server's connections will probe with their first RPC\n",
+                    self.id,
+                    proto::connprop::PROBE_TIMEOUT_MS
+                );
+                self.disconnect(c"CONNPROP probe unanswered");
+                Err(EAGAIN)
+            }
+            Err(e) => {
+                pr_warn!(
+                    "conn {}: the connection failed while probing for version 2 ({:?})\n",
+                    self.id,
+                    e
+                );
+                Err(EAGAIN)
+            }
+        }
     }
 
     /// Marshals `rqst` (in request slot `slot`) and posts it: inline as
@@ -568,7 +644,7 @@ impl Conn {
             // Make sure the MRs are there before the Call is counted as
             // sent: a Send that finds the pool empty waits for space.
             let p = q.proto.lock();
-            let limits = proto::Limits::new(p.config(), page_size, depth);
+            let limits = p.limits(page_size, depth);
             let need = proto::chunks::plan(&rpc, p.thresholds(), &limits)
                 .map_or(0, |pl| pl.ranges().len());
             drop(p);

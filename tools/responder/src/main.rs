@@ -32,6 +32,12 @@ options:
   --relay-callbacks      relay nfsd's callbacks (NFSv4.x) to the client as
                          reverse-direction Calls and its replies back to nfsd
                          (default: count and drop them)
+  --prop-segs N          v2: advertise Maximum RDMA Segment Count N in our
+                         CONNPROP (default 16) and answer RDMA2_ERR_SEGMENTS
+                         to Calls carrying more segments (counted in
+                         prop_violations)
+  --prop-seg-size B      v2: advertise Maximum RDMA Segment Size B (default
+                         1 MiB) and refuse Calls with a longer segment alike
 fault injection:
   --no-connprop          do not send RDMA2_CONNPROP
   --no-private-data      accept without RFC 8797 private data
@@ -110,6 +116,8 @@ fn parse() -> Result<Option<Config>, String> {
             "-v" | "--verbose" => cfg.verbose = true,
             "--no-connprop" => cfg.opts.no_connprop = true,
             "--relay-callbacks" => cfg.opts.relay_callbacks = true,
+            "--prop-segs" => cfg.opts.prop_segs = Some(num(args.next(), &a)?),
+            "--prop-seg-size" => cfg.opts.prop_seg_size = Some(num(args.next(), &a)?),
             "--no-private-data" => cfg.no_private_data = true,
             "--continue-over" => cfg.opts.continue_over = Some(num(args.next(), &a)?),
             "--err-nth" => {
