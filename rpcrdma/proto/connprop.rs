@@ -68,8 +68,12 @@ use super::xdr::v2;
 pub const PROBE_XID: u32 = 0x434f_4e50;
 
 /// How long the connect worker waits for an answer to the CONNPROP
-/// probe before giving up on it for this server.
-pub const PROBE_TIMEOUT_MS: u32 = 5000;
+/// probe before giving up on it for this server. A server answers on
+/// receipt (microseconds on RDMA); a false timeout costs little (this
+/// transport then probes with RPCs, which every server answers), while
+/// the wait delays every mount of a server that does not answer, and a
+/// soft mount's first RPC may time out meanwhile: one second.
+pub const PROBE_TIMEOUT_MS: u32 = 1000;
 
 /// Largest property set reassembled from continued messages, in bytes.
 pub const MAX_SET_LEN: u32 = 65536;
