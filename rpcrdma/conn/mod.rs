@@ -557,7 +557,9 @@ impl Conn {
             // a full payload: lower the transport's, before the upper
             // layer sizes its I/O (NFS reads it at mount).
             let depth = frwr.map_or(1, |c| c.depth);
-            let max = proto_state.lock().max_payload(mr::page_size() as u32, depth);
+            let max = proto_state
+                .lock()
+                .max_payload(mr::page_size() as u32, depth);
             if let Some(bytes) = max {
                 if xprt().lower_max_payload(bytes as usize) {
                     pr_info!(

@@ -818,9 +818,11 @@ impl Transport {
                 // The answer to our CONNPROP probe returns its credit
                 // whatever its credit word says (rule 3 of
                 // super::credits: it answers the probe).
-                let answers_probe = phase == (Phase::Probing {
-                    probe: Some(connprop::PROBE_XID),
-                }) && self.neg.phase() == Phase::Settled(Protocol::V2);
+                let answers_probe = phase
+                    == (Phase::Probing {
+                        probe: Some(connprop::PROBE_XID),
+                    })
+                    && self.neg.phase() == Phase::Settled(Protocol::V2);
                 let grant = match (h.protocol, &h.body) {
                     // A v1 reverse-direction Call carries the server's
                     // backchannel grant, not one for our Calls (RFC 8167;

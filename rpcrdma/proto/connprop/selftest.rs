@@ -17,9 +17,7 @@ use super::super::reply::{Cause, Control, Reply};
 use super::super::xdr::chunk::Segment;
 use super::super::xdr::error::ErrorKind;
 use super::super::xdr::header::{self, Body, Protocol};
-use super::super::xdr::props::{
-    Property, TransportProperties, RVREQSUP_INLINE, RVREQSUP_NONE,
-};
+use super::super::xdr::props::{Property, TransportProperties, RVREQSUP_INLINE, RVREQSUP_NONE};
 use super::super::xdr::pvtdata::{Peer, PrivateData};
 use super::super::xdr::selftest::{case, check, run_table};
 pub use super::super::xdr::selftest::{Failure, SelfTest, TestResult};
@@ -145,9 +143,12 @@ fn connprop_probe_is_first() -> TestResult {
         what: "no probe",
     })?;
     check!(plan.xid == PROBE_XID && PROBE_XID != 0);
-    check!(t.phase() == (Phase::Probing {
-        probe: Some(PROBE_XID)
-    }));
+    check!(
+        t.phase()
+            == (Phase::Probing {
+                probe: Some(PROBE_XID)
+            })
+    );
     check!(t.stats().connprop_sent == 1 && t.stats().probes == 1);
     let mut buf = [0u8; Plan::MAX_LEN];
     let n = plan.encode(&mut buf).unwrap_or(0);
@@ -174,7 +175,9 @@ fn connprop_probe_is_first() -> TestResult {
         check!(w.word(i.saturating_add(5)) == *v);
     }
     // The codec reads it back as a complete CONNPROP.
-    check!(matches!(header::decode(w.bytes()), Ok(h) if matches!(h.body, Body::ConnProp(s) if s.len() == 3)));
+    check!(
+        matches!(header::decode(w.bytes()), Ok(h) if matches!(h.body, Body::ConnProp(s) if s.len() == 3))
+    );
     // One message outstanding: no Call until the server answers.
     check!(t.prepare_call(1, 100, 100) == Err(CallError::NoCredits));
     // Only one probe per connection.
@@ -203,7 +206,9 @@ fn connprop_probe_answered_v2() -> TestResult {
     })?;
     let w = responder_connprop(CRED_1_32, 16, 1 << 20, RVREQSUP_NONE);
     let out = t.receive(w.bytes());
-    check!(matches!(out.reply, Reply::Control(Control::Properties(p)) if p.max_segment_count == 16));
+    check!(
+        matches!(out.reply, Reply::Control(Control::Properties(p)) if p.max_segment_count == 16)
+    );
     check!(t.phase() == Phase::Settled(Protocol::V2));
     check!(out.wake_senders);
     check!(t.stats().connprop_applied == 1 && t.memory().lost_probes() == 0);
@@ -241,9 +246,12 @@ fn connprop_probe_svcrdma_falls_back() -> TestResult {
     let w = svcrdma_err_vers(0x1234);
     let out = t2.receive(w.bytes());
     check!(out.reply == Reply::Drop(Cause::StrayErrVers));
-    check!(t2.phase() == (Phase::Probing {
-        probe: Some(PROBE_XID)
-    }));
+    check!(
+        t2.phase()
+            == (Phase::Probing {
+                probe: Some(PROBE_XID)
+            })
+    );
     // The next connection starts in version 1 and sends no probe.
     t.connect();
     t.established(peer(1024, 1024, false));
@@ -342,12 +350,25 @@ fn feed_split(t: &mut Transport, set: &[u32], piece: usize, xid: u32) -> Option<
 /// ones we use.
 const SPLIT_SET: [u32; 20] = [
     5, // count
-    6, 12, 5, 0x6162_6364, 0x6500_0000, // HOSTAUTH: opaque<5> "abcde"
-    4, 4, 3, // RCSIZ 3
-    99, 8, 1, 2, // unknown property 99, 8 bytes
-    3, 4, 65536, // RSSIZ 64 KiB
-    2, 4, 2048, // RBSIZ 2048
-    0, // (extra word: trailing, used by the bounds test)
+    6,
+    12,
+    5,
+    0x6162_6364,
+    0x6500_0000, // HOSTAUTH: opaque<5> "abcde"
+    4,
+    4,
+    3, // RCSIZ 3
+    99,
+    8,
+    1,
+    2, // unknown property 99, 8 bytes
+    3,
+    4,
+    65536, // RSSIZ 64 KiB
+    2,
+    4,
+    2048, // RBSIZ 2048
+    0,    // (extra word: trailing, used by the bounds test)
 ];
 
 /// A continued CONNPROP (pieces of 7 bytes: words split across pieces)
@@ -408,18 +429,28 @@ fn connprop_reassembly_bounds() -> TestResult {
         }
     };
     // Trailing bytes after the last element.
-    check!(matches!(whole(&SPLIT_SET), Step::Failed(e) if matches!(e.kind, ErrorKind::TrailingBytes(_))));
+    check!(
+        matches!(whole(&SPLIT_SET), Step::Failed(e) if matches!(e.kind, ErrorKind::TrailingBytes(_)))
+    );
     // Truncated: the last element is cut short.
     let cut = SPLIT_SET.get(..17).unwrap_or(&[]);
     check!(matches!(whole(cut), Step::Failed(e) if e.kind == ErrorKind::Truncated));
     // A uint32 property whose data is not four bytes.
-    check!(matches!(whole(&[1, 2, 8, 1, 2]), Step::Failed(e) if e.kind == ErrorKind::BadPropVal(2)));
+    check!(
+        matches!(whole(&[1, 2, 8, 1, 2]), Step::Failed(e) if e.kind == ErrorKind::BadPropVal(2))
+    );
     // A Host Auth Message whose inner opaque does not fill rdma_data.
-    check!(matches!(whole(&[1, 6, 8, 9, 0]), Step::Failed(e) if e.kind == ErrorKind::BadPropVal(6)));
+    check!(
+        matches!(whole(&[1, 6, 8, 9, 0]), Step::Failed(e) if e.kind == ErrorKind::BadPropVal(6))
+    );
     // A count that cannot fit the bound.
-    check!(matches!(whole(&[MAX_SET_LEN, 0]), Step::Failed(e) if matches!(e.kind, ErrorKind::CountOverrun(_))));
+    check!(
+        matches!(whole(&[MAX_SET_LEN, 0]), Step::Failed(e) if matches!(e.kind, ErrorKind::CountOverrun(_)))
+    );
     // rdma_data longer than the bound.
-    check!(matches!(whole(&[1, 99, MAX_SET_LEN + 1, 0]), Step::Failed(e) if matches!(e.kind, ErrorKind::LengthOverrun(_))));
+    check!(
+        matches!(whole(&[1, 99, MAX_SET_LEN + 1, 0]), Step::Failed(e) if matches!(e.kind, ErrorKind::LengthOverrun(_)))
+    );
     // Many pieces of one huge unknown property: abandoned at the bound.
     let mut a = Assembly::new();
     let head = [0u8, 0, 0, 1, 0, 0, 0, 99, 0, 1, 0, 0];
@@ -439,7 +470,10 @@ fn connprop_reassembly_bounds() -> TestResult {
         what: "no probe",
     })?;
     let last = feed_split(&mut t, cut, 8, 0);
-    check!(matches!(last, Some(Reply::Control(Control::PropertiesPart))));
+    check!(matches!(
+        last,
+        Some(Reply::Control(Control::PropertiesPart))
+    ));
     check!(t.peer_props().is_none() && t.stats().connprop_bad == 1);
     // A piece of another XID starts a new set.
     let mut a = Assembly::new();
@@ -474,9 +508,7 @@ fn connprop_thresholds() -> TestResult {
         inline_recv: 16384,
         ..Config::default()
     };
-    let props = |rb: u32, sb: u32| {
-        Wire::new(&[0, 2, CRED_1_32, 5, 0, 2, 1, 4, sb, 2, 4, rb])
-    };
+    let props = |rb: u32, sb: u32| Wire::new(&[0, 2, CRED_1_32, 5, 0, 2, 1, 4, sb, 2, 4, rb]);
     // No private data: v2 default 4096 until the properties say 8192.
     let mut t = up(big, Peer::Absent);
     let _ = t.connprop_probe();
@@ -536,7 +568,10 @@ fn connprop_segment_limits() -> TestResult {
         && p.ranges().iter().all(|r| r.len <= 8192)));
     // 64 KiB READ: eight segments needed, two allowed.
     let r = t.prepare_rpc(2, &read_rpc(65536), 4096, 256);
-    check!(matches!(r, Err(CallError::Plan(PlanError::TooManySegments { limit: 2, .. }))));
+    check!(matches!(
+        r,
+        Err(CallError::Plan(PlanError::TooManySegments { limit: 2, .. }))
+    ));
     // The payload the upper layer may plan for: (2 - 2, at least 1)
     // segments of 8 KiB.
     check!(t.max_payload(4096, 256) == Some(8192));
@@ -549,7 +584,10 @@ fn connprop_segment_limits() -> TestResult {
     plan_rpc.reply_buflen = 9000;
     plan_rpc.reply_ddp = false;
     let r = t.prepare_rpc(3, &plan_rpc, 4096, 256);
-    check!(matches!(r, Err(CallError::Plan(PlanError::TooManySegments { limit: 1, .. }))));
+    check!(matches!(
+        r,
+        Err(CallError::Plan(PlanError::TooManySegments { limit: 1, .. }))
+    ));
     // A segment size below a page: no chunks at all (inline only).
     let t = chunky(16, 1024).ok_or(Failure {
         line: line!(),
@@ -563,7 +601,16 @@ fn connprop_segment_limits() -> TestResult {
         what: "setup",
     })?;
     let l = t.limits(4096, 256);
-    check!(l == Limits::new(&Config { max_segs: 16, ..Config::default() }, 4096, 256));
+    check!(
+        l == Limits::new(
+            &Config {
+                max_segs: 16,
+                ..Config::default()
+            },
+            4096,
+            256
+        )
+    );
     check!(t.max_payload(4096, 256).is_none());
     // The count bounds the whole header: one Read chunk and one Write
     // chunk of one segment each need two.
@@ -582,7 +629,14 @@ fn connprop_segment_limits() -> TestResult {
         ..read_rpc(8192)
     };
     let r = t.prepare_rpc(4, &both, 4096, 256);
-    check!(matches!(r, Err(CallError::Plan(PlanError::TooManySegments { needed: 2, limit: 1, .. }))));
+    check!(matches!(
+        r,
+        Err(CallError::Plan(PlanError::TooManySegments {
+            needed: 2,
+            limit: 1,
+            ..
+        }))
+    ));
     Ok(())
 }
 
@@ -590,7 +644,23 @@ fn connprop_segment_limits() -> TestResult {
 /// peer that announced `RVREQSUP_NONE` gets its reverse Calls dropped,
 /// one that announced more has them served.
 fn connprop_reverse_support() -> TestResult {
-    let call = Wire::new(&[0x99, 2, CRED_1_32, 0, 0, 0, 0, 0, 0, 0x99, 0, 2, 0x4000_0000, 1, 0]);
+    let call = Wire::new(&[
+        0x99,
+        2,
+        CRED_1_32,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0x99,
+        0,
+        2,
+        0x4000_0000,
+        1,
+        0,
+    ]);
     for (brs, served) in [(RVREQSUP_NONE, false), (RVREQSUP_INLINE, true)] {
         let cfg = Config {
             bc_requests: 8,

@@ -609,7 +609,10 @@ fn prop_segment_limits_advertised_and_enforced() {
     let a = p.on_receive(&call_msg(Protocol::V2, 0x31, 1, ok, &rpc), &mut st);
     let s = sends(&a);
     // Our CONNPROP first: RSSIZ 65536, RCSIZ 2.
-    assert_eq!(&s[0][5..], &[5, 1, 4, 4096, 2, 4, 4096, 3, 4, 65536, 4, 4, 2, 5, 4, 0]);
+    assert_eq!(
+        &s[0][5..],
+        &[5, 1, 4, 4096, 2, 4, 4096, 3, 4, 65536, 4, 4, 2, 5, 4, 0]
+    );
     assert_eq!(the_call(&a).xid, 0x31);
     // Three segments: RDMA2_ERR_SEGMENTS (7) with max 2.
     let w3 = [seg(1, 4096), seg(2, 4096), seg(3, 4096)];

@@ -73,7 +73,7 @@ tb_log "=== 1. port 20090, NFSv4.1: our CONNPROP is the first message"
 NFS_RDMA_PORT=20090 tb_mount 4.1 rdma "$MNT"
 tb_assert_proto "$MNT" rdma
 ls "$MNT" >/dev/null
-mapfile -t cs < <(conns_to 20090)
+read -r -a cs <<<"$(conns_to 20090 | tr "\n" " ")"
 ((${#cs[@]} >= 1)) || tb_die "no connection to 20090 traced"
 for c in "${cs[@]}"; do
 	[ "$(first_of "$c")" = connprop ] || tb_die "conn $c: the first message was not our RDMA2_CONNPROP"
@@ -133,7 +133,7 @@ echo 100 >"$F/probability"
 tb_step "write 3 MiB while disconnects are injected" timeout 300 dd if=/tmp/ref of="$MNT/ref" bs=1M oflag=direct status=none
 echo 0 >"$F/probability"
 [ -n "$(tb_trace_events disconnect 'reason=injected')" ] || tb_die "no disconnect was injected"
-mapfile -t cs < <(conns_to 20090)
+read -r -a cs <<<"$(conns_to 20090 | tr "\n" " ")"
 ((${#cs[@]} >= 2)) || tb_die "no reconnect (${#cs[@]} connection(s))"
 big=0
 for c in "${cs[@]}"; do
