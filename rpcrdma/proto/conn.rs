@@ -406,9 +406,13 @@ impl Transport {
             });
         }
         if let Some(r) = ranges.iter().find(|r| r.len > p.max_segment_size) {
+            // Segments of the allowed size it would take (at least 2).
+            let size = p.max_segment_size.max(1);
+            let whole = r.len.checked_div(size).unwrap_or(r.len);
+            let part = u32::from(r.len.checked_rem(size).unwrap_or(0) != 0);
             return Err(PlanError::TooManySegments {
                 direction: super::inline::Direction::Call,
-                needed: r.len.div_ceil(p.max_segment_size.max(1)),
+                needed: whole.saturating_add(part),
                 limit: 1,
             });
         }

@@ -153,16 +153,13 @@ fn connprop_probe_is_first() -> TestResult {
     let mut buf = [0u8; Plan::MAX_LEN];
     let n = plan.encode(&mut buf).unwrap_or(0);
     check!(n == Plan::MAX_LEN && n <= 1024);
-    let w = Wire {
-        b: {
-            let mut b = [0u8; 256];
-            if let (Some(d), Some(s)) = (b.get_mut(..n), buf.get(..n)) {
-                d.copy_from_slice(s);
-            }
-            b
-        },
+    let mut w = Wire {
+        b: [0u8; 256],
         len: n,
     };
+    for (d, s) in w.b.iter_mut().zip(buf.iter().take(n)) {
+        *d = *s;
+    }
     // xid, vers 2, credit (max = window 1 + 2 * 8 backchannel, 1 granted),
     // RDMA2_CONNPROP, flags 0 (F_RESPONSE clear: the XID is ours).
     check!(w.word(0) == PROBE_XID && w.word(1) == 2);
@@ -333,8 +330,10 @@ fn feed_split(t: &mut Transport, set: &[u32], piece: usize, xid: u32) -> Option<
         for (i, x) in prefix.iter().enumerate() {
             *msg.get_mut(i.saturating_mul(4)..)?.first_chunk_mut::<4>()? = x.to_be_bytes();
         }
-        msg.get_mut(20..plen.saturating_add(20))?
-            .copy_from_slice(body.get(at..end)?);
+        let src = body.get(at..end)?;
+        for (d, s) in msg.iter_mut().skip(20).zip(src) {
+            *d = *s;
+        }
         let out = t.receive(msg.get(..plen.saturating_add(20))?);
         last = Some(match out.reply {
             Reply::Control(c) => Reply::Control(c),
@@ -692,12 +691,14 @@ fn v2_inv_handle_choice() -> TestResult {
     let handles = |t: &mut Transport, rpc: &Rpc| -> Option<u32> {
         let (_, plan) = t.prepare_rpc(5, rpc, 4096, 256).ok()?;
         let mut segs = [Segment::default(); 4];
-        for (i, (s, r)) in segs.iter_mut().zip(plan.ranges()).enumerate() {
+        let mut handle = 0x100u32;
+        for (s, r) in segs.iter_mut().zip(plan.ranges()) {
             *s = Segment {
-                handle: u32::try_from(i).ok()?.saturating_add(0x100),
+                handle,
                 length: r.len,
                 offset: 0x1000,
             };
+            handle = handle.saturating_add(1);
         }
         let n = plan.ranges().len();
         let lists = plan
