@@ -2,8 +2,9 @@
 
 //! The connection handshake: the rdma_cm event handler of a connection
 //! ([`ConnCm`]), which the transport's connect worker waits on step by
-//! step (address, route, established) and which later turns a
-//! disconnect, device removal or address change into an autoclose.
+//! step (address, route, established, then the answer to the version 2
+//! probe) and which later turns a disconnect, device removal or address
+//! change into an autoclose.
 
 use crate::conn::why::{CloseWhy, Why};
 use crate::ib::cm::{CmEvent, CmHandler};
@@ -37,6 +38,8 @@ struct CmState {
     peer_len: usize,
     /// Set once the connection is known to be gone.
     gone: bool,
+    /// The version 2 probe (our RDMA2_CONNPROP) was answered.
+    settled: bool,
 }
 
 /// The CM event handler of a connection, waitable by the connect worker.
@@ -55,7 +58,7 @@ impl ConnCm {
     pub(crate) fn new(xprt: XprtRef, why: Arc<CloseWhy>) -> Result<Arc<Self>> {
         Arc::pin_init(
             pin_init!(ConnCm {
-                state <- new_mutex!(CmState { step: Step::Idle, peer: [0; 64], peer_len: 0, gone: false }),
+                state <- new_mutex!(CmState { step: Step::Idle, peer: [0; 64], peer_len: 0, gone: false, settled: false }),
                 cv <- new_condvar!(),
                 xprt,
                 why,
@@ -88,6 +91,37 @@ impl ConnCm {
                 return Err(crate::compat::errno::etimedout());
             }
             // Jiffies remaining come back from the wait.
+            match self.cv.wait_interruptible_timeout(&mut g, left) {
+                kernel::sync::CondVarTimeoutResult::Timeout => left = 0,
+                kernel::sync::CondVarTimeoutResult::Woken { jiffies } => left = jiffies,
+                kernel::sync::CondVarTimeoutResult::Signal { .. } => return Err(EINTR),
+            }
+        }
+    }
+
+    /// The reply handler saw the answer to the version 2 probe (the
+    /// connection's version is settled, or the probe was refused).
+    pub(crate) fn probe_answered(&self) {
+        self.state.lock().settled = true;
+        self.cv.notify_all();
+    }
+
+    /// Waits up to `ms` for [`Self::probe_answered`]. `Ok(true)`: answered;
+    /// `Ok(false)`: not in time; an error if the connection went away or
+    /// a signal arrived.
+    pub(crate) fn wait_probe_answer(&self, ms: u32) -> Result<bool> {
+        let mut left = kernel::time::msecs_to_jiffies(ms);
+        let mut g = self.state.lock();
+        loop {
+            if g.settled {
+                return Ok(true);
+            }
+            if g.gone {
+                return Err(crate::compat::errno::econnaborted());
+            }
+            if left == 0 {
+                return Ok(false);
+            }
             match self.cv.wait_interruptible_timeout(&mut g, left) {
                 kernel::sync::CondVarTimeoutResult::Timeout => left = 0,
                 kernel::sync::CondVarTimeoutResult::Woken { jiffies } => left = jiffies,

@@ -10,6 +10,7 @@ use crate::transport::RdmaXprt;
 use kernel::c_str;
 
 use crate::proto::recovery::selftest::SELF_TESTS as RECOVERY_SELF_TESTS;
+use crate::proto::connprop::selftest::SELF_TESTS as CONNPROP_SELF_TESTS;
 use crate::proto::selftest::SELF_TESTS as PROTO_SELF_TESTS;
 use crate::xdr::selftest::{SelfTest, SELF_TESTS};
 
@@ -42,6 +43,13 @@ kunit_table_suite!(
     recovery_self_tests,
     SelfTest,
     RECOVERY_SELF_TESTS
+);
+
+kunit_table_suite!(
+    rpcrdma2_connprop,
+    connprop_self_tests,
+    SelfTest,
+    CONNPROP_SELF_TESTS
 );
 
 kunit_suite!(rpcrdma2_xprt {

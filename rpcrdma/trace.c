@@ -48,11 +48,11 @@ void rpcrdma2_trace_version(u32 conn, u32 vers, const char *how)
 	trace_rpcrdma2_version(conn, vers, how);
 }
 
-void rpcrdma2_trace_connprop(u32 conn, u32 max_send, u32 recv_buf,
-			     u32 max_seg_size, u32 max_seg_count,
-			     u32 reverse_req)
+void rpcrdma2_trace_connprop(u32 conn, const char *dir, u32 max_send,
+			     u32 recv_buf, u32 max_seg_size,
+			     u32 max_seg_count, u32 reverse_req)
 {
-	trace_rpcrdma2_connprop(conn, max_send, recv_buf, max_seg_size,
+	trace_rpcrdma2_connprop(conn, dir, max_send, recv_buf, max_seg_size,
 				max_seg_count, reverse_req);
 }
 

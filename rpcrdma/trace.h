@@ -139,14 +139,17 @@ TRACE_EVENT(rpcrdma2_version,
 		  __get_str(how))
 );
 
-/* The peer's RDMA2_CONNPROP (draft -00 section 5.2). */
+/* An RDMA2_CONNPROP (draft -00 section 5.2): dir "sent" (ours, the
+ * version 2 probe; properties we leave out show their defaults) or
+ * "received" (the peer's, whole or reassembled). */
 TRACE_EVENT(rpcrdma2_connprop,
-	TP_PROTO(u32 conn, u32 max_send, u32 recv_buf, u32 max_seg_size,
-		 u32 max_seg_count, u32 reverse_req),
-	TP_ARGS(conn, max_send, recv_buf, max_seg_size, max_seg_count,
+	TP_PROTO(u32 conn, const char *dir, u32 max_send, u32 recv_buf,
+		 u32 max_seg_size, u32 max_seg_count, u32 reverse_req),
+	TP_ARGS(conn, dir, max_send, recv_buf, max_seg_size, max_seg_count,
 		reverse_req),
 	TP_STRUCT__entry(
 		__field(u32, conn)
+		__string(dir, dir)
 		__field(u32, max_send)
 		__field(u32, recv_buf)
 		__field(u32, max_seg_size)
@@ -155,14 +158,16 @@ TRACE_EVENT(rpcrdma2_connprop,
 	),
 	TP_fast_assign(
 		__entry->conn = conn;
+		__assign_str(dir);
 		__entry->max_send = max_send;
 		__entry->recv_buf = recv_buf;
 		__entry->max_seg_size = max_seg_size;
 		__entry->max_seg_count = max_seg_count;
 		__entry->reverse_req = reverse_req;
 	),
-	TP_printk("conn=%u max_send=%u recv_buf=%u max_seg_size=%u max_seg_count=%u reverse_req=%u",
-		  __entry->conn, __entry->max_send, __entry->recv_buf,
+	TP_printk("conn=%u dir=%s max_send=%u recv_buf=%u max_seg_size=%u max_seg_count=%u reverse_req=%u",
+		  __entry->conn, __get_str(dir), __entry->max_send,
+		  __entry->recv_buf,
 		  __entry->max_seg_size, __entry->max_seg_count,
 		  __entry->reverse_req)
 );

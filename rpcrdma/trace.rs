@@ -194,13 +194,21 @@ pub fn version(conn: u32, v: Protocol, how: &CStr) {
     }
 }
 
-/// The peer's transport properties (RDMA2_CONNPROP).
-pub fn connprop(conn: u32, p: &TransportProperties) {
+/// True if the connprop tracepoint is on.
+pub fn connprop_enabled() -> bool {
+    enabled(Tp::Connprop)
+}
+
+/// Transport properties (RDMA2_CONNPROP) `dir` ("sent": ours;
+/// "received": the peer's).
+pub fn connprop(conn: u32, dir: &CStr, p: &TransportProperties) {
     if enabled(Tp::Connprop) {
-        // SAFETY: plain values.
+        // SAFETY: plain values; `dir` is NUL-terminated and outlives the
+        // call.
         unsafe {
             bindings::rpcrdma2_trace_connprop(
                 conn,
+                dir.as_ptr().cast(),
                 p.max_send_size,
                 p.recv_buf_size,
                 p.max_segment_size,

@@ -41,9 +41,9 @@ void rpcrdma2_trace_disconnect(u32 conn, const char *reason);
 void rpcrdma2_trace_pvtdata(u32 conn, bool present, u32 send_size,
 			    u32 recv_size, bool remote_inv);
 void rpcrdma2_trace_version(u32 conn, u32 vers, const char *how);
-void rpcrdma2_trace_connprop(u32 conn, u32 max_send, u32 recv_buf,
-			     u32 max_seg_size, u32 max_seg_count,
-			     u32 reverse_req);
+void rpcrdma2_trace_connprop(u32 conn, const char *dir, u32 max_send,
+			     u32 recv_buf, u32 max_seg_size,
+			     u32 max_seg_count, u32 reverse_req);
 void rpcrdma2_trace_credits(u32 conn, u32 xid, u32 credits);
 void rpcrdma2_trace_marshal(u32 conn, u32 task, u32 xid, u32 vers,
 			    const char *call, const char *reply, u32 hdr_len,

@@ -475,7 +475,10 @@ impl Transport for RdmaXprt {
                 EAGAIN.to_errno()
             }
             Err(e) => {
-                this.data.connect_failed.store(true, Relaxed);
+                // EAGAIN: the version 2 probe went unanswered or was lost
+                // with its connection (Conn::probe); connect again at once
+                // (the protocol state remembers what to do differently).
+                this.data.connect_failed.store(e != EAGAIN, Relaxed);
                 e.to_errno()
             }
         };

@@ -215,6 +215,9 @@ pub struct QpState {
     bc: Arc<Backchannel>,
     /// Why the connection ends (shared with its CM handler).
     why: Arc<CloseWhy>,
+    /// The connection's CM handler: the connect worker waits there for
+    /// the answer to the version 2 probe.
+    cm: Arc<ConnCm>,
     /// Chunk registrations by request slot.
     #[pin]
     regs: SpinLock<RegTable>,
@@ -246,6 +249,7 @@ impl ConnQp {
         stats: Arc<ConnStats>,
         bc: Arc<Backchannel>,
         why: Arc<CloseWhy>,
+        cm: Arc<ConnCm>,
         sizing: RegSizing,
     ) -> Result<Self> {
         let regs = RegTable::new(sizing.slots, sizing.mrs_per_rpc, sizing.depth)?;
@@ -266,6 +270,7 @@ impl ConnQp {
                 stats,
                 bc,
                 why,
+                cm,
                 regs <- new_spinlock!(regs),
                 chunking <- new_spinlock!(None),
                 recovery <- new_spinlock!(recovery),
@@ -491,6 +496,7 @@ impl Conn {
             stats.clone(),
             bc.clone(),
             why,
+            cm.clone(),
             RegSizing {
                 slots: config.max_requests as usize,
                 mrs_per_rpc,
@@ -567,11 +573,83 @@ impl Conn {
                 )
             }
         }
-        Ok(Conn {
+        let conn = Conn {
             ep,
             limits,
             id: conn_id,
-        })
+        };
+        if plan.protocol == Protocol::V2 {
+            *step = c"version 2 probe";
+            conn.probe(proto_state, &cm)?;
+            // The peer's segment properties may leave room for less than
+            // a full payload: lower the transport's, before the upper
+            // layer sizes its I/O (NFS reads it at mount).
+            let depth = frwr.map_or(1, |c| c.depth);
+            let max = proto_state
+                .lock()
+                .max_payload(mr::page_size() as u32, depth);
+            if let Some(bytes) = max {
+                if xprt().lower_max_payload(bytes as usize) {
+                    pr_info!(
+                        "conn {}: the server's segment limits allow RPC payloads of {} bytes at most\n",
+                        conn_id,
+                        bytes
+                    );
+                }
+            }
+        }
+        Ok(conn)
+    }
+
+    /// Sends our `RDMA2_CONNPROP` as the version 2 probe and waits for
+    /// the server's answer (see `proto::connprop`), unless this transport
+    /// probes with its first RPC. `EAGAIN` when the probe is not answered
+    /// in time (the server is remembered as not answering CONNPROP: the
+    /// next connection probes with an RPC) or the connection fails
+    /// meanwhile: SUNRPC then connects again.
+    fn probe(&self, proto_state: &Arc<ProtoState>, cm: &ConnCm) -> Result {
+        let Some(plan) = proto_state.lock().connprop_probe() else {
+            return Ok(());
+        };
+        if trace::connprop_enabled() {
+            let mut sent = crate::xdr::props::TransportProperties::DEFAULTS;
+            for p in &plan.props {
+                sent.apply(p);
+            }
+            trace::connprop(self.id, c"sent", &sent);
+        }
+        if let Err(e) = self.post_send(|buf| plan.encode(buf).map_err(|_| EINVAL)) {
+            pr_err!(
+                "conn {}: posting the RDMA2_CONNPROP probe failed ({:?})\n",
+                self.id,
+                e
+            );
+            return Err(EAGAIN);
+        }
+        match cm.wait_probe_answer(proto::connprop::PROBE_TIMEOUT_MS) {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                if !proto_state.lock().probe_timed_out() {
+                    // Answered just now.
+                    return Ok(());
+                }
+                pr_warn!(
+                    "conn {}: no answer to the RPC-over-RDMA version 2 probe (RDMA2_CONNPROP) in {} ms: reconnecting; this server's connections will probe with their first RPC\n",
+                    self.id,
+                    proto::connprop::PROBE_TIMEOUT_MS
+                );
+                self.disconnect(Why::ProbeTimeout);
+                Err(EAGAIN)
+            }
+            Err(e) => {
+                pr_warn!(
+                    "conn {}: the connection failed while probing for version 2 ({:?})\n",
+                    self.id,
+                    e
+                );
+                Err(EAGAIN)
+            }
+        }
     }
 
     /// Marshals `rqst` (in request slot `slot`) and posts it: inline as
@@ -605,7 +683,7 @@ impl Conn {
             // Make sure the MRs are there before the Call is counted as
             // sent: a Send that finds the pool empty waits for space.
             let p = q.proto.lock();
-            let limits = proto::Limits::new(p.config(), page_size, depth);
+            let limits = p.limits(page_size, depth);
             let need =
                 proto::chunks::plan_with(&rpc, p.thresholds(), &limits, &p.plan_hints(&hints))
                     .map_or(0, |pl| pl.ranges().len());

@@ -239,10 +239,11 @@ impl QpState {
             Reply::Piece { xid, .. } => (c"last_piece", xid, 0),
             Reply::Control(proto::Control::CreditGrant) => (c"credit_grant", msg_xid, 0),
             Reply::Control(proto::Control::Properties(ref p)) => {
-                trace::connprop(self.id, p);
+                trace::connprop(self.id, c"received", p);
                 (c"connprop", msg_xid, 0)
             }
             Reply::Control(proto::Control::PropertiesPart) => (c"connprop_part", msg_xid, 0),
+            Reply::Control(proto::Control::Fallback) => (c"fallback", msg_xid, 0),
             Reply::Drop(cause) => {
                 if let proto::Cause::RdmaError { protocol, body } = cause {
                     trace::peer_error(self.id, msg_xid, protocol, &body, None);
@@ -259,7 +260,7 @@ impl QpState {
 
     /// Acts on one received message (the reply handler).
     pub(super) fn handle(&self, qp: &Qp<ConnQp>, data: &[u8], inv: Option<u32>) -> u32 {
-        let (out, vers, settled) = {
+        let (out, vers, settled, answered) = {
             let mut p = self.proto.lock();
             let was = p.phase();
             let out = p.receive(data);
@@ -267,8 +268,16 @@ impl QpState {
                 proto::Phase::Settled(v) if p.phase() != was => Some(v),
                 _ => None,
             };
-            (out, p.protocol(), settled)
+            let probe = proto::Phase::Probing {
+                probe: Some(proto::connprop::PROBE_XID),
+            };
+            let answered = was == probe && p.phase() != was;
+            (out, p.protocol(), settled, answered)
         };
+        if answered {
+            // The connect worker waits for this (Conn::probe).
+            self.cm.probe_answered();
+        }
         // A transport error: resend the RPC or fail it (recovery.rs).
         let recovery = match out.reply {
             Reply::Fail {
@@ -376,6 +385,11 @@ impl QpState {
                     self.why.note(why::Why::BackchannelOverflow);
                     self.xprt.force_disconnect();
                 }
+            }
+            Reply::Control(proto::Control::Fallback) => {
+                pr_info!(
+                    "server answered the RPC-over-RDMA version 2 probe with ERR_VERS: continuing in version 1 (the probe was our RDMA2_CONNPROP: nothing to send again)\n"
+                );
             }
             Reply::Control(_) => {}
             Reply::Drop(cause) => {

@@ -42,10 +42,13 @@ pub enum Why {
     BackchannelOverflow,
     /// An RPC timed out while connected (RDMA has no keepalive).
     Timeout,
+    /// The server answered neither our version 2 CONNPROP probe nor with
+    /// ERR_VERS (the transport connects again and probes with an RPC).
+    ProbeTimeout,
 }
 
 impl Why {
-    const ALL: [Why; 12] = [
+    const ALL: [Why; 13] = [
         Why::Close,
         Why::Reconnect,
         Why::Destroy,
@@ -58,6 +61,7 @@ impl Why {
         Why::ProtocolError,
         Why::BackchannelOverflow,
         Why::Timeout,
+        Why::ProbeTimeout,
     ];
 
     /// The reason as the tracepoints print it.
@@ -75,6 +79,7 @@ impl Why {
             Why::ProtocolError => c"protocol error",
             Why::BackchannelOverflow => c"backchannel overflow",
             Why::Timeout => c"RPC timeout",
+            Why::ProbeTimeout => c"CONNPROP probe unanswered",
         }
     }
 

@@ -11,6 +11,8 @@
 //! | `->setup`: create the transport               | [`Transport::new`]                     |
 //! | connect worker, before `rdma_connect`         | [`Transport::connect`]                 |
 //! | `RDMA_CM_EVENT_ESTABLISHED`                   | [`Transport::established`]             |
+//! | then, to probe with our `RDMA2_CONNPROP`      | [`Transport::connprop_probe`]          |
+//! | no answer to it in time                       | [`Transport::probe_timed_out`]         |
 //! | `->send_request`, after the cwnd and the      | [`Transport::prepare_call`]            |
 //! | same-connection-retransmit checks             |                                        |
 //! | a Receive completes successfully              | [`Transport::receive`]                 |
@@ -22,6 +24,7 @@
 use super::backchannel::{self, ReplyError, ReplyPlan};
 use super::chunks::{self, ChunkPlan, Limits, PlanError, Rpc};
 use super::config::Config;
+use super::connprop::{self, Assembly};
 use super::continuation::{self, Piece, Reassembly, Step};
 use super::credits::{CreditState, CreditUpdate, Grant};
 use super::errno::Errno;
@@ -31,7 +34,7 @@ use super::recovery::{self, Hints, Recovery};
 use super::reply::{classify, Cause, Control, Reply};
 use super::xdr::chunk::ChunkLists;
 use super::xdr::header::{self, Body, Flags, Header, MsgKind, MsgSpec, Protocol};
-use super::xdr::props::TransportProperties;
+use super::xdr::props::{TransportProperties, RVREQSUP_NONE};
 use super::xdr::pvtdata::Peer;
 use super::xdr::{v1, v2};
 
@@ -57,8 +60,20 @@ pub struct Stats {
     pub lost_probes: u64,
     /// v2 asynchronous credit grants.
     pub credit_grants: u64,
-    /// `RDMA2_CONNPROP` messages (whole or pieces).
+    /// `RDMA2_CONNPROP` messages received (whole or pieces).
     pub connprop: u64,
+    /// Our `RDMA2_CONNPROP` probes sent ([`Transport::connprop_probe`]).
+    pub connprop_sent: u64,
+    /// Peer property sets applied (whole or reassembled).
+    pub connprop_applied: u64,
+    /// Peer property sets dropped: malformed, too long, or abandoned
+    /// pieces of a continued set.
+    pub connprop_bad: u64,
+    /// CONNPROP probes that went unanswered ([`Transport::probe_timed_out`]).
+    pub probe_timeouts: u64,
+    /// Reverse-direction Calls dropped because the peer's Reverse Request
+    /// Support property said it sends none (`RVREQSUP_NONE`).
+    pub reverse_refused: u64,
     /// Reverse-direction (backchannel) Calls received.
     pub reverse_calls: u64,
     /// Reverse-direction replies sent ([`Transport::prepare_bc_reply`]).
@@ -244,6 +259,8 @@ pub struct Transport {
     /// Calls sent on this connection and not answered yet (a message that
     /// answers a Call: credit rule 3).
     unanswered: u32,
+    /// A continued `RDMA2_CONNPROP` being reassembled.
+    props_asm: Assembly,
     stats: Stats,
 }
 
@@ -264,6 +281,7 @@ impl Transport {
             seg_cap: None,
             cont: Reassembly::new(),
             unanswered: 0,
+            props_asm: Assembly::new(),
             stats: Stats::default(),
         }
     }
@@ -325,6 +343,7 @@ impl Transport {
         self.seg_cap = None;
         self.cont = Reassembly::new();
         self.unanswered = 0;
+        self.props_asm.reset();
         self.refresh_thresholds();
         ConnectPlan {
             protocol,
@@ -365,8 +384,137 @@ impl Transport {
         };
         self.thresholds = Thresholds::new(&self.config, &self.peer, protocol, probing);
         if let Some(p) = self.props {
-            self.thresholds.apply_props(&p);
+            // Private data, when valid, also binds (the smaller wins);
+            // without it the properties alone set the thresholds.
+            let base = match self.peer {
+                Peer::Valid(_) => None,
+                Peer::Absent | Peer::Invalid(_) => Some(&self.config),
+            };
+            self.thresholds.apply_props_over(&p, base);
         }
+    }
+
+    /// The peer's transport properties on this connection (`None` until
+    /// an `RDMA2_CONNPROP` arrives; -00 defaults apply then).
+    #[inline]
+    pub const fn peer_props(&self) -> Option<&TransportProperties> {
+        self.props.as_ref()
+    }
+
+    /// Sends our `RDMA2_CONNPROP` as the connection's version probe, if
+    /// this connection probes for version 2, nothing has been sent yet,
+    /// and the server is not known to leave CONNPROP unanswered (see
+    /// [`super::connprop`]). On `Some`, the message is counted as sent
+    /// (it takes the one credit of the probe): encode [`connprop::Plan`]
+    /// and post it, then wait (at most [`connprop::PROBE_TIMEOUT_MS`]) for
+    /// the phase to leave [`Phase::Probing`]; Calls meanwhile get
+    /// [`CallError::NoCredits`].
+    pub fn connprop_probe(&mut self) -> Option<connprop::Plan> {
+        if self.neg.phase() != (Phase::Probing { probe: None })
+            || !self.established
+            || !self.memory.connprop_probe()
+            || !self.credits.may_send()
+        {
+            return None;
+        }
+        if !self.neg.on_send(connprop::PROBE_XID) {
+            return None;
+        }
+        self.stats.probes = self.stats.probes.wrapping_add(1);
+        self.stats.connprop_sent = self.stats.connprop_sent.wrapping_add(1);
+        Some(connprop::Plan {
+            xid: connprop::PROBE_XID,
+            credit: self.credits.on_send(),
+            props: connprop::our_properties(&self.config),
+        })
+    }
+
+    /// Our CONNPROP probe went unanswered for
+    /// [`connprop::PROBE_TIMEOUT_MS`]: -00 §4.3.3 allows nothing more on
+    /// this connection, so the caller closes it and connects again; the
+    /// server is remembered as one that does not answer CONNPROP, and the
+    /// next connection probes with its first RPC. Returns false (nothing
+    /// changed) if the probe was answered meanwhile.
+    pub fn probe_timed_out(&mut self) -> bool {
+        if !self
+            .neg
+            .abandon_probe(connprop::PROBE_XID, &mut self.memory)
+        {
+            return false;
+        }
+        self.stats.probe_timeouts = self.stats.probe_timeouts.wrapping_add(1);
+        self.established = false;
+        self.cont = Reassembly::new();
+        self.props_asm.reset();
+        true
+    }
+
+    /// The chunk-planning limits of this connection: our configuration
+    /// and the device's FRWR depth (`max_mr_pages`), lowered to what the
+    /// peer's Maximum RDMA Segment Count and Size allow (-00 §5.2.3,
+    /// §5.2.4). A segment size below `page_size` turns chunks off (every
+    /// page-list segment is at least part of a page); see also
+    /// [`Self::check_peer_limits`].
+    pub fn limits(&self, page_size: u32, max_mr_pages: u32) -> Limits {
+        let mut l = Limits::new(&self.config, page_size, max_mr_pages);
+        if let Some(p) = self.props {
+            l.max_segs = l.max_segs.min(p.max_segment_count);
+            let pages = p.max_segment_size.checked_div(page_size).unwrap_or(0);
+            if pages == 0 {
+                l.max_segs = 0;
+            }
+            l.max_mr_pages = l.max_mr_pages.max(1).min(pages.max(1));
+        }
+        l
+    }
+
+    /// Checks a plan made with [`Self::limits`] against the peer's segment
+    /// properties: at most Maximum RDMA Segment Count segments in the
+    /// whole header (Read, Write and Reply chunks together), none larger
+    /// than Maximum RDMA Segment Size (page-list segments are by
+    /// construction; a head or tail larger than that is not).
+    pub fn check_peer_limits(&self, plan: &ChunkPlan) -> Result<(), PlanError> {
+        let Some(p) = self.props else {
+            return Ok(());
+        };
+        let ranges = plan.ranges();
+        let n = u32::try_from(ranges.len()).unwrap_or(u32::MAX);
+        if n > p.max_segment_count {
+            return Err(PlanError::TooManySegments {
+                direction: super::inline::Direction::Call,
+                needed: n,
+                limit: p.max_segment_count,
+            });
+        }
+        if let Some(r) = ranges.iter().find(|r| r.len > p.max_segment_size) {
+            // Segments of the allowed size it would take (at least 2).
+            let size = p.max_segment_size.max(1);
+            let whole = r.len.checked_div(size).unwrap_or(r.len);
+            let part = u32::from(r.len.checked_rem(size).unwrap_or(0) != 0);
+            return Err(PlanError::TooManySegments {
+                direction: super::inline::Direction::Call,
+                needed: whole.saturating_add(part),
+                limit: 1,
+            });
+        }
+        Ok(())
+    }
+
+    /// The largest RPC payload (`xprt->max_payload`) the peer's segment
+    /// properties leave room for, if they are below what the transport
+    /// plans for ([`chunks::MAX_PAYLOAD`]): a chunk of [`Self::limits`]'
+    /// segments, less two (a misaligned start and a head or tail).
+    /// `None` when the peer sent no properties or they do not constrain.
+    pub fn max_payload(&self, page_size: u32, max_mr_pages: u32) -> Option<u32> {
+        self.props?;
+        let l = self.limits(page_size, max_mr_pages);
+        if l.max_segs == 0 {
+            return None;
+        }
+        let per_seg = l.max_mr_pages.max(1).saturating_mul(page_size);
+        let n = l.max_segs.saturating_sub(2).max(1);
+        let bytes = per_seg.saturating_mul(n);
+        (bytes < chunks::MAX_PAYLOAD).then_some(bytes)
     }
 
     /// The version a Call may be sent in now: the connection is
@@ -566,10 +714,11 @@ impl Transport {
         hints: &Hints,
     ) -> Result<(CallPlan, ChunkPlan), CallError> {
         let mut protocol = self.sendable()?;
-        let limits = Limits::new(&self.config, page_size, max_mr_pages);
+        let limits = self.limits(page_size, max_mr_pages);
         let hints = self.plan_hints(hints);
         let mut plan =
             chunks::plan_with(rpc, &self.thresholds, &limits, &hints).map_err(CallError::Plan)?;
+        self.check_peer_limits(&plan).map_err(CallError::Plan)?;
         if self.neg.phase() == (Phase::Probing { probe: None }) && !plan.is_inline() {
             if !self.neg.settle_v1_for_size() {
                 return Err(CallError::NoCredits);
@@ -622,9 +771,12 @@ impl Transport {
     /// bytes (`wc->byte_len`).
     pub fn receive<'a>(&mut self, buf: &'a [u8]) -> Outcome<'a> {
         self.credits.on_receive();
-        let (reply, grant) = match header::decode(buf) {
-            Ok(h) => self.on_header(&h),
-            Err(e) => self.on_decode_error(buf, e),
+        let (reply, grant) = match self.last_connprop_piece(buf) {
+            Some(r) => r,
+            None => match header::decode(buf) {
+                Ok(h) => self.on_header(&h),
+                Err(e) => self.on_decode_error(buf, e),
+            },
         };
         let mut out = Outcome {
             reply,
@@ -650,6 +802,10 @@ impl Transport {
             if effect.bad_word {
                 self.stats.bad_credit = self.stats.bad_credit.wrapping_add(1);
             }
+        }
+        if out.reply == Reply::Control(Control::Fallback) {
+            // Version 1 counts no messages: whoever waited may send.
+            out.wake_senders = true;
         }
         self.count(&out.reply);
         if self.neg.phase() != Phase::Down {
@@ -710,7 +866,7 @@ impl Transport {
         match *r {
             Reply::Deliver { .. } => {}
             Reply::Chunked { .. } => bump(&mut s.chunked_replies),
-            Reply::Resend { .. } => {
+            Reply::Resend { .. } | Reply::Control(Control::Fallback) => {
                 bump(&mut s.err_vers);
                 bump(&mut s.v1_fallbacks);
             }
@@ -790,6 +946,65 @@ impl Transport {
         Some((reply, grant))
     }
 
+    /// Takes the peer's property set `p` (from one `RDMA2_CONNPROP` or
+    /// reassembled): the thresholds follow it at once, chunk planning
+    /// from the next Call ([`Self::limits`]).
+    fn set_props(&mut self, p: TransportProperties) {
+        self.stats.connprop_applied = self.stats.connprop_applied.wrapping_add(1);
+        self.props = Some(p);
+        self.refresh_thresholds();
+    }
+
+    /// The peer announced `RVREQSUP_NONE` (-00 §5.2.5).
+    fn refuses_reverse_calls(&self) -> bool {
+        self.props
+            .is_some_and(|p| p.reverse_request_support == RVREQSUP_NONE)
+    }
+
+    /// Feeds one piece of a continued `RDMA2_CONNPROP` to the reassembly;
+    /// returns the complete set once the last piece is in.
+    fn connprop_piece(&mut self, xid: u32, body: &[u8], more: bool) -> Option<TransportProperties> {
+        if more && self.props_asm.xid().is_some_and(|x| x != xid) {
+            // A new set starts before the previous one ended.
+            self.stats.connprop_bad = self.stats.connprop_bad.wrapping_add(1);
+        }
+        match self.props_asm.piece(xid, body, more) {
+            connprop::Step::Pending => None,
+            connprop::Step::Done(p) => Some(p),
+            connprop::Step::Failed(_) => {
+                self.stats.connprop_bad = self.stats.connprop_bad.wrapping_add(1);
+                None
+            }
+        }
+    }
+
+    /// The last piece (no `F_MORE`) of a continued `RDMA2_CONNPROP` being
+    /// reassembled on a version 2 connection: its body is not a property
+    /// set of its own, so it does not go through the header decoder.
+    /// `None` for every other message.
+    fn last_connprop_piece<'a>(&mut self, buf: &[u8]) -> Option<(Reply<'a>, Option<Grant>)> {
+        let xid = self.props_asm.xid()?;
+        if self.neg.protocol() != Some(Protocol::V2) {
+            return None;
+        }
+        let (p, body) = v2::decode_prefix(buf).ok()?;
+        if p.htype != v2::RDMA2_CONNPROP || p.flags.has_more() || p.xid != xid {
+            return None;
+        }
+        let grant = Some(Grant::V2 {
+            credits: header::Credits::from_word(p.credit),
+            answers_call: false,
+        });
+        let reply = match self.connprop_piece(xid, body, false) {
+            Some(props) => {
+                self.set_props(props);
+                Reply::Control(Control::Properties(props))
+            }
+            None => Reply::Control(Control::PropertiesPart),
+        };
+        Some((reply, grant))
+    }
+
     fn on_header<'a>(&mut self, h: &Header<'a>) -> (Reply<'a>, Option<Grant>) {
         // Version 2 messages go through the reassembly first: pieces of a
         // sequence, and whatever interrupts one.
@@ -810,6 +1025,10 @@ impl Transport {
             Verdict::Resend { xid } => {
                 self.credits.set_protocol(Protocol::V1);
                 self.refresh_thresholds();
+                if xid == connprop::PROBE_XID && phase == (Phase::Probing { probe: Some(xid) }) {
+                    // Our CONNPROP was the probe: no RPC to send again.
+                    return (Reply::Control(Control::Fallback), Some(Grant::Ignored));
+                }
                 (Reply::Resend { xid }, Some(Grant::Ignored))
             }
             Verdict::ErrVers {
@@ -855,10 +1074,33 @@ impl Transport {
                         reply = Reply::Chunked { xid, header: *h };
                     }
                 }
-                if let Reply::Control(Control::Properties(p)) = reply {
-                    self.props = Some(p);
-                    self.refresh_thresholds();
+                match reply {
+                    Reply::Control(Control::Properties(p)) => {
+                        self.props_asm.reset();
+                        self.set_props(p);
+                    }
+                    Reply::Control(Control::PropertiesPart) => {
+                        if let Body::ConnPropPart(body) = h.body {
+                            self.connprop_piece(h.xid, body, true);
+                        }
+                    }
+                    Reply::ReverseCall { .. } if self.refuses_reverse_calls() => {
+                        // -00 §5.2.5: the peer said it sends no
+                        // reverse-direction requests (so it takes no
+                        // replies): do not answer one.
+                        self.stats.reverse_refused = self.stats.reverse_refused.wrapping_add(1);
+                        reply = Reply::Drop(Cause::ReverseRefused);
+                    }
+                    _ => {}
                 }
+                // The answer to our CONNPROP probe returns its credit
+                // whatever its credit word says (rule 3 of
+                // super::credits: it answers the probe).
+                let answers_probe = phase
+                    == (Phase::Probing {
+                        probe: Some(connprop::PROBE_XID),
+                    })
+                    && self.neg.phase() == Phase::Settled(Protocol::V2);
                 let grant = match (h.protocol, &h.body) {
                     // A v1 reverse-direction Call carries the server's
                     // backchannel grant, not one for our Calls (RFC 8167;
@@ -871,7 +1113,7 @@ impl Transport {
                     (Protocol::V2, Body::Error(_)) => Grant::Ignored,
                     (Protocol::V2, _) => Grant::V2 {
                         credits: h.credits(),
-                        answers_call: reply.answers_call(),
+                        answers_call: reply.answers_call() || answers_probe,
                     },
                 };
                 (reply, Some(grant))

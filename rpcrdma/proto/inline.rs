@@ -144,8 +144,13 @@ pub struct Thresholds {
     /// Reply inline threshold: the largest Send the peer may direct at
     /// us (header + RPC Reply).
     pub recv: u32,
-    /// Both peers set the R bit (RFC 8797 §4.1): the responder may reply
-    /// with Send With Invalidate.
+    /// Remote invalidation is in use. Version 1: both peers set the R
+    /// bit (RFC 8797 §4.1), so the responder may reply with Send With
+    /// Invalidate of any of a Call's rkeys. Version 2: we accept remote
+    /// invalidation, so each Call with chunks names the rkey the
+    /// responder may invalidate in `rdma_inv_handle` (-00 §6.3.3.2: the
+    /// request is per Call; RFC 8797's R bit is a version 1 mechanism
+    /// and does not apply).
     pub remote_invalidation: bool,
     /// Largest Call header ([`max_call_header`]).
     pub max_call_header: u32,
@@ -178,7 +183,8 @@ impl Thresholds {
             protocol,
             send,
             recv: config.inline_recv.min(peer_send),
-            remote_invalidation: config.remote_invalidate && peer_r,
+            remote_invalidation: config.remote_invalidate
+                && (peer_r || matches!(protocol, Protocol::V2)),
             max_call_header: max_call_header(protocol, config.max_segs),
             max_reply_header: max_reply_header(protocol, config.max_segs),
         }
@@ -230,13 +236,29 @@ impl Thresholds {
     /// 4096, which may exceed the 1024 private-data default), nor below
     /// 1024 (RFC 8166 §3.3.3). Returns true if a threshold changed.
     pub fn apply_props(&mut self, props: &TransportProperties) -> bool {
+        self.apply_props_over(props, None)
+    }
+
+    /// [`Self::apply_props`], except that without valid private data
+    /// (`config` given) the -00 default of 4096 the thresholds started
+    /// from is not a limit of the peer's: the peer's properties set the
+    /// thresholds, within our configured sizes (`config`) and never
+    /// below 1024. Returns true if a threshold changed.
+    pub fn apply_props_over(
+        &mut self,
+        props: &TransportProperties,
+        config: Option<&Config>,
+    ) -> bool {
+        let (send0, recv0) = (self.send, self.recv);
+        if let Some(c) = config {
+            let c = c.validated();
+            self.send = c.inline_send;
+            self.recv = c.inline_recv;
+        }
         // Values below the protocol minimum are nonsense; do not let them
         // disable the inline path altogether.
-        let send = self.send.min(props.recv_buf_size.max(MIN_INLINE));
-        let recv = self.recv.min(props.max_send_size.max(MIN_INLINE));
-        let changed = send != self.send || recv != self.recv;
-        self.send = send;
-        self.recv = recv;
-        changed
+        self.send = self.send.min(props.recv_buf_size.max(MIN_INLINE));
+        self.recv = self.recv.min(props.max_send_size.max(MIN_INLINE));
+        self.send != send0 || self.recv != recv0
     }
 }

@@ -10,6 +10,8 @@
 //! SUNRPC `rpc_xprt` ops) carries them out.
 //!
 //! * [`negotiate`]: v2 probe and fallback to v1 (draft -00 §4.3.3);
+//! * [`connprop`]: our `RDMA2_CONNPROP` (the v2 probe), reassembly of a
+//!   continued one from the peer (-00 §5, §6.4.4);
 //! * [`credits`]: v1 and v2 credit accounting, Receive replenishment
 //!   (-00 §4.3.1, RFC 8166 §3.3.1);
 //! * [`inline`]: inline thresholds from our settings and the peer's RFC
@@ -63,6 +65,7 @@ pub mod backchannel;
 pub mod chunks;
 pub mod config;
 pub mod conn;
+pub mod connprop;
 pub mod continuation;
 pub mod credits;
 pub mod errno;

@@ -12,6 +12,12 @@
 //!
 //! Rules, with the -00 text they implement:
 //!
+//! * The probe is normally our own `RDMA2_CONNPROP`
+//!   ([`super::connprop`]), sent before any RPC; the first RPC is the
+//!   probe only on a server that left a CONNPROP probe unanswered
+//!   ([`ServerMemory::connprop_probe`], [`Negotiation::abandon_probe`]),
+//!   or when the glue sends no CONNPROP.
+//!
 //! * "First, the client sends a single valid RPC-over-RDMA message with
 //!   the value two (2) in the rdma_vers field. Because the server might
 //!   support only RPC-over-RDMA version 1, this initial message MUST NOT
@@ -82,6 +88,8 @@ pub const LOST_PROBE_LIMIT: u8 = 2;
 pub struct ServerMemory {
     v1_only: bool,
     lost_probes: u8,
+    /// A CONNPROP probe went unanswered: probe with the first RPC.
+    connprop_unanswered: bool,
 }
 
 impl ServerMemory {
@@ -90,7 +98,15 @@ impl ServerMemory {
         Self {
             v1_only: false,
             lost_probes: 0,
+            connprop_unanswered: false,
         }
+    }
+
+    /// New connections probe with our `RDMA2_CONNPROP` (false once the
+    /// server left one unanswered: the first RPC is the probe then).
+    #[inline]
+    pub const fn connprop_probe(&self) -> bool {
+        !self.connprop_unanswered
     }
 
     /// The server speaks only version 1: connections start in version 1.
@@ -121,6 +137,10 @@ impl ServerMemory {
 
     fn probe_answered(&mut self) {
         self.lost_probes = 0;
+    }
+
+    fn remember_connprop_unanswered(&mut self) {
+        self.connprop_unanswered = true;
     }
 
     /// Returns true if this loss marked the server v1-only.
@@ -353,6 +373,20 @@ impl Negotiation {
             Phase::Settled(p) if p.vers() == vers => Verdict::Accept,
             Phase::Settled(_) => Verdict::VersionMismatch { got: vers },
         }
+    }
+
+    /// The probe `xid` (our CONNPROP) went unanswered for too long: the
+    /// connection is given up without counting a lost probe, and the
+    /// server is remembered as one that does not answer CONNPROP, so the
+    /// next connection probes with its first RPC. Returns false (and
+    /// changes nothing) unless `xid` is the outstanding probe.
+    pub fn abandon_probe(&mut self, xid: u32, memory: &mut ServerMemory) -> bool {
+        if self.phase != (Phase::Probing { probe: Some(xid) }) {
+            return false;
+        }
+        memory.remember_connprop_unanswered();
+        self.phase = Phase::Down;
+        true
     }
 
     /// The connection is gone. A probe still unanswered counts as lost.

@@ -108,6 +108,9 @@ pub enum Cause {
     },
     /// No connection is up.
     NotConnected,
+    /// A reverse-direction Call from a peer whose Reverse Request Support
+    /// property (-00 §5.2.5) is `RVREQSUP_NONE`: not answered.
+    ReverseRefused,
 }
 
 impl Cause {
@@ -123,6 +126,7 @@ impl Cause {
                 | Self::StrayErrVers
                 | Self::Chunks(_)
                 | Self::VersionMismatch { .. }
+                | Self::ReverseRefused
         ) || matches!(self, Self::Continuation(f) if f.is_bad_reply())
     }
 
@@ -162,9 +166,14 @@ pub enum Control {
     /// `RDMA2_CONNPROP`: the peer's transport properties (the inline
     /// thresholds have been lowered accordingly).
     Properties(TransportProperties),
-    /// One piece of an `RDMA2_CONNPROP` split by Message Continuation:
-    /// not reassembled yet, ignored.
+    /// One piece of an `RDMA2_CONNPROP` split by Message Continuation
+    /// (the transport reassembles the set; a piece that ends a malformed
+    /// set is reported like this too, and the set is dropped).
     PropertiesPart,
+    /// The server answered our `RDMA2_CONNPROP` probe with `ERR_VERS`:
+    /// the connection now speaks version 1 (the server is remembered as
+    /// v1-only); no RPC was sent, so none is sent again.
+    Fallback,
 }
 
 /// What the transport does with a received message.

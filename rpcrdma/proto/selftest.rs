@@ -751,8 +751,10 @@ fn thresholds_from_private_data() -> TestResult {
     // The peer's Receive size caps our Sends, its Send size our Receives.
     let th = Thresholds::new(&c, &peer(2048, 8192, true), Protocol::V1, false);
     check!(th.send == 4096 && th.recv == 2048 && th.remote_invalidation);
+    // Version 2 names an rdma_inv_handle per Call (-00 §6.3.3.2): the
+    // peer's R bit (RFC 8797, version 1) does not matter there.
     let th = Thresholds::new(&c, &peer(65536, 1024, false), Protocol::V2, false);
-    check!(th.send == 1024 && th.recv == 4096 && !th.remote_invalidation);
+    check!(th.send == 1024 && th.recv == 4096 && th.remote_invalidation);
     // We do not accept remote invalidation: off whatever the peer says.
     let no_r = Config {
         remote_invalidate: false,

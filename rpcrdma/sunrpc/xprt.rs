@@ -215,6 +215,25 @@ impl Xprt {
         }
     }
 
+    /// Lowers `xprt->max_payload` (the largest RPC payload the upper
+    /// layer plans for, `rpc_max_payload()`) to `bytes`; never raises it.
+    /// Returns true if it changed. The upper layer reads it when it sizes
+    /// its I/O (NFS: at mount), so a lower value applies from then on.
+    pub fn lower_max_payload(&self, bytes: usize) -> bool {
+        let x = self.as_raw();
+        // SAFETY: the xprt is alive; max_payload is a plain word that
+        // SUNRPC reads without a lock (rpc_max_payload) and only the
+        // transport writes after creation.
+        unsafe {
+            let p = addr_of_mut!((*x).max_payload);
+            if bytes < p.read() {
+                p.write(bytes);
+                return true;
+            }
+        }
+        false
+    }
+
     /// Finds the request waiting for `xid` (network byte order) and runs
     /// `f` on it with the request pinned and `queue_lock` released, as the
     /// reply handlers of the C transports do. Returns `None` if no request

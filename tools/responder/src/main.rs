@@ -37,6 +37,12 @@ options:
                          BIND_CONN_TO_SESSION), send the client a CB_NULL
                          of our own and count its reply (nfsd sends none
                          for NFSv4.1 and later)
+  --prop-segs N          v2: advertise Maximum RDMA Segment Count N in our
+                         CONNPROP (default 16) and answer RDMA2_ERR_SEGMENTS
+                         to Calls carrying more segments (counted in
+                         prop_violations)
+  --prop-seg-size B      v2: advertise Maximum RDMA Segment Size B (default
+                         1 MiB) and refuse Calls with a longer segment alike
 fault injection:
   --no-connprop          do not send RDMA2_CONNPROP
   --no-private-data      accept without RFC 8797 private data
@@ -147,6 +153,8 @@ fn parse() -> Result<Option<Config>, String> {
             "--no-write-chunks" => cfg.opts.no_write_chunks = true,
             "--max-segs" => cfg.opts.max_segs = Some(num(args.next(), &a)?),
             "--probe-callbacks" => cfg.opts.probe_callbacks = true,
+            "--prop-segs" => cfg.opts.prop_segs = Some(num(args.next(), &a)?),
+            "--prop-seg-size" => cfg.opts.prop_seg_size = Some(num(args.next(), &a)?),
             "--no-private-data" => cfg.no_private_data = true,
             "--continue-over" => cfg.opts.continue_over = Some(num(args.next(), &a)?),
             "--grant" => {

@@ -101,6 +101,12 @@ pub struct Options {
     /// Send the client a CB_NULL of our own when nfsd gives a session a
     /// backchannel on the connection (needs `relay_callbacks`).
     pub probe_callbacks: bool,
+    /// v2: Maximum RDMA Segment Count to advertise in our CONNPROP and
+    /// enforce (default 16, not enforced).
+    pub prop_segs: Option<u32>,
+    /// v2: Maximum RDMA Segment Size to advertise and enforce (default
+    /// 1 MiB, not enforced).
+    pub prop_seg_size: Option<u32>,
 }
 
 impl Default for Options {
@@ -121,6 +127,8 @@ impl Default for Options {
             max_segs: None,
             grant: GrantMode::Prompt,
             probe_callbacks: false,
+            prop_segs: None,
+            prop_seg_size: None,
         }
     }
 }
@@ -732,8 +740,12 @@ impl ConnProto {
         let props = [
             Property::MaxSendSize(self.opts.recv_size),
             Property::RecvBufSize(self.opts.recv_size),
-            Property::MaxSegmentSize(self.opts.max_data.min(1 << 20) as u32),
-            Property::MaxSegmentCount(16),
+            Property::MaxSegmentSize(
+                self.opts
+                    .prop_seg_size
+                    .unwrap_or(self.opts.max_data.min(1 << 20) as u32),
+            ),
+            Property::MaxSegmentCount(self.opts.prop_segs.unwrap_or(16)),
             Property::ReverseRequestSupport(if self.opts.relay_callbacks {
                 rpcrdma_xdr::props::RVREQSUP_INLINE
             } else {
@@ -875,7 +887,12 @@ impl ConnProto {
         match h.body {
             Body::ConnProp(set) => {
                 stats.connprop_received += 1;
-                self.client_props = Some(set.values());
+                let v = set.values();
+                log::info(format_args!(
+                    "client properties (xid {:#x}): max send {} recv buffer {} reverse requests {}",
+                    h.xid, v.max_send_size, v.recv_buf_size, v.reverse_request_support
+                ));
+                self.client_props = Some(v);
                 out.push(Action::Nothing);
             }
             Body::ConnPropPart(_) => {
@@ -1113,6 +1130,14 @@ impl ConnProto {
             call.refuse_reply = true;
             stats.refused_write_chunks += 1;
         }
+        if self.breaks_segment_props(&call) {
+            stats.prop_violations += 1;
+            log::warn(format_args!(
+                "xid {:#x}: the Call's chunks exceed our segment properties",
+                call.xid
+            ));
+            return self.refuse_segments(call.xid, stats);
+        }
         if call.read_len() > self.opts.max_data as u64 {
             return Action::Send(self.error(call.xid, v2::ERR_SYSTEM, stats));
         }
@@ -1121,6 +1146,41 @@ impl ConnProto {
         }
         self.unanswered = self.unanswered.saturating_add(1);
         Action::Call(call)
+    }
+
+    /// v2 with `--prop-segs` / `--prop-seg-size`: the Call carries more
+    /// segments (all chunks together, -00 §5.2.4) or a longer segment
+    /// (§5.2.3) than our CONNPROP allows.
+    fn breaks_segment_props(&self, call: &Call) -> bool {
+        if !call.v2 {
+            return false;
+        }
+        let segs = call
+            .reads
+            .iter()
+            .map(|r| r.target)
+            .chain(call.writes.iter().flatten().copied())
+            .chain(call.reply.iter().flatten().copied());
+        let (mut n, mut longest) = (0u32, 0u32);
+        for s in segs {
+            n += 1;
+            longest = longest.max(s.length);
+        }
+        self.opts.prop_segs.is_some_and(|m| n > m)
+            || self.opts.prop_seg_size.is_some_and(|m| longest > m)
+    }
+
+    /// RDMA2_ERR_SEGMENTS with our advertised segment count.
+    fn refuse_segments(&mut self, xid: u32, stats: &mut Stats) -> Action {
+        let body = ErrorBody::Segments {
+            max_segments: self.opts.prop_segs.unwrap_or(16),
+        };
+        let mut buf = vec![0u8; 64];
+        let credit = self.credit_word(false);
+        let n = v2::encode_error(&mut buf, xid, credit, &body);
+        stats.errors_sent += 1;
+        buf.truncate(n.unwrap_or(0));
+        Action::Send(buf)
     }
 
     /// Plans the reply to `call` carrying RPC reply `rpc`; `ddp` is the
@@ -1200,7 +1260,20 @@ impl ConnProto {
         .encoded_len(proto)
         .unwrap_or(usize::MAX);
         let invalidate = if v2 {
-            (call.inv_handle != 0).then_some(call.inv_handle)
+            // -00 §6.3.3.2: the handle must be one of the Call's
+            // rdma_handle fields; never invalidate anything else.
+            match call.inv_handle {
+                0 => None,
+                h if call_handles(call).any(|x| x == h) => Some(h),
+                h => {
+                    stats.inv_handle_foreign += 1;
+                    log::warn(format_args!(
+                        "xid {:#x}: rdma_inv_handle {h:#x} is none of the Call's handles: not invalidated",
+                        call.xid
+                    ));
+                    None
+                }
+            }
         } else if self.client.remote_invalidate {
             single_handle(call)
         } else {
@@ -1337,15 +1410,19 @@ impl ConnProto {
     }
 }
 
-/// v1 remote invalidation: only when every chunk segment of the Call names
-/// one rkey (what svcrdma does).
-fn single_handle(call: &Call) -> Option<u32> {
-    let mut handles = call
-        .reads
+/// Every rdma_handle of the Call's chunks.
+fn call_handles(call: &Call) -> impl Iterator<Item = u32> + '_ {
+    call.reads
         .iter()
         .map(|r| r.target.handle)
         .chain(call.writes.iter().flatten().map(|s| s.handle))
-        .chain(call.reply.iter().flatten().map(|s| s.handle));
+        .chain(call.reply.iter().flatten().map(|s| s.handle))
+}
+
+/// v1 remote invalidation: only when every chunk segment of the Call names
+/// one rkey (what svcrdma does).
+fn single_handle(call: &Call) -> Option<u32> {
+    let mut handles = call_handles(call);
     let first = handles.next()?;
     handles.all(|h| h == first).then_some(first)
 }

@@ -133,6 +133,8 @@ counters! {
     continuations_sent: "continued reply pieces sent (F_MORE)",
     malformed: "malformed or unexpected messages received",
     invalidations: "Sends With Invalidate",
+    inv_handle_foreign: "v2 Calls whose rdma_inv_handle is none of their handles (not invalidated)",
+    prop_violations: "v2 Calls exceeding the segment properties we advertised (--prop-segs, --prop-seg-size)",
     replies_inline: "replies sent inline",
     replies_reply_chunk: "replies in a Reply chunk",
     replies_write_chunk: "replies with a Write chunk",

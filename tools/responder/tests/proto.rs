@@ -124,16 +124,26 @@ fn v2_inline_reply_bytes_and_invalidate() {
     let mut st = Stats::default();
     let mut p = ConnProto::new(Options::default(), client(4096));
     let rpc = rpc_call(0x22, 3, 0);
-    let a = p.on_receive(
-        &call_msg(Protocol::V2, 0x22, 0xabcd, ChunkLists::EMPTY, &rpc),
-        &mut st,
-    );
+    // A Reply chunk of one segment, handle 0xabcd: the handle to
+    // invalidate names it.
+    let seg = [Segment {
+        handle: 0xabcd,
+        length: 8192,
+        offset: 0x1000,
+    }];
+    let chunks = ChunkLists {
+        reads: &[],
+        writes: &[],
+        reply: Some(&seg),
+    };
+    let a = p.on_receive(&call_msg(Protocol::V2, 0x22, 0xabcd, chunks, &rpc), &mut st);
     let c = the_call(&a);
     assert_eq!(c.inv_handle, 0xabcd);
     let reply = bytes(&[0x22, 1, 0, 0, 0, 0, 0]);
     let plan = p.plan_reply(&c, &reply, None, &mut st);
     assert_eq!(plan.path, Some(Path::Inline));
     assert_eq!(plan.invalidate, Some(0xabcd));
+    assert_eq!(st.inv_handle_foreign, 0);
     assert_eq!(plan.sends.len(), 1);
     let w = words(&plan.sends[0]);
     // prefix: xid, 2, credit (the CONNPROP took the first grant: this
@@ -1126,4 +1136,87 @@ fn client_credit_limit_gates_sends() {
         v1.sent_client();
     }
     assert!(v1.may_send_client(false));
+}
+
+#[test]
+fn v2_foreign_inv_handle_is_not_invalidated() {
+    // -00 §6.3.3.2: rdma_inv_handle must match one of the Call's
+    // rdma_handle fields; a handle that matches none (here: a Call with
+    // no chunks) is never invalidated, and is counted.
+    let mut st = Stats::default();
+    let mut p = ConnProto::new(Options::default(), client(4096));
+    let rpc = rpc_call(0x23, 3, 0);
+    let a = p.on_receive(
+        &call_msg(Protocol::V2, 0x23, 0x5555, ChunkLists::EMPTY, &rpc),
+        &mut st,
+    );
+    let c = the_call(&a);
+    let reply = bytes(&[0x23, 1, 0, 0, 0, 0, 0]);
+    let plan = p.plan_reply(&c, &reply, None, &mut st);
+    assert_eq!(plan.invalidate, None);
+    assert_eq!(st.inv_handle_foreign, 1);
+}
+
+#[test]
+fn prop_segment_limits_advertised_and_enforced() {
+    let mut st = Stats::default();
+    let opts = Options {
+        prop_segs: Some(2),
+        prop_seg_size: Some(65536),
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    let rpc = rpc_call(0x31, 3, 0);
+    let seg = |h: u32, len: u32| Segment {
+        handle: h,
+        length: len,
+        offset: 0,
+    };
+    // Two segments of 64 KiB: within the limits.
+    let w = [seg(1, 65536), seg(2, 65536)];
+    let writes = [&w[..]];
+    let ok = ChunkLists {
+        reads: &[],
+        writes: &writes,
+        reply: None,
+    };
+    let a = p.on_receive(&call_msg(Protocol::V2, 0x31, 1, ok, &rpc), &mut st);
+    let s = sends(&a);
+    // Our CONNPROP first: RSSIZ 65536, RCSIZ 2.
+    assert_eq!(
+        &s[0][5..],
+        &[5, 1, 4, 4096, 2, 4, 4096, 3, 4, 65536, 4, 4, 2, 5, 4, 0]
+    );
+    assert_eq!(the_call(&a).xid, 0x31);
+    // Three segments: RDMA2_ERR_SEGMENTS (7) with max 2.
+    let w3 = [seg(1, 4096), seg(2, 4096), seg(3, 4096)];
+    let writes3 = [&w3[..]];
+    let three = ChunkLists {
+        reads: &[],
+        writes: &writes3,
+        reply: None,
+    };
+    let a = p.on_receive(&call_msg(Protocol::V2, 0x32, 0, three, &rpc), &mut st);
+    let s = sends(&a);
+    assert_eq!(s.len(), 1);
+    assert_eq!(&s[0][..2], &[0x32, 2]);
+    assert_eq!(&s[0][3..], &[4, 1, 7, 2]);
+    // One segment of 64 KiB + 4: refused too.
+    let big = [seg(1, 65540)];
+    let a = p.on_receive(
+        &call_msg(
+            Protocol::V2,
+            0x33,
+            0,
+            ChunkLists {
+                reads: &[],
+                writes: &[],
+                reply: Some(&big),
+            },
+            &rpc,
+        ),
+        &mut st,
+    );
+    assert_eq!(&sends(&a)[0][3..], &[4, 1, 7, 2]);
+    assert_eq!(st.prop_violations, 2);
 }

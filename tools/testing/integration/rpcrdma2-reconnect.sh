@@ -54,7 +54,7 @@ for vers in 3 4.1; do
 	((n >= 1)) || tb_die "vers=$vers: no disconnect was injected"
 	c=$(dmesg | grep -c "rpcrdma2: connected to" || true)
 	((c >= 3)) || tb_die "vers=$vers: expected reconnects, saw $c connects for $n injected disconnects"
-	probes=$(tb_trace_events marshal 'probe=1' | wc -l)
+	probes=$(tb_trace_events connprop 'dir=sent' | wc -l)
 	tb_log "vers=$vers: $n disconnects injected, $c connects (both mounts), $probes probes"
 	connects=$(awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $5; exit}' /proc/self/mountstats)
 	rm "$MNT/ref"

@@ -24,9 +24,9 @@
 #      responder as Position-Zero Read chunks;
 #   7. afterwards, the responder's counters show inline replies, Reply
 #      chunks, Write chunks and Read chunks, no malformed message from
-#      rpcrdma2 and, on version 1 (RFC 8797 R bit, one rkey per Call),
-#      Sends With Invalidate. (rpcrdma2 names no rdma_inv_handle in its
-#      version 2 Calls yet: issue 11.)
+#      rpcrdma2 and Sends With Invalidate: on version 2 of the rkey
+#      rpcrdma2 names in rdma_inv_handle (never another handle), on
+#      version 1 when the Call has one rkey (RFC 8797 R bit).
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -111,8 +111,8 @@ cat /results/ctl/responder-20050.stats
 for c in replies_inline replies_reply_chunk replies_write_chunk read_chunk_calls; do
 	(($(stat_of 20050 $c) > 0)) || tb_die "responder (v2): counter $c is 0"
 done
-# rpcrdma2 does not name an rdma_inv_handle in its version 2 Calls yet
-# (issue 11), so the responder has nothing to invalidate remotely there.
+(($(stat_of 20050 invalidations) > 0)) || tb_die "responder (v2): no Send With Invalidate of an rdma_inv_handle"
+(($(stat_of 20050 inv_handle_foreign) == 0)) || tb_die "responder (v2): an rdma_inv_handle named none of its Call's handles"
 tb_log "responder (v2): $(stat_of 20050 invalidations) Sends With Invalidate"
 (($(stat_of 20050 malformed) == 0)) || tb_die "responder (v2): rpcrdma2 sent malformed messages"
 

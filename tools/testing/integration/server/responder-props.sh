@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Server script for rpcrdma2-v2-props.sh: responders on ports 20090-20092
+#   20090                                    versions 2 and 1, defaults
+#   20091 --no-connprop                      a v2 server that never sends
+#                                            RDMA2_CONNPROP
+#   20092 --prop-segs 4 --prop-seg-size 65536
+#                                            small segment properties,
+#                                            advertised and enforced
+
+RESPONDER_INSTANCES="20090
+20091 --no-connprop
+20092 --prop-segs 4 --prop-seg-size 65536"
+# shellcheck source=responder.sh
+. "$(dirname "${BASH_SOURCE[0]}")/responder.sh"
