@@ -9,8 +9,8 @@ use crate::sunrpc::xprt::Unpublished;
 use crate::transport::RdmaXprt;
 use kernel::c_str;
 
-use crate::proto::recovery::selftest::SELF_TESTS as RECOVERY_SELF_TESTS;
 use crate::proto::connprop::selftest::SELF_TESTS as CONNPROP_SELF_TESTS;
+use crate::proto::recovery::selftest::SELF_TESTS as RECOVERY_SELF_TESTS;
 use crate::proto::selftest::SELF_TESTS as PROTO_SELF_TESTS;
 use crate::xdr::selftest::{SelfTest, SELF_TESTS};
 
