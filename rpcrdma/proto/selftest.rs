@@ -76,25 +76,38 @@ pub fn run_all() -> core::result::Result<usize, (&'static str, Failure)> {
     run_table(SELF_TESTS)
 }
 
-/// A message built from XDR words.
-struct Wire {
-    b: [u8; 128],
+/// A message built from XDR words, in a buffer of `N` bytes (words past
+/// it are dropped). Shared by the self-test tables of `proto`.
+pub(super) struct WireBuf<const N: usize> {
+    b: [u8; N],
     len: usize,
 }
 
-impl Wire {
-    fn new(words: &[u32]) -> Self {
-        let mut w = Wire {
-            b: [0; 128],
-            len: 0,
-        };
+/// The message buffer of most tests.
+type Wire = WireBuf<128>;
+
+impl<const N: usize> WireBuf<N> {
+    /// The message of `words`.
+    pub(super) fn new(words: &[u32]) -> Self {
+        let mut w = WireBuf { b: [0; N], len: 0 };
         for x in words {
             w.push(*x);
         }
         w
     }
 
-    fn push(&mut self, x: u32) {
+    /// The message `bytes` (cut to `N` bytes).
+    pub(super) fn from_bytes(bytes: &[u8]) -> Self {
+        let mut w = WireBuf { b: [0; N], len: 0 };
+        for (d, s) in w.b.iter_mut().zip(bytes) {
+            *d = *s;
+            w.len = w.len.saturating_add(1);
+        }
+        w
+    }
+
+    /// Appends word `x`.
+    pub(super) fn push(&mut self, x: u32) {
         let dst = self
             .b
             .get_mut(self.len..)
@@ -105,8 +118,17 @@ impl Wire {
         }
     }
 
-    fn bytes(&self) -> &[u8] {
+    /// The message so far.
+    pub(super) fn bytes(&self) -> &[u8] {
         self.b.get(..self.len).unwrap_or(&[])
+    }
+
+    /// Word `i` (0 past the end).
+    pub(super) fn word(&self, i: usize) -> u32 {
+        self.b
+            .get(i.saturating_mul(4)..)
+            .and_then(|b| b.first_chunk::<4>())
+            .map_or(0, |b| u32::from_be_bytes(*b))
     }
 }
 
@@ -1017,15 +1039,30 @@ fn continuation_reassembly() -> TestResult {
     Ok(())
 }
 
+/// The second XID of [`continuation_interrupted`]'s cases.
+const B: u32 = XID + 1;
+
+/// `r` fails RPC `xid` with `-EIO` for continuation fault `f`.
+fn cont_failed(r: &Reply<'_>, xid: u32, f: Fault) -> bool {
+    *r == Reply::Fail {
+        xid,
+        errno: Errno::EIO,
+        cause: Cause::Continuation(f),
+    }
+}
+
+// Each case has a frame of its own, as in `continuation_refused`.
 fn continuation_interrupted() -> TestResult {
-    const B: u32 = XID + 1;
-    let fail = |r: &Reply<'_>, xid: u32, f: Fault| {
-        *r == Reply::Fail {
-            xid,
-            errno: Errno::EIO,
-            cause: Cause::Continuation(f),
-        }
-    };
+    interrupted_by_xid()?;
+    interrupted_by_htype()?;
+    interrupted_by_flags()?;
+    interrupted_by_sequence()?;
+    interrupted_by_malformed()?;
+    Ok(())
+}
+
+#[inline(never)]
+fn interrupted_by_xid() -> TestResult {
     // Another XID interrupts: the sequence's RPC fails, the interrupting
     // message is dropped and answers nothing; the interrupted RPC's own
     // later last piece is then an ordinary (bad) reply, its one answer.
@@ -1034,7 +1071,7 @@ fn continuation_interrupted() -> TestResult {
     let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
     let m = v2_reply(B, CRED_0_32);
     let o = t.receive(m.bytes());
-    check!(fail(&o.reply, XID, Fault::Interrupted));
+    check!(cont_failed(&o.reply, XID, Fault::Interrupted));
     check!(t.credits().outstanding() == 2 && t.stats().bad_reply == 1);
     let m = piece(XID, CRED_0_32, false, &[0, 7]);
     let o = t.receive(m.bytes());
@@ -1047,25 +1084,41 @@ fn continuation_interrupted() -> TestResult {
         }
     ));
     check!(t.credits().outstanding() == 1);
+    Ok(())
+}
 
+#[inline(never)]
+fn interrupted_by_htype() -> TestResult {
     // The same XID with another header type (NOMSG) ends it: one answer.
     let mut t = v2_with_call();
     let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
     let nomsg = Wire::new(&[XID, 2, CRED_0_32, 1, 1, 0, 0, 0, 0]);
-    check!(fail(
+    check!(cont_failed(
         &t.receive(nomsg.bytes()).reply,
         XID,
         Fault::Interrupted
     ));
     check!(t.credits().outstanding() == 0);
+    Ok(())
+}
 
+#[inline(never)]
+fn interrupted_by_flags() -> TestResult {
     // F_RESPONSE dropped half-way is an interruption too.
     let mut t = v2_with_call();
     let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
     let w = Wire::new(&[XID, 2, CRED_0_32, 0, 0, 0, 0, 0, 0, 1]);
-    check!(fail(&t.receive(w.bytes()).reply, XID, Fault::Interrupted));
+    check!(cont_failed(
+        &t.receive(w.bytes()).reply,
+        XID,
+        Fault::Interrupted
+    ));
     check!(t.credits().outstanding() == 0);
+    Ok(())
+}
 
+#[inline(never)]
+fn interrupted_by_sequence() -> TestResult {
     // An interrupting piece of another sequence: the rest of that one is
     // discarded; its last piece answers B's Call, once.
     let mut t = v2_with_call();
@@ -1073,7 +1126,7 @@ fn continuation_interrupted() -> TestResult {
     let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
     let m = piece(B, CRED_0_32, true, &[B, 1]);
     let o = t.receive(m.bytes());
-    check!(fail(&o.reply, XID, Fault::Interrupted));
+    check!(cont_failed(&o.reply, XID, Fault::Interrupted));
     let m = piece(B, CRED_0_32, true, &[0]);
     let o = t.receive(m.bytes());
     check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
@@ -1082,13 +1135,21 @@ fn continuation_interrupted() -> TestResult {
     let o = t.receive(m.bytes());
     check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
     check!(t.credits().outstanding() == 1);
+    Ok(())
+}
 
+#[inline(never)]
+fn interrupted_by_malformed() -> TestResult {
     // A piece that does not decode (F_MORE with a chunk list) interrupts;
     // the rest of the sequence is discarded, its last piece answers.
     let mut t = v2_with_call();
     let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
     let w = Wire::new(&[XID, 2, CRED_0_32, 0, 3, 0, 1, 0, 1, 2, 0, 0, 0, 0, 0, 0, 1]);
-    check!(fail(&t.receive(w.bytes()).reply, XID, Fault::Interrupted));
+    check!(cont_failed(
+        &t.receive(w.bytes()).reply,
+        XID,
+        Fault::Interrupted
+    ));
     check!(t.credits().outstanding() == 1);
     let m = piece(XID, CRED_0_32, false, &[0]);
     let o = t.receive(m.bytes());

@@ -44,46 +44,8 @@ pub fn run_all() -> core::result::Result<usize, (&'static str, Failure)> {
     run_table(SELF_TESTS)
 }
 
-/// A message built from XDR words.
-struct Wire {
-    b: [u8; 256],
-    len: usize,
-}
-
-impl Wire {
-    fn new(words: &[u32]) -> Self {
-        let mut w = Wire {
-            b: [0; 256],
-            len: 0,
-        };
-        for x in words {
-            w.push(*x);
-        }
-        w
-    }
-
-    fn push(&mut self, x: u32) {
-        let dst = self
-            .b
-            .get_mut(self.len..)
-            .and_then(|r| r.first_chunk_mut::<4>());
-        if let Some(dst) = dst {
-            *dst = x.to_be_bytes();
-            self.len = self.len.saturating_add(4);
-        }
-    }
-
-    fn bytes(&self) -> &[u8] {
-        self.b.get(..self.len).unwrap_or(&[])
-    }
-
-    fn word(&self, i: usize) -> u32 {
-        self.b
-            .get(i.saturating_mul(4)..)
-            .and_then(|b| b.first_chunk::<4>())
-            .map_or(0, |b| u32::from_be_bytes(*b))
-    }
-}
+/// A message built from XDR words (CONNPROPs need more room than most).
+type Wire = super::super::selftest::WireBuf<256>;
 
 /// v2 credit word: 1 newly granted, at most 32 outstanding.
 const CRED_1_32: u32 = 0x0020_0001;
@@ -153,13 +115,7 @@ fn connprop_probe_is_first() -> TestResult {
     let mut buf = [0u8; Plan::MAX_LEN];
     let n = plan.encode(&mut buf).unwrap_or(0);
     check!(n == Plan::MAX_LEN && n <= 1024);
-    let mut w = Wire {
-        b: [0u8; 256],
-        len: n,
-    };
-    for (d, s) in w.b.iter_mut().zip(buf.iter().take(n)) {
-        *d = *s;
-    }
+    let w = Wire::from_bytes(buf.get(..n).unwrap_or(&[]));
     // xid, vers 2, credit (max = window 1 + 2 * 8 backchannel, 1 granted),
     // RDMA2_CONNPROP, flags 0 (F_RESPONSE clear: the XID is ours).
     check!(w.word(0) == PROBE_XID && w.word(1) == 2);

@@ -8,23 +8,12 @@ use rpcrdma_proto::connprop::{selftest::SELF_TESTS, Assembly, Step, MAX_SET_LEN}
 use rpcrdma_proto::xdr::props::{PropSet, Property};
 use rpcrdma_proto::xdr::stream::XdrWriter;
 
+#[path = "common/selftests.rs"]
+mod selftests;
+
 #[test]
 fn self_tests() {
-    let mut failed = Vec::new();
-    for t in SELF_TESTS {
-        if let Err(f) = (t.run)() {
-            failed.push(format!("{}: {}:{}: {}", t.name, t.file, f.line, f.what));
-        }
-    }
-    assert!(
-        failed.is_empty(),
-        "self tests failed:\n{}",
-        failed.join("\n")
-    );
-    assert_eq!(
-        rpcrdma_proto::connprop::selftest::run_all(),
-        Ok(SELF_TESTS.len())
-    );
+    selftests::check_table(SELF_TESTS, rpcrdma_proto::connprop::selftest::run_all);
 }
 
 /// A small deterministic generator (no registry dependencies).

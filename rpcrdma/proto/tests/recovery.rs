@@ -13,28 +13,12 @@ use rpcrdma_proto::xdr::header::{ErrorBody, Protocol};
 use rpcrdma_proto::xdr::pvtdata::{Peer, PrivateData};
 use rpcrdma_proto::{Config, Errno};
 
+#[path = "common/selftests.rs"]
+mod selftests;
+
 #[test]
 fn self_tests() {
-    let mut failed = Vec::new();
-    for t in SELF_TESTS {
-        if let Err(f) = (t.run)() {
-            failed.push(format!("{}: {}:{}: {}", t.name, t.file, f.line, f.what));
-        }
-    }
-    assert!(
-        failed.is_empty(),
-        "self tests failed:\n{}",
-        failed.join("\n")
-    );
-    assert_eq!(
-        rpcrdma_proto::recovery::selftest::run_all(),
-        Ok(SELF_TESTS.len())
-    );
-    let mut seen = std::collections::HashSet::new();
-    for t in SELF_TESTS {
-        assert_eq!(t.c_name.to_str().unwrap(), t.name);
-        assert!(seen.insert(t.name));
-    }
+    selftests::check_table(SELF_TESTS, rpcrdma_proto::recovery::selftest::run_all);
 }
 
 /// xorshift64*
