@@ -163,7 +163,7 @@ fn svcrdma_err_vers(xid: u32) -> Wire {
     Wire::new(&[xid, 2, 64, 4, 1, 1, 1])
 }
 
-fn peer(send: u32, recv: u32, r: bool) -> Peer {
+pub(super) fn peer(send: u32, recv: u32, r: bool) -> Peer {
     Peer::Valid(PrivateData {
         remote_invalidate: r,
         send_size: send,
@@ -172,7 +172,7 @@ fn peer(send: u32, recv: u32, r: bool) -> Peer {
 }
 
 /// A transport with `config`, connected, established with `peer`.
-fn up(config: Config, peer: Peer) -> Transport {
+pub(super) fn up(config: Config, peer: Peer) -> Transport {
     let mut t = Transport::new(config);
     t.connect();
     t.established(peer);

@@ -14,11 +14,12 @@ use super::super::config::Config;
 use super::super::conn::{CallError, Transport};
 use super::super::negotiate::Phase;
 use super::super::reply::{Cause, Control, Reply};
+use super::super::selftest::{peer, up};
 use super::super::xdr::chunk::Segment;
 use super::super::xdr::error::ErrorKind;
 use super::super::xdr::header::{self, Body, Protocol};
 use super::super::xdr::props::{Property, TransportProperties, RVREQSUP_INLINE, RVREQSUP_NONE};
-use super::super::xdr::pvtdata::{Peer, PrivateData};
+use super::super::xdr::pvtdata::Peer;
 use super::super::xdr::selftest::{case, check, run_table};
 pub use super::super::xdr::selftest::{Failure, SelfTest, TestResult};
 use super::{our_properties, Assembly, Plan, Step, MAX_SET_LEN, PROBE_XID};
@@ -49,22 +50,6 @@ type Wire = super::super::selftest::WireBuf<256>;
 
 /// v2 credit word: 1 newly granted, at most 32 outstanding.
 const CRED_1_32: u32 = 0x0020_0001;
-
-fn peer(send: u32, recv: u32, r: bool) -> Peer {
-    Peer::Valid(PrivateData {
-        remote_invalidate: r,
-        send_size: send,
-        recv_size: recv,
-    })
-}
-
-/// A transport with `config`, connected and established with `peer`.
-fn up(config: Config, peer: Peer) -> Transport {
-    let mut t = Transport::new(config);
-    t.connect();
-    t.established(peer);
-    t
-}
 
 /// A transport whose CONNPROP probe is out.
 fn probing(config: Config) -> Option<(Transport, Plan)> {
