@@ -247,7 +247,10 @@ TRACE_EVENT(rpcrdma2_marshal,
 
 /* A received message, classified: deliver (inline reply), chunked (a
  * reply using chunks), fail, resend, reverse_call, credit_grant,
- * connprop, drop, disconnect. */
+ * connprop, drop, disconnect, piece, last_piece. A chunked reply whose
+ * chunks fail the RPC (not offered, overrunning what was registered), or
+ * a piece of a continued reply that overruns the receive buffer, is
+ * followed by a second event: class fail, len 0, the errno. */
 TRACE_EVENT(rpcrdma2_reply,
 	TP_PROTO(u32 conn, u32 xid, u32 vers, const char *class, u32 len,
 		 int status),

@@ -186,6 +186,7 @@ impl QpState {
                 if last.is_none() {
                     self.proto.lock().abandon_continuation(xid);
                 }
+                trace::reply(self.id, xid, Some(Protocol::V2), c"fail", 0, e.to_errno());
                 self.end_rpc(qp, xid, Finish::Fail(e.to_errno()), inv);
             }
             None => {

@@ -192,6 +192,11 @@ impl QpState {
                 Finish::Fail(e.errno().to_kernel())
             }
         };
+        if let Finish::Fail(errno) = f {
+            // Classified "chunked" on receipt; the chunks then failed the
+            // RPC (unoffered, overrunning, or not fitting): say so.
+            trace::reply(self.id, xid, Some(h.protocol), c"fail", 0, errno);
+        }
         self.end_rpc(qp, xid, f, inv);
     }
 

@@ -45,6 +45,8 @@ options:
                          1 MiB) and refuse Calls with a longer segment alike
 fault injection:
   --no-connprop          do not send RDMA2_CONNPROP
+  --connprop-pieces N    v2: send RDMA2_CONNPROP continued (F_MORE) over N
+                         messages (1-64)
   --no-private-data      accept without RFC 8797 private data
   --continue-over N      v2: continue (F_MORE) every reply longer than N bytes,
                          in pieces of at most N bytes
@@ -82,8 +84,10 @@ fault injection:
   --drop-nth N           never send the Nth reply of each connection
   --delay-nth N:MS       send the Nth reply MS milliseconds late
   --disconnect-after N   disconnect after N received messages
-  --malform-nth N:KIND   replace the Nth reply by a malformed message
-                         (--list-malformed shows the kinds)
+  --malform-nth N:KIND   replace the Nth reply of each connection by a
+                         malformed message (--list-malformed shows the
+                         kinds; those that rewrite chunk lists take the
+                         first reply from the Nth on that uses RDMA Write)
   --list-malformed       print the catalogue of malformed messages
   -h, --help             this text
 ";
@@ -143,6 +147,9 @@ fn parse() -> Result<Option<Config>, String> {
             "--v1-only" => cfg.opts.v1_only = true,
             "-v" | "--verbose" => cfg.verbose = true,
             "--no-connprop" => cfg.opts.no_connprop = true,
+            "--connprop-pieces" => {
+                cfg.opts.connprop_pieces = num::<usize>(args.next(), &a)?.clamp(1, 64)
+            }
             "--relay-callbacks" => cfg.opts.relay_callbacks = true,
             "--refuse-read-chunks" => cfg.opts.refuse_read_chunks = true,
             "--err-calls" => {

@@ -18,6 +18,13 @@ macro_rules! kinds {
             /// Every kind, with its command-line name and description.
             pub const ALL: &'static [(Kind, &'static str, &'static str)] = &[$((Kind::$v, $s, $doc),)*];
 
+            /// True for the kinds that rewrite a reply's chunk lists:
+            /// `--malform-nth` applies them to the first reply from the
+            /// Nth on that moves data by RDMA Write.
+            pub fn needs_chunks(self) -> bool {
+                matches!(self, Kind::MoreWithChunks | Kind::WriteLonger)
+            }
+
             /// Looks a kind up by name.
             pub fn parse(s: &str) -> Option<Kind> {
                 Self::ALL.iter().find(|k| k.1 == s).map(|k| k.0)
@@ -55,6 +62,34 @@ kinds! {
     Duplicate = "duplicate": "the reply sent twice",
     ExtraGrantZero = "extra-grant-zero": "an extra credit grant (NOMSG, XID 0) with credit 0",
     ReverseGarbage = "reverse-garbage": "a reverse-direction RDMA_MSG with a garbage RPC",
+    ContXidChange = "cont-xid-change": "a reply continued (F_MORE) whose second piece has another XID",
+    ContAbandoned = "cont-abandoned": "the first piece of a continued reply (F_MORE), then nothing",
+    ContOverlong = "cont-overlong": "a reply continued over 16 pieces of 1 KiB: longer than its receive buffer",
+}
+
+/// Length of a v2 RDMA2_MSG header with three empty chunk lists.
+const V2_PLAIN_HDR: usize = 36;
+
+/// Splits `m`, a v2 RDMA2_MSG with empty chunk lists, into its header and
+/// its RPC message; `None` for any other message.
+fn split_plain_v2(m: &[u8]) -> Option<(&[u8], &[u8])> {
+    let plain = get(m, 1) == 2 && get(m, 3) == 0 && (6..9).all(|i| get(m, i) == 0);
+    (plain && m.len() >= V2_PLAIN_HDR).then(|| m.split_at(V2_PLAIN_HDR))
+}
+
+/// One piece of a continued reply: `hdr` with XID `xid` and F_MORE set
+/// as `more` says, followed by `data`.
+fn piece(hdr: &[u8], xid: u32, more: bool, data: &[u8]) -> Vec<u8> {
+    let mut p = hdr.to_vec();
+    set(&mut p, 0, xid);
+    let flags = if more {
+        get(hdr, 4) | 2
+    } else {
+        get(hdr, 4) & !2
+    };
+    set(&mut p, 4, flags);
+    p.extend_from_slice(data);
+    p
 }
 
 fn set(b: &mut Vec<u8>, i: usize, v: u32) {
@@ -226,13 +261,99 @@ pub fn apply(kind: Kind, plan: &mut ReplyPlan) {
             .collect();
             plan.sends.push(g);
         }
+        Kind::ContXidChange | Kind::ContAbandoned | Kind::ContOverlong => {}
+    }
+    if let Some(pieces) = continued(kind, &m) {
+        plan.sends.extend(pieces);
+        return;
     }
     plan.sends.push(m);
+}
+
+/// The continuation kinds: the pieces that replace `m`, or `None` for the
+/// other kinds (and for a message these cannot rewrite, which is then
+/// sent as it is: the test sees the fault did nothing).
+fn continued(kind: Kind, m: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let (hdr, rpc) = split_plain_v2(m)?;
+    let xid = get(m, 0);
+    let half = (rpc.len() / 2) & !3;
+    let (a, b) = rpc.split_at(half);
+    match kind {
+        Kind::ContXidChange => Some(vec![
+            piece(hdr, xid, true, a),
+            piece(hdr, xid ^ 1, false, b),
+        ]),
+        Kind::ContAbandoned => Some(vec![piece(hdr, xid, true, a)]),
+        Kind::ContOverlong => {
+            // The Reply's own first bytes (so that its RPC header checks
+            // out), then 16 KiB more than it holds.
+            let mut out = vec![piece(hdr, xid, true, rpc)];
+            out.extend((0..16).map(|_| piece(hdr, xid, true, &[0u8; 1024])));
+            out.push(piece(hdr, xid, false, &[0u8; 4]));
+            Some(out)
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn plain_reply(xid: u32, rpc_words: usize) -> Vec<u8> {
+        let mut m = Vec::new();
+        for (i, w) in [xid, 2, (32 << 16) | 1, 0, 1, 0, 0, 0, 0]
+            .iter()
+            .enumerate()
+        {
+            set(&mut m, i, *w);
+        }
+        for i in 0..rpc_words {
+            set(&mut m, 9 + i, i as u32);
+        }
+        m
+    }
+
+    fn sent(kind: Kind, m: Vec<u8>) -> Vec<Vec<u8>> {
+        let mut plan = ReplyPlan {
+            sends: vec![m],
+            ..ReplyPlan::default()
+        };
+        apply(kind, &mut plan);
+        plan.sends
+    }
+
+    #[test]
+    fn continuation_kinds() {
+        let m = plain_reply(0x77, 10);
+        let s = sent(Kind::ContXidChange, m.clone());
+        assert_eq!(s.len(), 2);
+        assert_eq!(
+            (get(&s[0], 0), get(&s[0], 4)),
+            (0x77, 3),
+            "F_RESPONSE | F_MORE"
+        );
+        assert_eq!(
+            (get(&s[1], 0), get(&s[1], 4)),
+            (0x76, 1),
+            "another XID, last"
+        );
+        assert_eq!([&s[0][36..], &s[1][36..]].concat(), m[36..]);
+        let s = sent(Kind::ContAbandoned, m.clone());
+        assert_eq!(s.len(), 1);
+        assert_eq!(get(&s[0], 4), 3);
+        let s = sent(Kind::ContOverlong, m.clone());
+        assert_eq!(s.len(), 18);
+        assert_eq!((&s[0][36..], get(&s[0], 4)), (&m[36..], 3));
+        assert!(s[1..17]
+            .iter()
+            .all(|p| p.len() == 36 + 1024 && get(p, 4) == 3));
+        assert_eq!((s[17].len(), get(&s[17], 4)), (40, 1));
+        // A message they cannot rewrite (here v1) goes out unchanged.
+        let mut v1 = m.clone();
+        set(&mut v1, 1, 1);
+        assert_eq!(sent(Kind::ContOverlong, v1.clone()), vec![v1]);
+    }
 
     #[test]
     fn names_are_unique_and_parse() {

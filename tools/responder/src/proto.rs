@@ -66,6 +66,8 @@ pub struct Options {
     pub v1_only: bool,
     /// Do not send RDMA2_CONNPROP.
     pub no_connprop: bool,
+    /// Send our RDMA2_CONNPROP continued over this many messages (1: whole).
+    pub connprop_pieces: usize,
     /// The credit limit advertised (v1 grant; v2 high half).
     pub credits: u16,
     /// Size of our Receive buffers (advertised in private data and RBSIZ).
@@ -114,6 +116,7 @@ impl Default for Options {
         Self {
             v1_only: false,
             no_connprop: false,
+            connprop_pieces: 1,
             credits: 32,
             recv_size: 4096,
             max_data: (1 << 20) + 16384,
@@ -763,6 +766,32 @@ impl ConnProto {
         buf
     }
 
+    /// Our RDMA2_CONNPROP as `--connprop-pieces` says: one message, or
+    /// its property list continued over that many (-00 §4.5: every piece
+    /// repeats the prefix, with F_MORE on all but the last).
+    pub fn connprop_pieces(&mut self) -> Vec<Vec<u8>> {
+        const PREFIX: usize = 20;
+        let whole = self.connprop();
+        let n = self.opts.connprop_pieces.max(1);
+        if n == 1 || whole.len() <= PREFIX {
+            return vec![whole];
+        }
+        let (prefix, body) = whole.split_at(PREFIX);
+        let size = body.len().div_ceil(n).next_multiple_of(4);
+        let count = body.len().div_ceil(size);
+        body.chunks(size)
+            .enumerate()
+            .map(|(i, c)| {
+                let mut m = prefix.to_vec();
+                if i + 1 < count {
+                    m[19] |= 2; // F_MORE, in the flags word's low byte
+                }
+                m.extend_from_slice(c);
+                m
+            })
+            .collect()
+    }
+
     /// Handles one received message. May return several actions (our
     /// CONNPROP, then the Call).
     pub fn on_receive(&mut self, buf: &[u8], stats: &mut Stats) -> Vec<Action> {
@@ -771,7 +800,8 @@ impl ConnProto {
             // Built after the message was admitted, so that its credit
             // word does not return the credit the reply will return.
             self.connprop_due = false;
-            out.insert(0, Action::Send(self.connprop()));
+            let pieces = self.connprop_pieces();
+            out.splice(0..0, pieces.into_iter().map(Action::Send));
             stats.connprop_sent += 1;
         }
         out.extend(self.grants_due(stats));

@@ -146,6 +146,8 @@ struct Conn {
     by_xid: HashMap<u32, usize>,
     received: u64,
     replies: u64,
+    /// `--malform-nth` has malformed a reply of this connection.
+    malformed: bool,
     closing: bool,
     peer: String,
 }
@@ -372,6 +374,7 @@ impl Server {
             by_xid: HashMap::new(),
             received: 0,
             replies: 0,
+            malformed: false,
             closing: false,
             peer,
         };
@@ -828,10 +831,17 @@ impl Server {
             c.proto
                 .plan_reply(&slot.call, &rec, ddp.clone(), &mut self.stats);
         if let Some((nth, kind)) = self.cfg.malform_nth {
-            if nth == c.replies {
+            // The Nth reply, or for a kind that rewrites chunk lists the
+            // first reply from the Nth on that moves data by RDMA Write.
+            let due = c.replies >= nth
+                && !c.malformed
+                && (!kind.needs_chunks() || !plan.writes.is_empty());
+            if due {
+                c.malformed = true;
                 self.stats.malformed_sent += 1;
                 log::info(format_args!(
-                    "fault injection: malformed reply {nth}: {kind:?}"
+                    "fault injection: malformed reply {} (xid {:#010x}): {kind:?}",
+                    c.replies, slot.call.xid
                 ));
                 crate::malform::apply(kind, &mut plan);
             }

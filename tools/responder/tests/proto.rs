@@ -119,6 +119,35 @@ fn v2_connprop_first_then_call() {
     assert_eq!(st.conn_v2, 1);
 }
 
+/// `--connprop-pieces 3`: the same CONNPROP, its property list split over
+/// three messages that each repeat the prefix, F_MORE (2) on all but the
+/// last.
+#[test]
+fn v2_connprop_continued() {
+    let whole = {
+        let mut p = ConnProto::new(Options::default(), client(4096));
+        p.connprop()
+    };
+    let mut p = ConnProto::new(
+        Options {
+            connprop_pieces: 3,
+            ..Options::default()
+        },
+        client(4096),
+    );
+    let pieces = p.connprop_pieces();
+    assert_eq!(pieces.len(), 3);
+    let mut body = Vec::new();
+    for (i, m) in pieces.iter().enumerate() {
+        let w = words(m);
+        assert_eq!(w[..4], words(&whole)[..4], "piece {i}: the prefix");
+        assert_eq!(w[4], if i < 2 { 2 } else { 0 }, "piece {i}: F_MORE");
+        assert_eq!(m.len() % 4, 0);
+        body.extend_from_slice(&m[20..]);
+    }
+    assert_eq!(body, whole[20..]);
+}
+
 #[test]
 fn v2_inline_reply_bytes_and_invalidate() {
     let mut st = Stats::default();

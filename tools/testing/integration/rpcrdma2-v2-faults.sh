@@ -1,21 +1,33 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# integration-test: the responder's fault switches against rpcrdma2 on version 2: malformed replies, injected errors, disconnects, no CONNPROP/private data, delays; nothing crashes, the responder keeps serving
-# run.sh-options: --timeout 1200 --server-script tools/testing/integration/server/responder-faults.sh
+# integration-test: the responder's fault switches against rpcrdma2 on version 2: every kind of the malformed-message catalogue judged (the outcome each must have: RPC error, dropped message or reconnect), injected errors, disconnects, no CONNPROP/private data, delays; nothing crashes, nothing stays busy
+# run.sh-options: --timeout 1500 --server-script tools/testing/integration/server/responder-faults.sh
 #
 # Client script for tools/testing/vm/run.sh. The server runs a clean
-# responder on port 20050 and one per fault switch on 20060-20069
-# (server/responder-faults.sh). For each faulty port: an NFSv3 mount
-# (soft, short timeouts) is tried and a file written and read back, with
-# a time limit; whatever the fault does to that mount (an RPC error, a
-# reconnect, a failed mount) is logged, not judged (what rpcrdma2 must do
-# is issue 11's). Then:
-#   1. the faulty responder is still alive (it accepts another
-#      connection) and counted the fault;
-#   2. a clean mount through port 20050 still works (I/O checked);
-#   3. run.sh fails the test on any kernel warning in the client's log.
-# The switches without a malformation (no CONNPROP, no private data,
-# 2 credits, a delayed reply) must give a working mount.
+# responder on port 20050, one per other fault switch on 20060-20063, and
+# one per kind of the malformed-message catalogue on 20100 and up, each
+# malforming the 4th reply of every connection
+# (server/responder-faults.sh).
+#
+# For each kind, an NFSv3 mount (soft, short timeouts) through its
+# responder writes a file and reads it back, with rpcrdma2's tracepoints
+# on. The responder logs the XID of the Call whose reply it malformed.
+# The outcome is read off the trace and must be the one EXPECT gives
+# (Documentation/conformance.rst, "The malformed-message catalogue"):
+#   fail        the malformed message failed the RPC it names (reply
+#               class=fail for that XID), and no protocol error broke the
+#               connection; "fail ERRNO" also names the errno (-EIO
+#               otherwise, as the C client);
+#   drop        the message was counted and dropped (class=drop), the
+#               connection stayed up, and the I/O completed (the RPC was
+#               retransmitted after its timeout);
+#   disconnect  the message broke the connection (class=disconnect, or a
+#               disconnect for a protocol or completion error), rpcrdma2
+#               reconnected and the I/O completed;
+#   ignored     nothing was refused: the I/O completed on one connection.
+# After each kind: the responder accepts another connection, and did not
+# panic. Then the other switches, a clean mount, and rmmod (nothing of
+# rpcrdma2 is left busy). run.sh fails the test on any kernel warning.
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -23,19 +35,63 @@ set -euo pipefail
 
 KO=$SRC/rpcrdma2.ko
 MNT=/mnt/nfs
+RESPONDER=$SRC/tools/responder/target/release/rpcrdma-responder
 [ -f "$KO" ] || tb_die "$KO is not built (make modules)"
+[ -x "$RESPONDER" ] || tb_die "$RESPONDER is not built (tools/responder/build.sh)"
 stat_of() { awk -v n="$2" '$1 == n {print $2}' "/results/ctl/responder-$1.stats" 2>/dev/null || echo 0; }
+
+# What rpcrdma2 must do with each kind (see the header). The catalogue and
+# this table must agree: a kind missing here fails the test.
+declare -A EXPECT=(
+	[bad-vers]=disconnect
+	[other-vers]=disconnect
+	[reserved-flag]=fail
+	[no-response-flag]=fail
+	[more-on-nomsg]=fail
+	[more-with-chunks]=fail
+	[unknown-htype]=fail
+	[obsolete-htype]=fail
+	[trunc-prefix]=drop
+	[trunc-header]=fail
+	[bad-discriminant]=fail
+	[read-list-in-reply]=fail
+	[write-count-overrun]=fail
+	[credit-zero]=ignored
+	[credit-max-zero]=ignored
+	[xid-mismatch]=ignored
+	[rpc-xid-mismatch]=fail
+	[empty-nomsg]=fail
+	[msg-no-payload]=fail
+	[err-unknown-code]=fail
+	[err-trailing]=fail
+	[err-vers-settled]=fail
+	[connprop-bad]=drop
+	[write-longer]=fail
+	[foreign-inv]=disconnect
+	[duplicate]=ignored
+	[extra-grant-zero]=ignored
+	[reverse-garbage]=drop
+	[cont-xid-change]=fail
+	[cont-abandoned]=ignored
+	[cont-overlong]="fail -90"
+)
 
 dmesg -C
 tb_step "insmod rpcrdma2.ko" insmod "$KO"
+tb_trace_rpcrdma2
 head -c 100000 /dev/urandom >/tmp/ref
+
+mount_opts() { echo "vers=3,proto=rdma,port=$1,nolock,soft,timeo=30,retrans=2"; }
 
 try_port() { # PORT: mount, write, read back; returns 0 if it all worked
 	local port=$1 ok=0
 	mkdir -p "$MNT"
-	if timeout 30 mount -t nfs -o "vers=3,proto=rdma,port=$port,nolock,soft,timeo=30,retrans=1" \
-		"$NFS_SERVER:$NFS_EXPORT" "$MNT"; then
-		if timeout 30 cp /tmp/ref "$MNT/f-$port" && timeout 30 cmp /tmp/ref "$MNT/f-$port"; then
+	if timeout 40 mount -t nfs -o "$(mount_opts "$port")" "$NFS_SERVER:$NFS_EXPORT" "$MNT"; then
+		# The direct read is a READ whose data comes back by RDMA Write
+		# (the reply the chunk-list kinds rewrite).
+		if timeout 40 cp /tmp/ref "$MNT/f-$port" &&
+			timeout 40 dd if="$MNT/f-$port" of=/tmp/back bs=128k iflag=direct status=none &&
+			cmp -s /tmp/ref /tmp/back; then
 			ok=1
 		fi
 		timeout 20 umount -f "$MNT" || timeout 10 umount -l "$MNT" || true
@@ -45,45 +101,83 @@ try_port() { # PORT: mount, write, read back; returns 0 if it all worked
 
 probe_port() { # PORT: one more connection attempt (a mount, then unmount)
 	mkdir -p "$MNT"
-	if timeout 30 mount -t nfs -o "vers=3,proto=rdma,port=$1,nolock,soft,timeo=30,retrans=1" \
-		"$NFS_SERVER:$NFS_EXPORT" "$MNT"; then
+	if timeout 40 mount -t nfs -o "$(mount_opts "$1")" "$NFS_SERVER:$NFS_EXPORT" "$MNT"; then
 		timeout 20 umount -f "$MNT" || timeout 10 umount -l "$MNT" || true
 	fi
 }
 
-clean_check() {
-	TB_MOUNT_TIMEOUT=60 NFS_RDMA_PORT=20050 tb_mount 3 rdma "$MNT"
-	cp /tmp/ref "$MNT/clean" && cmp /tmp/ref "$MNT/clean" || tb_die "clean mount after port $1: I/O failed"
-	tb_umount "$MNT"
+# outcome XID: what the trace (cleared before the kind's mount) shows
+# rpcrdma2 did with the malformed message answering XID.
+outcome() {
+	local xid=$1 why
+	why=$(tb_trace_events disconnect | sed -n 's/.* reason=//p' |
+		grep -v -x -e close -e destroy -e 'RPC timeout' | head -n 1)
+	if [ -n "$(tb_trace_events reply 'class=disconnect')" ] || [ -n "$why" ]; then
+		echo "disconnect${why:+ ($why)}"
+	elif f=$(tb_trace_events reply "xid=$xid .*class=fail ") && [ -n "$f" ]; then
+		echo "fail ($(sed -n 's/.* status=//p' <<<"$f" | head -n 1))"
+	elif [ -n "$(tb_trace_events reply 'class=drop')" ]; then
+		echo drop
+	else
+		echo ignored
+	fi
 }
 
-for port in 20060 20061 20062 20063 20064 20065 20066 20067; do
-	tb_log "=== port $port: $(head -n 1 "/results/ctl/responder-$port.log" | sed 's/.*responder: //')"
-	if try_port "$port"; then
-		tb_log "port $port: the mount worked despite the fault"
-	else
-		tb_log "port $port: the fault broke that mount (rpcrdma2: $(dmesg | grep rpcrdma2 | tail -n 2 | tr '\n' ' '))"
-	fi
-	sleep 1
+"$RESPONDER" --list-malformed >/tmp/malformed-kinds
+bad=()
+port=20100
+while read -r kind _; do
+	want=${EXPECT[$kind]:-}
+	[ -n "$want" ] || tb_die "kind $kind of the responder's catalogue has no expected outcome here"
+	echo >/sys/kernel/tracing/trace
+	io=failed
+	if try_port "$port"; then io=ok; fi
+	xid=$(sed -n 's/.*malformed reply [0-9]* (xid \(0x[0-9a-f]*\)).*/\1/p' \
+		"/results/ctl/responder-$port.log" | head -n 1)
+	[ -n "$xid" ] || tb_die "port $port ($kind): the responder malformed no reply"
+	got=$(outcome "$xid")
+	tb_log "kind $kind (port $port, xid $xid): expected $want, got $got, I/O $io"
+	[[ $got == "$want"* ]] || { tb_trace_events reply; tb_trace_events disconnect; } | head -n 12 | sed "s/^/  $kind trace: /"
+	case $want in
+	disconnect) [[ $got == disconnect* && $io == ok ]] || bad+=("$kind: $got, I/O $io") ;;
+	fail) [[ $got == fail* ]] || bad+=("$kind: $got, I/O $io") ;;
+	"fail "*) [[ $got == "fail (${want#fail })" ]] || bad+=("$kind: $got, I/O $io") ;;
+	drop | ignored) [[ $got == "$want" && $io == ok ]] || bad+=("$kind: $got, I/O $io") ;;
+	esac
+	! grep -q "panicked" "/results/ctl/responder-$port.log" || tb_die "the responder on $port panicked"
 	before=$(stat_of "$port" connections)
 	probe_port "$port"
-	sleep 1
 	(($(stat_of "$port" connections) > before)) ||
-		tb_die "the responder on $port accepts no more connections after its fault"
-	grep -q "fault injection\|injecting" "/results/ctl/responder-$port.log" ||
-		tb_log "port $port: the fault was not reached"
-	! grep -q "panicked" "/results/ctl/responder-$port.log" || tb_die "the responder on $port panicked"
-	clean_check "$port"
+		tb_die "the responder on $port ($kind) accepts no more connections after its fault"
+	port=$((port + 1))
+done </tmp/malformed-kinds
+((port - 20100 >= 25)) || tb_die "the catalogue has only $((port - 20100)) kinds"
+if ((${#bad[@]})); then
+	printf '%s\n' "${bad[@]}" | sed 's/^/unexpected outcome: /'
+	tb_die "${#bad[@]} malformed-message kinds did not have their expected outcome"
+fi
+
+# The switches without a malformation must give a working mount; an
+# injected RDMA2_ERR_* fails one RPC; an injected disconnect reconnects.
+for port in 20060 20061 20062 20063; do
+	tb_log "=== port $port: $(head -n 1 "/results/ctl/responder-$port.log" | sed 's/.*responder: //')"
+	echo >/sys/kernel/tracing/trace
+	case $port in
+	20060) try_port "$port" || true
+	       [ -n "$(tb_trace_events peer_error 'code=10 ')" ] ||
+		       tb_die "port 20060: the injected RDMA2_ERR (code 10) was not seen" ;;
+	20061) try_port "$port" || tb_die "port 20061: no recovery from the injected disconnect"
+	       [ -n "$(tb_trace_events disconnect 'reason=peer disconnected')" ] ||
+		       tb_die "port 20061: the peer's disconnect was not traced" ;;
+	*) try_port "$port" || tb_die "port $port: the mount or its I/O failed: $(tail -n 5 "/results/ctl/responder-$port.log")" ;;
+	esac
 done
-for port in 20068 20069; do
-	tb_log "=== port $port (must work)"
-	try_port "$port" || tb_die "port $port: the mount or its I/O failed: $(tail -n 5 "/results/ctl/responder-$port.log")"
-done
-(($(stat_of 20069 replies_delayed) == 1)) || tb_die "port 20069: no reply was delayed"
-(($(stat_of 20068 connprop_sent) == 0)) || tb_die "port 20068: a CONNPROP was sent"
-for port in 20060 20061 20062 20063 20064 20065; do
-	(($(stat_of $port malformed_sent) >= 1)) || tb_die "port $port: no malformed reply was sent"
-done
-(($(stat_of 20067 disconnects_injected) >= 1)) || tb_die "port 20067: no disconnect was injected"
+(($(stat_of 20063 replies_delayed) == 1)) || tb_die "port 20063: no reply was delayed"
+(($(stat_of 20062 connprop_sent) == 0)) || tb_die "port 20062: a CONNPROP was sent"
+(($(stat_of 20061 disconnects_injected) >= 1)) || tb_die "port 20061: no disconnect was injected"
+
+TB_MOUNT_TIMEOUT=60 NFS_RDMA_PORT=20050 tb_mount 3 rdma "$MNT"
+cp /tmp/ref "$MNT/clean" && cmp /tmp/ref "$MNT/clean" || tb_die "clean mount after the faults: I/O failed"
+tb_umount "$MNT"
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
 tb_log "responder fault switches: all checks passed"

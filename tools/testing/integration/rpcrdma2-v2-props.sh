@@ -5,7 +5,8 @@
 #
 # Client script for tools/testing/vm/run.sh. The server runs the
 # responder on 20090 (defaults), 20091 (--no-connprop) and 20092
-# (--prop-segs 4 --prop-seg-size 65536), see server/responder-props.sh.
+# (--prop-segs 4 --prop-seg-size 65536 --connprop-pieces 3), see
+# server/responder-props.sh.
 #   1. 20090, NFSv4.1: each connection's first message is our
 #      RDMA2_CONNPROP (rpcrdma2_connprop dir=sent before any
 #      rpcrdma2_marshal of that connection; the responder counts it and
@@ -23,8 +24,10 @@
 #   4. 20091: the CONNPROP probe goes unanswered; rpcrdma2 reconnects at
 #      once and probes with the first RPC, the mount works (I/O checked)
 #      and the connection is version 2;
-#   5. 20092: the responder's properties (4 segments of 64 KiB) are
-#      traced; rpcrdma2 lowers the transport's payload to 128 KiB (NFS
+#   5. 20092: the responder's properties (4 segments of 64 KiB), sent as
+#      an RDMA2_CONNPROP continued over three messages, are reassembled
+#      (two pieces traced as connprop_part, then the set) and traced;
+#      rpcrdma2 lowers the transport's payload to 128 KiB (NFS
 #      rsize/wsize follow), every Call carries at most 4 segments of at
 #      most 64 KiB, NFS I/O mounted with rsize=wsize=1M is correct, and
 #      the responder saw no Call breaking its properties.
@@ -182,6 +185,8 @@ dmesg -C
 NFS_RDMA_PORT=20092 tb_mount 4.1 rdma "$MNT" rsize=1048576,wsize=1048576
 [ -n "$(tb_trace_events connprop 'dir=received .*max_seg_size=65536 max_seg_count=4 ')" ] ||
 	tb_die "the responder's segment properties were not traced"
+parts=$(tb_trace_events reply 'class=connprop_part ' | wc -l)
+((parts >= 2)) || tb_die "the responder's CONNPROP did not arrive continued ($parts pieces before the last)"
 dmesg | grep "segment limits allow RPC payloads of 131072 bytes at most" >/dev/null ||
 	tb_die "rpcrdma2 did not lower its payload: $(dmesg | grep rpcrdma2 | tail -n 3)"
 opts=$(awk -v m="$MNT" '$2 == m {print $4}' /proc/mounts)

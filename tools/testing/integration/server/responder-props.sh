@@ -5,12 +5,14 @@
 #   20090                                    versions 2 and 1, defaults
 #   20091 --no-connprop                      a v2 server that never sends
 #                                            RDMA2_CONNPROP
-#   20092 --prop-segs 4 --prop-seg-size 65536
+#   20092 --prop-segs 4 --prop-seg-size 65536 --connprop-pieces 3
 #                                            small segment properties,
-#                                            advertised and enforced
+#                                            advertised (in a CONNPROP
+#                                            continued over three
+#                                            messages) and enforced
 
 RESPONDER_INSTANCES="20090
 20091 --no-connprop
-20092 --prop-segs 4 --prop-seg-size 65536"
+20092 --prop-segs 4 --prop-seg-size 65536 --connprop-pieces 3"
 # shellcheck source=responder.sh
 . "$(dirname "${BASH_SOURCE[0]}")/responder.sh"
