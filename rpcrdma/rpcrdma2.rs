@@ -53,10 +53,12 @@ module! {
 
 /// The module state: keeps the transport class and the `ib_client`
 /// registered while loaded. Fields drop in order: the class goes away
-/// before the `ib_client` its transports rely on.
+/// before the `ib_client` its transports rely on, and the census of ib
+/// objects is checked last (a leak is reported at unload).
 struct Rpcrdma2 {
     _class: sunrpc::ClassRegistration,
     _ib_client: ib::client::ClientRegistration,
+    _census: ib::census::Guard,
 }
 
 impl kernel::Module for Rpcrdma2 {
@@ -67,6 +69,7 @@ impl kernel::Module for Rpcrdma2 {
         Ok(Rpcrdma2 {
             _class: class,
             _ib_client: ib_client,
+            _census: ib::census::Guard,
         })
     }
 }

@@ -28,7 +28,7 @@
 //! requests) exists for the KUnit loopback suites only and is compiled
 //! only into the module's KUnit variant (`cfg(rpcrdma2_kunit)`).
 
-use super::{current_task, errno, from_err_ptr, Device, Net};
+use super::{census, current_task, errno, from_err_ptr, Device, Net};
 use crate::bindings;
 use core::ffi::c_void;
 use core::fmt;
@@ -490,7 +490,10 @@ impl<H: CmHandler> CmId<H> {
         };
         match from_err_ptr(ptr) {
             // INVARIANT: the id is new, its context is `foreign`.
-            Ok(id) => Ok(CmId { id, foreign, ctx }),
+            Ok(id) => {
+                census::enter(census::Kind::CmId);
+                Ok(CmId { id, foreign, ctx })
+            }
             Err(e) => {
                 pr_err!("rdma_create_id failed ({})\n", e.to_errno());
                 // SAFETY: the id was not created, so nothing else holds
@@ -586,6 +589,9 @@ impl<H: CmHandler> CmId<H> {
 
 impl<H: CmHandler> Drop for CmId<H> {
     fn drop(&mut self) {
+        // Destroyed here or, just below, by rdma_cm when the handler
+        // returns.
+        census::leave(census::Kind::CmId);
         if self.ctx.in_own_handler() {
             // `rdma_destroy_id()` would deadlock on the handler mutex: let
             // the trampoline return 1 instead (see the module docs).

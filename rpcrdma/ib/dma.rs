@@ -87,6 +87,7 @@ impl DmaBuf {
             );
             return Err(Error::from_errno(ret));
         }
+        super::census::enter(super::census::Kind::DmaBuf);
         // INVARIANT: mapped just now; `buf` is never resized.
         Ok(DmaBuf {
             buf,
@@ -179,5 +180,6 @@ impl Drop for DmaBuf {
                 self.dir.raw(),
             )
         };
+        super::census::leave(super::census::Kind::DmaBuf);
     }
 }

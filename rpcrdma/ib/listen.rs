@@ -293,6 +293,7 @@ impl Incoming {
         // SAFETY: as above.
         drop(unsafe { core::ptr::read(&me._listener) });
         // INVARIANT: context `foreign` and handler `cm_handler::<H>` were set.
+        super::census::enter(super::census::Kind::CmId);
         Ok(CmId { id, foreign, ctx })
     }
 }

@@ -6,6 +6,8 @@
 //! `unsafe`. The pieces, bottom-up (see `Documentation/design-ib.rst`):
 //!
 //! - [`Device`] / [`DeviceRef`]: an `ib_device` and its registration lock.
+//! - [`census`]: how many objects of each kind below are held (a leak
+//!   shows at unload).
 //! - [`client`]: the module's `ib_client`; device-removal callbacks.
 //! - [`cm`]: rdma_cm ids ([`cm::CmId`]) whose events reach a Rust
 //!   [`cm::CmHandler`], address/route resolution, socket addresses,
@@ -24,6 +26,7 @@ use core::ptr::NonNull;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
+pub mod census;
 pub mod client;
 pub mod cm;
 pub mod dma;

@@ -316,6 +316,7 @@ impl Mr {
                 e.to_errno()
             )
         })?;
+        super::census::enter(super::census::Kind::Mr);
         // SAFETY: `ib_alloc_mr()` returned a valid MR, not yet in use.
         let rkey = unsafe { (*mr.as_ptr()).rkey };
         // INVARIANT: fresh MR with a fresh table of `depth` entries.
@@ -554,6 +555,7 @@ impl Mr {
         };
         self.rkey = seg.handle;
         self.seg = seg;
+        super::census::enter(super::census::Kind::MrMapping);
         // INVARIANT: `nents` entries are mapped in `dir`.
         self.mapped = nents;
         self.dir = dir;
@@ -595,6 +597,7 @@ impl Mr {
                 self.dir,
             )
         };
+        super::census::leave(super::census::Kind::MrMapping);
         // INVARIANT: nothing is mapped any more.
         self.mapped = 0;
     }
@@ -683,6 +686,7 @@ impl Drop for Mr {
         if ret != 0 {
             pr_err!("ib_dereg_mr failed ({})\n", ret);
         }
+        super::census::leave(super::census::Kind::Mr);
         self.unmap_sg();
     }
 }

@@ -1364,6 +1364,7 @@ impl<H: CmHandler, Q: QpHandler> Endpoint<H, Q> {
         // nothing else writes it until `rdma_destroy_qp()`.
         let raw_qp = unsafe { (*id.as_ptr()).qp };
         qp.qp.store(raw_qp, Ordering::Relaxed);
+        super::census::enter(super::census::Kind::Qp);
         // INVARIANT: the QP uses these CQs and PD and lives on `id`.
         Ok(Endpoint {
             _send_cq: send_cq,
@@ -1474,6 +1475,7 @@ impl<H: CmHandler, Q: QpHandler> Drop for Endpoint<H, Q> {
             // SAFETY: the id is live and owns the QP, which is drained and
             // no longer reachable for posting.
             unsafe { bindings::rdma_destroy_qp(self.id.as_ptr()) };
+            super::census::leave(super::census::Kind::Qp);
         }
         // The fields now drop in order: the CQs (waiting for their poll
         // work), the rings, the PD reference, the id.

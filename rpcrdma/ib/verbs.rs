@@ -2,7 +2,7 @@
 
 //! Protection domains and completion queues.
 
-use super::{from_err_ptr, Device, DeviceRef};
+use super::{census, from_err_ptr, Device, DeviceRef};
 use crate::bindings;
 use core::ptr::NonNull;
 use kernel::prelude::*;
@@ -38,6 +38,7 @@ impl Pd {
         let pd = from_err_ptr(ptr).inspect_err(|e| {
             pr_err!("ib_alloc_pd on {} failed ({})\n", dev.name(), e.to_errno())
         })?;
+        census::enter(census::Kind::Pd);
         // INVARIANT: freshly allocated on `dev`.
         Ok(Arc::new(Pd { pd, dev }, GFP_KERNEL)?)
     }
@@ -65,6 +66,7 @@ impl Drop for Pd {
         // SAFETY: the PD is ours (type invariant); no QP or buffer uses it
         // any more, because they hold an `Arc<Pd>`.
         unsafe { bindings::rpcrdma2_shim_dealloc_pd(self.pd.as_ptr()) };
+        census::leave(census::Kind::Pd);
     }
 }
 
@@ -134,6 +136,7 @@ impl Cq {
                 e.to_errno()
             )
         })?;
+        census::enter(census::Kind::Cq);
         // INVARIANT: freshly allocated.
         Ok(Cq { cq, _dev: dev })
     }
@@ -149,5 +152,6 @@ impl Drop for Cq {
         // first. `ib_free_cq()` also waits for a running poll work item,
         // so no completion callback runs after it returns.
         unsafe { bindings::ib_free_cq(self.cq.as_ptr()) };
+        census::leave(census::Kind::Cq);
     }
 }

@@ -26,8 +26,10 @@
 #               reconnected and the I/O completed;
 #   ignored     nothing was refused: the I/O completed on one connection.
 # After each kind: the responder accepts another connection, and did not
-# panic. Then the other switches, a clean mount, and rmmod (nothing of
-# rpcrdma2 is left busy). run.sh fails the test on any kernel warning.
+# panic. Then the other switches, a clean mount (rmmod refused while it is
+# mounted), and rmmod after it: the module's census of ib objects must be
+# back to zero (rpcrdma/ib/census.rs). run.sh fails the test on any kernel
+# warning, a leak report among them.
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -178,6 +180,14 @@ done
 
 TB_MOUNT_TIMEOUT=60 NFS_RDMA_PORT=20050 tb_mount 3 rdma "$MNT"
 cp /tmp/ref "$MNT/clean" && cmp /tmp/ref "$MNT/clean" || tb_die "clean mount after the faults: I/O failed"
+! rmmod rpcrdma2 2>/tmp/rmmod.err || tb_die "rmmod rpcrdma2 succeeded under a live mount"
+grep -q "in use" /tmp/rmmod.err || tb_die "rmmod under a mount failed, but not as busy: $(cat /tmp/rmmod.err)"
 tb_umount "$MNT"
+# Every connection of the 30-odd faulty ones is gone: the module unloads
+# and its census of ib objects (cm ids, PDs, CQs, QPs, MRs, mappings,
+# buffers) is back to zero (a leak would be a warning line, see run.sh).
+dmesg -C
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
+dmesg | grep -q "rpcrdma2: ib census at unload: nothing held" ||
+	tb_die "no clean census at unload: $(dmesg | grep 'census' | head -n 8)"
 tb_log "responder fault switches: all checks passed"

@@ -24,7 +24,9 @@ readonly EX_TIMEOUT=124 EX_TESTBED=125
 readonly SERVER_IP=192.168.100.1 CLIENT_IP=192.168.100.2 PREFIX=24 MTU=9000
 readonly NFS_RDMA_PORT=20049 NFS_TCP_PORT=2049
 # Lines of the client's kernel log that fail a run.
-readonly WARN_RE='WARNING:|BUG:|Oops|Call Trace|KASAN|UBSAN|Kernel panic|general protection fault|rcu: INFO|rcu_.* detected stalls|blocked for more than'
+# The last alternative is rpcrdma2's own leak report at unload
+# (rpcrdma/ib/census.rs).
+readonly WARN_RE='WARNING:|BUG:|Oops|Call Trace|KASAN|UBSAN|Kernel panic|general protection fault|rcu: INFO|rcu_.* detected stalls|blocked for more than|ib census at unload: .* leaked'
 # Debian packages the host needs: QEMU, a static busybox, and everything the
 # guests run from the host's /usr.
 readonly VM_DEBS=(qemu-system-x86 busybox-static nfs-kernel-server nfs-common
