@@ -12,6 +12,9 @@
 #     r2      rpcrdma2, default rsize/wsize (chunks, DDP)
 #     c-1k    stock C client, rsize=1024,wsize=1024
 #     r2-1k   rpcrdma2, rsize=1024,wsize=1024 (all RPCs inline)
+#     v2      rpcrdma2 through the responder, version 2 (chunks, FRWR)
+#     v2-inl  the same with frwr=N: no memory registration, Calls and
+#             Replies over the inline threshold go by Message Continuation
 #     m-tcp   metadata workloads (meta.sh) over NFS/TCP
 #     m-c     metadata workloads, C client to svcrdma
 #     m-r2    metadata workloads, rpcrdma2 to svcrdma
@@ -37,7 +40,7 @@ set -uo pipefail
 . "$TESTBED_LIB"
 
 REPEATS=3 RUNTIME=10 RAMP=2 SIZE=128m LAT_ITERS=2000
-CONFIGS='raw tcp c c-1k r2-1k r2 m-tcp m-c m-r2 m-v1 m-v2'
+CONFIGS='raw tcp c c-1k r2-1k r2 m-tcp m-c m-r2 m-v1 m-v2'  # v2 v2-inl: on request
 META_VERS=4.1 META_FILES=3000 META_DIRSIZE=1000 META_CREATE=300
 UNTAR=/src/target/bench/untar.tar
 while (($#)); do
@@ -95,17 +98,24 @@ cpu_sample() {
 # --- transports ----------------------------------------------------------------
 
 declare -A PROTO=([tcp]=tcp [c]=rdma [c-1k]=rdma [r2-1k]=rdma [r2]=rdma
+	[v2]=rdma [v2-inl]=rdma
 	[m-tcp]=tcp [m-c]=rdma [m-r2]=rdma [m-v1]=rdma [m-v2]=rdma)
 declare -A MODULE=([tcp]='' [c]=rpcrdma [c-1k]=rpcrdma [r2-1k]=rpcrdma2 [r2]=rpcrdma2
+	[v2]=rpcrdma2 [v2-inl]=rpcrdma2
 	[m-tcp]='' [m-c]=rpcrdma [m-r2]=rpcrdma2 [m-v1]=rpcrdma2 [m-v2]=rpcrdma2)
-declare -A EXTRA=([tcp]='' [c]='' [c-1k]=$SMALL [r2-1k]=$SMALL [r2]=''
+declare -A EXTRA=([tcp]='' [c]='' [c-1k]=$SMALL [r2-1k]=$SMALL [r2]='' [v2]='' [v2-inl]=''
 	[m-tcp]='' [m-c]='' [m-r2]='' [m-v1]='' [m-v2]='')
 # RDMA port: svcrdma, or the responder (server.sh) in version 2 or v1-only mode
-declare -A PORT=([m-v1]=20051 [m-v2]=20050)
+declare -A PORT=([m-v1]=20051 [m-v2]=20050 [v2]=20050 [v2-inl]=20050)
+# rpcrdma2's module parameters per configuration (default: none), and
+# those it was loaded with
+declare -A PARAMS=([v2-inl]=frwr=N)
+LOADED_PARAMS=
 
 loaded() { grep -q "^$1 " /proc/modules; }
 
-# use_module rpcrdma|rpcrdma2|'': make exactly that RDMA client loaded
+# use_module rpcrdma|rpcrdma2|'' [PARAMS]: make exactly that RDMA client
+# loaded (rpcrdma2 with the module parameters PARAMS)
 use_module() {
 	case $1 in
 	'') return 0 ;;
@@ -118,7 +128,12 @@ use_module() {
 		if loaded rpcrdma; then (tb_rmmod rpcrdma) || return 1; fi
 		# a proto=rdma mount must never fall back to the C client
 		mkdir -p /run/testbed && : >/run/testbed/block-rpcrdma
-		loaded rpcrdma2 || insmod "$KO" || return 1
+		if loaded rpcrdma2 && [ "$LOADED_PARAMS" != "${2:-}" ]; then
+			(tb_rmmod rpcrdma2) || return 1
+		fi
+		# shellcheck disable=SC2086 # a list of parameters
+		loaded rpcrdma2 || insmod "$KO" ${2:-} || return 1
+		LOADED_PARAMS=${2:-}
 		;;
 	esac
 	tb_log "modules: $(grep -oE '^rpcrdma2? ' /proc/modules | tr '\n' ' ')"
@@ -144,7 +159,7 @@ bench_mount() {
 		dmesg | grep -q "rpcrdma2: connected" || { tb_log "$cfg: no 'rpcrdma2: connected' in dmesg" >&2; return 1; }
 		! loaded rpcrdma || return 1
 		case $cfg in
-		m-v2)
+		m-v2 | v2 | v2-inl)
 			dmesg | grep -q "connection settled on version 2" ||
 				{ tb_log "$cfg: the connection did not settle on RPC-over-RDMA version 2" >&2; return 1; } ;;
 		m-v1)
@@ -196,7 +211,7 @@ run_fio() {
 # run_config CONFIG REPEAT [STOP_AT_FIRST_FAILURE]
 run_config() {
 	local cfg=$1 rep=$2 opts job
-	if ! use_module "${MODULE[$cfg]}"; then
+	if ! use_module "${MODULE[$cfg]}" "${PARAMS[$cfg]:-}"; then
 		for job in "${JOBS[@]}"; do record fio "$cfg" "$job" "$rep" module-failed - -; done
 		return 1
 	fi
@@ -285,7 +300,7 @@ tb_log "bench: repeats $REPEATS, runtime ${RUNTIME}s + ramp ${RAMP}s, file size 
 for ((rep = 1; rep <= REPEATS; rep++)); do
 	tb_log "===== repeat $rep of $REPEATS"
 	has raw && run_raw "$rep"
-	for cfg in tcp c r2 c-1k r2-1k; do
+	for cfg in tcp c r2 c-1k r2-1k v2 v2-inl; do
 		has "$cfg" && run_config "$cfg" "$rep"
 	done
 	for vers in $META_VERS; do

@@ -32,8 +32,10 @@ CONFIGS = {  # name: (label, transport)
     "r2-1k": ("rpcrdma2 1k", "rpcrdma2.ko"),
     "r2": ("rpcrdma2", "rpcrdma2.ko"),
     "raw": ("raw rxe", "perftest verbs, rdma_cm"),
+    "v2": ("r2 v2 (resp.)", "rpcrdma2.ko, RPC-over-RDMA v2, responder port 20050"),
+    "v2-inl": ("r2 v2 frwr=N", "rpcrdma2.ko frwr=N (Message Continuation), v2, responder"),
 }
-ORDER = ["r2-1k", "c-1k", "r2", "c", "tcp", "raw"]
+ORDER = ["r2-1k", "c-1k", "r2", "c", "tcp", "raw", "v2", "v2-inl"]
 META_CONFIGS = {  # name: (label, transport)
     "m-v2": ("r2 v2 (resp.)", "rpcrdma2.ko, RPC-over-RDMA v2, responder port 20050"),
     "m-v1": ("r2 v1 (resp.)", "rpcrdma2.ko, RPC-over-RDMA v1, responder --v1-only port 20051"),
@@ -443,6 +445,8 @@ def main(res):
                  "cpu_per_op:rpcrdma2_default/C_default": ratio(cpu_of("r2", job), cpu_of("c", job)),
                  "cpu_per_op:rpcrdma2_1k/C_1k": ratio(cpu_of("r2-1k", job), cpu_of("c-1k", job)),
                  "cpu_per_op:TCP/C_default": ratio(cpu_of("tcp", job), cpu_of("c", job)),
+                 "v2_continuation/v2_chunks": ratio(mean_of("v2-inl", job), mean_of("v2", job)),
+                 "cpu_per_op:v2_continuation/v2_chunks": ratio(cpu_of("v2-inl", job), cpu_of("v2", job)),
                  "raw_counterpart": perf if unit == "MiB/s" else None}
         ratios.append(entry)
 
@@ -613,6 +617,16 @@ def main(res):
             out.append(f"{e['job']:<12} {rf(e['cpu_per_op:rpcrdma2_default/C_default']):>17} "
                        f"{rf(e['cpu_per_op:rpcrdma2_1k/C_1k']):>14} {rf(e['cpu_per_op:TCP/C_default']):>13}")
         out.append("")
+        if any(e["v2_continuation/v2_chunks"] for e in ratios):
+            out.append("Version 2 through the responder: Message Continuation (frwr=N) against chunks with FRWR,")
+            out.append("ratios of means (speed; CPU per I/O):")
+            rh = f"{'job':<12} {'v2 frwr=N / v2':>17} {'CPU/op':>14}"
+            out.append(rh)
+            out.append("-" * len(rh))
+            for e in ratios:
+                out.append(f"{e['job']:<12} {rf(e['v2_continuation/v2_chunks']):>17} "
+                           f"{rf(e['cpu_per_op:v2_continuation/v2_chunks']):>14}")
+            out.append("")
 
     if meta_cfgs:
         out.append(f"Metadata workloads (tools/testing/bench/meta.sh): {s.get('meta_files', '?')} files of "
@@ -818,7 +832,7 @@ def chart(res, settings, rows, ratios, meta_cfgs, meta_ratios, ops_rows, v2v1):
     import matplotlib.pyplot as plt
     fig, axes = plt.subplots(3, 3, figsize=(16, 15))
     colors = {"r2-1k": "#d62728", "c-1k": "#1f77b4", "r2": "#ff9896", "c": "#aec7e8",
-              "tcp": "#7f7f7f", "raw": "#2ca02c",
+              "tcp": "#7f7f7f", "raw": "#2ca02c", "v2": "#9467bd", "v2-inl": "#c5b0d5",
               "m-v2": "#d62728", "m-v1": "#ff9896", "m-r2": "#9467bd", "m-c": "#1f77b4", "m-tcp": "#7f7f7f"}
 
     def nodata(ax, title):

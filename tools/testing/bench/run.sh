@@ -38,6 +38,9 @@ configurations (--configs; 'fio' and 'meta' stand for their groups):
   r2     fio, rpcrdma2                responder --v1-only (port 20051)
   r2-1k  fio, rpcrdma2, 1 KiB  m-v2   metadata, rpcrdma2 through the
                                       responder, version 2 (port 20050)
+  v2     fio, rpcrdma2 through the responder, version 2 (not in 'fio')
+  v2-inl fio, the same with frwr=N: Message Continuation instead of
+         chunks (not in 'fio')
 
 options:
   --repeats N        repeats per job (default 3)
@@ -108,6 +111,7 @@ for c in $configs; do
 	case $c in
 	fio) expanded+=" $FIO_CONFIGS" ;;
 	meta) expanded+=" $META_CONFIGS" ;;
+	v2 | v2-inl) expanded+=" $c" ;;
 	*)
 		[[ " $FIO_CONFIGS $META_CONFIGS " == *" $c "* ]] ||
 			{ echo "${0##*/}: unknown config $c" >&2; exit 2; }
@@ -123,7 +127,10 @@ done
 	{ echo "${0##*/}: --meta-files: at most 100 directories of --meta-dirsize files" >&2; exit 2; }
 has_meta=0 has_responder=0
 for c in $configs; do
-	case $c in m-v1 | m-v2) has_responder=1 ;& m-*) has_meta=1 ;; esac
+	case $c in
+	v2 | v2-inl) has_responder=1 ;;
+	m-v1 | m-v2) has_responder=1 ;& m-*) has_meta=1 ;;
+	esac
 done
 
 # The report needs matplotlib (Debian python3-matplotlib) in the system
@@ -158,7 +165,7 @@ fi
 # /src) and the untar tarball, in the tree's cargo target directory (the
 # guests see the repository as /src; the directory is not under git).
 if ((has_responder)); then
-	step "build the responder (m-v1, m-v2)" tools/responder/build.sh
+	step "build the responder (m-v1, m-v2, v2, v2-inl)" tools/responder/build.sh
 	[ -x tools/responder/target/release/rpcrdma-responder ] ||
 		die "no responder binary at tools/responder/target/release/rpcrdma-responder: m-v1 and m-v2 cannot run"
 fi
