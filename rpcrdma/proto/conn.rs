@@ -43,7 +43,7 @@ use super::xdr::{v1, v2};
 pub struct Stats {
     /// Messages the responder got wrong (C: `bad_reply_count`).
     pub bad_reply: u64,
-    /// v2 credit words with a zero half, ignored.
+    /// v2 credit words with a zero limit (high half), ignored.
     pub bad_credit: u64,
     /// `RDMA_ERROR` replies other than `ERR_VERS`.
     pub rdma_error: u64,

@@ -57,11 +57,17 @@
 //!    an `RDMA2_ERROR` would leak a credit, and a responder that reads
 //!    the low half differently (for example as the increase of its
 //!    limit, or zero when nothing changed) would stall us for good.
-//! 4. **Both halves must be non-zero.** A word with a zero half violates
-//!    §4.3.1; we ignore it (keep the previous limit, return only what
-//!    rule 3 returns) and count it. This is also how a probe answer that
-//!    does not grant credits keeps the connection at one message in
-//!    flight.
+//! 4. **The high half must be non-zero.** "The granted value MUST NOT be
+//!    zero, since such a value would result in deadlock" is about the
+//!    limit: only a zero limit deadlocks, and "if the granted value is
+//!    exceeded" in the same paragraph is the limit too. A word with a zero
+//!    limit is ignored (keep the previous limit, return only what rule 3
+//!    returns) and counted. A zero low half returns nothing: we send one
+//!    whenever nothing was received since our previous message (every
+//!    piece of a continued Call but the first, typically). Reading it as
+//!    "at least one" (as we did until 2026-11-24) makes a long continued
+//!    Call return credits that were never consumed, and the responder
+//!    overruns our Receives (RNR; Documentation/benchmarks.rst).
 //!
 //! The resulting send rule is the stricter of two limits: the RPC window
 //! (SUNRPC's cwnd, which is safe even against a responder that, v1-style,
@@ -78,8 +84,9 @@
 //! prepared to have outstanding, `window + 2 * bc_requests` (every reply
 //! to an outstanding Call, every backchannel Call we serve and its
 //! companion, as the C client counts them), and `granted` is the number of
-//! Receives consumed since our previous Send, at least 1 (§4.3.1 forbids
-//! 0). Our safety never depends on the responder's reading of it: we keep
+//! Receives consumed since our previous Send (0 if none: rule 4). Our
+//! safety depends on the responder's reading of it only where it may send
+//! several messages per Call (continued replies, grants): we keep
 //! at least `window + 2 * bc_requests + 1` Receives posted (the extra one
 //! is the §4.3.1 reserve: "receivers MUST always be in a position to
 //! receive one such credit grant update message, in addition to
@@ -152,7 +159,7 @@ pub struct GrantEffect {
     /// The v2 message budget was exhausted and is open again: wake
     /// senders that waited for it (`xprt_write_space`).
     pub wake: bool,
-    /// The credit word was invalid (a zero half) and was ignored.
+    /// The credit word was invalid (a zero limit) and was ignored.
     pub bad_word: bool,
 }
 
@@ -275,7 +282,9 @@ impl CreditState {
             Protocol::V1 => self.max_requests,
             Protocol::V2 => {
                 let max = self.recv_credits();
-                let g = clamp_u32(self.consumed, 1, u32::from(max));
+                // Rule 4: 0 when nothing was consumed, never more than
+                // the limit.
+                let g = self.consumed.min(u32::from(max));
                 let [_, _, hi, lo] = g.to_be_bytes();
                 Credits {
                     granted: u16::from_be_bytes([hi, lo]),

@@ -220,8 +220,9 @@ fn probe_then_v2() -> TestResult {
     check!(t.thresholds().max_inline_call() == 1024 - 36);
     let plan = t.prepare_call(XID, 200, 900);
     check!(matches!(plan, Ok(p) if p.protocol == Protocol::V2 && p.probe && p.hdr_len == 36));
-    // We advertise one credit: 1 granted, 1 outstanding at most.
-    check!(matches!(plan, Ok(p) if p.credit == 0x0001_0001));
+    // We advertise one credit (1 outstanding at most) and return none
+    // (nothing received yet).
+    check!(matches!(plan, Ok(p) if p.credit == 0x0001_0000));
     check!(t.phase() == Phase::Probing { probe: Some(XID) });
     // One message at a time until the server grants credits.
     check!(t.prepare_call(XID.wrapping_add(1), 200, 900) == Err(CallError::NoCredits));
@@ -621,19 +622,25 @@ fn v2_credit_accounting() -> TestResult {
     check!(s.may_send() && s.limit() == 1);
     s.on_send();
     check!(!s.may_send() && s.outstanding() == 1);
-    // Invalid words (a zero half) are ignored, but a reply still returns
-    // the Call it answers.
-    let bad = Credits {
+    // A zero low half returns nothing, but a reply still returns the Call
+    // it answers; the limit applies.
+    let none = Credits {
         granted: 0,
         max: 16,
     };
     let e = s.on_grant(Grant::V2 {
-        credits: bad,
+        credits: none,
         answers_call: true,
     });
-    check!(e.bad_word && e.update.is_none() && e.wake);
-    check!(s.limit() == 1 && s.outstanding() == 0);
+    check!(!e.bad_word && e.update == Some(CreditUpdate::new(16)) && e.wake);
+    check!(s.limit() == 16 && s.outstanding() == 0);
+    let e = s.on_grant(Grant::V2 {
+        credits: Credits { granted: 1, max: 1 },
+        answers_call: false,
+    });
+    check!(e.update == Some(CreditUpdate::new(1)) && s.limit() == 1);
     s.on_send();
+    // A zero limit is invalid: ignored (and counted), the rest too.
     let zero_max = Credits { granted: 4, max: 0 };
     let e = s.on_grant(Grant::V2 {
         credits: zero_max,
@@ -692,9 +699,9 @@ fn v2_advertisement() -> TestResult {
         ..Config::default()
     };
     let mut s = CreditState::new(&c, Protocol::V2);
-    // window 1 + 2 * 2 backchannel = 5; nothing consumed yet: granted 1.
+    // window 1 + 2 * 2 backchannel = 5; nothing consumed yet: granted 0.
     check!(s.recv_credits() == 5);
-    check!(s.on_send() == Credits { granted: 1, max: 5 }.to_word());
+    check!(s.on_send() == Credits { granted: 0, max: 5 }.to_word());
     s.on_grant(Grant::V2 {
         credits: Credits {
             granted: 1,
@@ -714,10 +721,11 @@ fn v2_advertisement() -> TestResult {
             }
             .to_word()
     );
+    // Nothing consumed since: the next word returns none (rule 4).
     check!(
         s.credit_word()
             == Credits {
-                granted: 1,
+                granted: 0,
                 max: 14
             }
             .to_word()
@@ -961,6 +969,8 @@ fn reply_classes() -> TestResult {
 /// v2 credit word with a zero low half: invalid, so a message carrying it
 /// returns only what credit rule 3 returns (1 if it answers a Call).
 const CRED_0_32: u32 = 0x0020_0000;
+/// Limit 1, nothing returned.
+const CRED_0_1: u32 = 0x0001_0000;
 
 /// A transport settled on v2 (inline only, limit 32) with Call `XID`
 /// outstanding.
@@ -992,7 +1002,7 @@ fn continuation_reassembly() -> TestResult {
     let mut t = v2_with_call();
     check!(t.credits().outstanding() == 1);
     // Three pieces: offsets follow, only the last one answers the Call
-    // (the invalid credit words return nothing but rule 3's floor).
+    // (the credit words return nothing, the last returns rule 3's floor).
     let m = piece(XID, CRED_0_32, true, &[XID, 1]);
     let o = t.receive(m.bytes());
     check!(is_piece(&o.reply, XID, 0, 8, None));
@@ -1007,7 +1017,7 @@ fn continuation_reassembly() -> TestResult {
     check!(t.credits().outstanding() == 0);
     let s = *t.stats();
     check!(s.reply_pieces == 3 && s.continued_replies == 1 && s.bad_reply == 0);
-    check!(s.bad_credit == 3);
+    check!(s.bad_credit == 0);
     // A credit grant between two pieces does not interrupt the sequence;
     // valid credit words of pieces count as usual.
     check!(t.prepare_call(XID, 100, 100).is_ok());
@@ -1457,11 +1467,11 @@ fn credit_grants_sent() -> TestResult {
     check!(t.prepare_call(XID, 100, 100).is_ok());
     check!(t.credits().outstanding() == 1 && t.credits().limit() == 1);
     // Window 1: we advertise 1, so every message makes a grant due.
-    let m = piece(XID, CRED_0_32, true, &[XID, 1]);
+    let m = piece(XID, CRED_0_1, true, &[XID, 1]);
     let o = t.receive(m.bytes());
     check!(o.grant_due && t.prepare_grant().is_some());
     check!(t.credits().outstanding() == 2);
-    let m = piece(XID, CRED_0_32, true, &[0]);
+    let m = piece(XID, CRED_0_1, true, &[0]);
     let o = t.receive(m.bytes());
     check!(!o.grant_due && t.prepare_grant().is_none());
     // Not on version 1.

@@ -478,8 +478,8 @@ impl ConnProto {
 
     /// Applies the credit word of a v2 message from the client (not an
     /// `RDMA2_ERROR`, whose word means nothing): the high half is its
-    /// limit, the low half returns our messages (-00 §4.3.1; both halves
-    /// non-zero, else ignored).
+    /// limit, the low half returns our messages (-00 §4.3.1; a zero limit
+    /// is ignored, a zero low half returns nothing).
     pub fn client_credit(&mut self, word: u32) {
         let c = Credits::from_word(word);
         if !c.is_valid() {

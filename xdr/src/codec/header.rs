@@ -142,10 +142,15 @@ impl Credits {
         u32::from_be_bytes([h1, h0, l1, l0])
     }
 
-    /// True if both halves are non-zero.
+    /// True if the limit (high half) is non-zero. -00 §4.3.1: "The
+    /// granted value MUST NOT be zero, since such a value would result in
+    /// deadlock" names the limit (only a zero limit deadlocks, and the
+    /// same paragraph's "if the granted value is exceeded" is the limit);
+    /// a zero low half returns nothing, which a message that follows no
+    /// received one (a piece of a continued Call) must be able to say.
     #[inline]
     pub const fn is_valid(self) -> bool {
-        self.granted != 0 && self.max != 0
+        self.max != 0
     }
 }
 

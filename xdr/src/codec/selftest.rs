@@ -750,7 +750,10 @@ fn credit_word() -> TestResult {
     check!(c.granted == 32 && c.max == 128 && c.is_valid());
     check!(c.to_word() == 0x0080_0020);
     check!(Credits::from_word(0xffff_0000).to_word() == 0xffff_0000);
-    check!(!Credits::from_word(0x0001_0000).is_valid());
+    // A zero low half returns nothing and is valid; a zero limit is not.
+    check!(Credits::from_word(0x0001_0000).is_valid());
+    check!(!Credits::from_word(0x0000_0001).is_valid());
+    check!(!Credits::from_word(0).is_valid());
     Ok(())
 }
 
