@@ -63,6 +63,8 @@ kinds! {
     ExtraGrantZero = "extra-grant-zero": "an extra credit grant (NOMSG, XID 0) with credit 0",
     ReverseGarbage = "reverse-garbage": "a reverse-direction RDMA_MSG with a garbage RPC",
     ContXidChange = "cont-xid-change": "a reply continued (F_MORE) whose second piece has another XID",
+    ContHtypeChange = "cont-htype-change": "a reply continued (F_MORE) whose second piece is an RDMA2_NOMSG (another header type)",
+    ContClose = "cont-close": "the first piece of a continued reply (F_MORE), then the connection closed",
     ContAbandoned = "cont-abandoned": "the first piece of a continued reply (F_MORE), then nothing",
     ContOverlong = "cont-overlong": "a reply continued over 16 pieces of 1 KiB: longer than its receive buffer",
 }
@@ -261,9 +263,14 @@ pub fn apply(kind: Kind, plan: &mut ReplyPlan) {
             .collect();
             plan.sends.push(g);
         }
-        Kind::ContXidChange | Kind::ContAbandoned | Kind::ContOverlong => {}
+        Kind::ContXidChange
+        | Kind::ContHtypeChange
+        | Kind::ContClose
+        | Kind::ContAbandoned
+        | Kind::ContOverlong => {}
     }
     if let Some(pieces) = continued(kind, &m) {
+        plan.close_after = kind == Kind::ContClose;
         plan.sends.extend(pieces);
         return;
     }
@@ -283,7 +290,12 @@ fn continued(kind: Kind, m: &[u8]) -> Option<Vec<Vec<u8>>> {
             piece(hdr, xid, true, a),
             piece(hdr, xid ^ 1, false, b),
         ]),
-        Kind::ContAbandoned => Some(vec![piece(hdr, xid, true, a)]),
+        Kind::ContHtypeChange => {
+            let mut last = piece(hdr, xid, false, b);
+            set(&mut last, 3, 1); // RDMA2_NOMSG, same XID
+            Some(vec![piece(hdr, xid, true, a), last])
+        }
+        Kind::ContAbandoned | Kind::ContClose => Some(vec![piece(hdr, xid, true, a)]),
         Kind::ContOverlong => {
             // The Reply's own first bytes (so that its RPC header checks
             // out), then 16 KiB more than it holds.
@@ -339,6 +351,23 @@ mod tests {
             "another XID, last"
         );
         assert_eq!([&s[0][36..], &s[1][36..]].concat(), m[36..]);
+        let s = sent(Kind::ContHtypeChange, m.clone());
+        assert_eq!(s.len(), 2);
+        assert_eq!((get(&s[0], 3), get(&s[0], 4)), (0, 3), "RDMA2_MSG, F_MORE");
+        assert_eq!(
+            (get(&s[1], 0), get(&s[1], 3), get(&s[1], 4)),
+            (0x77, 1, 1),
+            "same XID, RDMA2_NOMSG, last"
+        );
+        assert_eq!([&s[0][36..], &s[1][36..]].concat(), m[36..]);
+        let mut plan = ReplyPlan {
+            sends: vec![m.clone()],
+            ..ReplyPlan::default()
+        };
+        apply(Kind::ContClose, &mut plan);
+        assert!(plan.close_after);
+        assert_eq!(plan.sends.len(), 1);
+        assert_eq!(get(&plan.sends[0], 4), 3, "F_MORE, then the close");
         let s = sent(Kind::ContAbandoned, m.clone());
         assert_eq!(s.len(), 1);
         assert_eq!(get(&s[0], 4), 3);

@@ -323,6 +323,8 @@ pub struct ReplyPlan {
     pub path: Option<Path>,
     /// Bytes moved by RDMA Write.
     pub written: usize,
+    /// Fault injection: close the connection once these Sends completed.
+    pub close_after: bool,
 }
 
 /// What the event loop does with a received message.

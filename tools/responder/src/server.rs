@@ -148,6 +148,9 @@ struct Conn {
     replies: u64,
     /// `--malform-nth` has malformed a reply of this connection.
     malformed: bool,
+    /// Close the connection when the Sends of this slot completed (a
+    /// malformed reply with `close_after`).
+    close_on_slot: Option<usize>,
     closing: bool,
     peer: String,
 }
@@ -375,6 +378,7 @@ impl Server {
             received: 0,
             replies: 0,
             malformed: false,
+            close_on_slot: None,
             closing: false,
             peer,
         };
@@ -423,7 +427,19 @@ impl Server {
                     }
                     self.flush_out(k);
                 }
-                K_SLOT => self.free_slot(k, idx),
+                K_SLOT => {
+                    let close = match self.conns.get_mut(&k) {
+                        Some(c) if c.close_on_slot == Some(idx) => {
+                            c.close_on_slot = None;
+                            true
+                        }
+                        _ => false,
+                    };
+                    self.free_slot(k, idx);
+                    if close {
+                        self.close(k, "fault injection: closed mid-sequence");
+                    }
+                }
                 K_READ => self.read_done(k, idx),
                 _ => {}
             }
@@ -844,6 +860,9 @@ impl Server {
                     c.replies, slot.call.xid
                 ));
                 crate::malform::apply(kind, &mut plan);
+                if plan.close_after {
+                    c.close_on_slot = Some(s);
+                }
             }
         }
         if self.cfg.verbose {

@@ -74,6 +74,8 @@ declare -A EXPECT=(
 	[extra-grant-zero]=ignored
 	[reverse-garbage]=drop
 	[cont-xid-change]=fail
+	[cont-htype-change]=fail
+	[cont-close]=disconnect
 	[cont-abandoned]=ignored
 	[cont-overlong]="fail -90"
 )
