@@ -609,24 +609,25 @@ def main(res):
                        f"{rf(e['rpcrdma2_1k/C_default']):>15}  "
                        f"{e['raw_counterpart'] or 'none (ib_send_lat is a latency)'}")
         out.append("")
-        out.append("Client CPU per I/O, ratios of means (below 1: less CPU than the C client):")
-        rh = f"{'job':<12} {'r2 dflt / C dflt':>17} {'r2 1k / C 1k':>14} {'TCP / C dflt':>13}"
-        out.append(rh)
-        out.append("-" * len(rh))
-        for e in ratios:
-            out.append(f"{e['job']:<12} {rf(e['cpu_per_op:rpcrdma2_default/C_default']):>17} "
-                       f"{rf(e['cpu_per_op:rpcrdma2_1k/C_1k']):>14} {rf(e['cpu_per_op:TCP/C_default']):>13}")
-        out.append("")
-        if any(e["v2_continuation/v2_chunks"] for e in ratios):
-            out.append("Version 2 through the responder: Message Continuation (frwr=N) against chunks with FRWR,")
-            out.append("ratios of means (speed; CPU per I/O):")
-            rh = f"{'job':<12} {'v2 frwr=N / v2':>17} {'CPU/op':>14}"
+        def ratio_table(titles, cols):
+            """TITLES, then a row per job of the ratios COLS names: (heading, key, width)."""
+            out.extend(titles)
+            rh = f"{'job':<12} " + " ".join(f"{h:>{w}}" for h, _, w in cols)
             out.append(rh)
             out.append("-" * len(rh))
             for e in ratios:
-                out.append(f"{e['job']:<12} {rf(e['v2_continuation/v2_chunks']):>17} "
-                           f"{rf(e['cpu_per_op:v2_continuation/v2_chunks']):>14}")
+                out.append(f"{e['job']:<12} " + " ".join(f"{rf(e[k]):>{w}}" for _, k, w in cols))
             out.append("")
+
+        ratio_table(["Client CPU per I/O, ratios of means (below 1: less CPU than the C client):"],
+                    [("r2 dflt / C dflt", "cpu_per_op:rpcrdma2_default/C_default", 17),
+                     ("r2 1k / C 1k", "cpu_per_op:rpcrdma2_1k/C_1k", 14),
+                     ("TCP / C dflt", "cpu_per_op:TCP/C_default", 13)])
+        if any(e["v2_continuation/v2_chunks"] for e in ratios):
+            ratio_table(["Version 2 through the responder: Message Continuation (frwr=N) against chunks with FRWR,",
+                         "ratios of means (speed; CPU per I/O):"],
+                        [("v2 frwr=N / v2", "v2_continuation/v2_chunks", 17),
+                         ("CPU/op", "cpu_per_op:v2_continuation/v2_chunks", 14)])
 
     if meta_cfgs:
         out.append(f"Metadata workloads (tools/testing/bench/meta.sh): {s.get('meta_files', '?')} files of "
