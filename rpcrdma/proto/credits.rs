@@ -300,7 +300,16 @@ impl CreditState {
     pub fn on_send(&mut self) -> u32 {
         let word = self.credit_word();
         self.sent = self.sent.wrapping_add(1);
-        self.consumed = 0;
+        self.consumed = match self.protocol {
+            Protocol::V1 => 0,
+            // What the word returned; Receives beyond the limit it could
+            // carry are returned by the next message, never dropped (a
+            // dropped return is a credit the responder never gets back,
+            // and enough of them stall it for good).
+            Protocol::V2 => self
+                .consumed
+                .saturating_sub(u32::from(Credits::from_word(word).granted)),
+        };
         word
     }
 

@@ -363,9 +363,6 @@ pub struct ConnProto {
     pub calls: u64,
     /// Calls of the class fault injection counts ([`Options::err_calls`]).
     pub err_counted: u64,
-    /// v2 credits returned ahead of their message (a CONNPROP must grant
-    /// at least one).
-    advance: u32,
     /// Our CONNPROP is to be sent before anything else.
     connprop_due: bool,
     /// Continued Call being reassembled: xid, bytes.
@@ -465,7 +462,6 @@ impl ConnProto {
             client_props: None,
             unreturned: 0,
             unanswered: 0,
-            advance: 0,
             connprop_due: false,
             calls: 0,
             err_counted: 0,
@@ -605,13 +601,15 @@ impl ConnProto {
     /// credit to return, exactly once: an answer returns its Call's credit
     /// plus those of the messages no answer will return (continuation
     /// pieces, grants, CONNPROP, messages answered by nothing); a message
-    /// that answers nothing returns only the latter. The low half must not
-    /// be zero (§4.3.1): when nothing is owed it is 1, an advance that the
-    /// next answer does not repeat.
+    /// that answers nothing returns only the latter, which may be none: a
+    /// zero low half (§4.3.1 forbids a zero limit, not a zero return;
+    /// returning credits ahead of their messages, as this did until
+    /// 2026-11-24, let a requester that clamps returns at what it has
+    /// outstanding starve when the advance was withheld later).
     ///
-    /// With `--grant exact` or `lazy` every message returns exactly one
-    /// credit: an answer its Call's, another message a spare one (or an
-    /// advance); the rest go in asynchronous grants ([`GrantMode`]).
+    /// With `--grant exact` or `lazy` every answer returns exactly its
+    /// Call's credit and another message at most one spare credit; the
+    /// rest go in asynchronous grants ([`GrantMode`]).
     pub fn credit_word(&mut self, answers: bool) -> u32 {
         match self.version {
             Some(Protocol::V2) => {
@@ -625,12 +623,8 @@ impl ConnProto {
                     (_, true) => 1,
                     (_, false) => spare.min(1),
                 };
-                self.unreturned = self.unreturned.saturating_sub(owed);
-                let granted = u16::try_from(owed.max(1)).unwrap_or(u16::MAX);
-                if owed == 0 {
-                    // the advance: one receipt to come is returned now
-                    self.advance = self.advance.saturating_add(1);
-                }
+                let granted = u16::try_from(owed).unwrap_or(u16::MAX);
+                self.unreturned = self.unreturned.saturating_sub(u32::from(granted));
                 Credits {
                     granted,
                     max: self.opts.credits.max(1),
@@ -811,11 +805,7 @@ impl ConnProto {
     }
 
     fn on_receive_inner(&mut self, buf: &[u8], stats: &mut Stats) -> Vec<Action> {
-        if self.advance > 0 {
-            self.advance -= 1;
-        } else {
-            self.unreturned = self.unreturned.saturating_add(1);
-        }
+        self.unreturned = self.unreturned.saturating_add(1);
         stats.msgs_received += 1;
         let Ok(common) = header::peek(buf) else {
             log::warn(format_args!(

@@ -83,7 +83,8 @@ fn v2_connprop_first_then_call() {
     );
     let s = sends(&a);
     assert_eq!(s.len(), 1);
-    // rpcrdma2_hdr_prefix: xid 0, vers 2, credit (max 32 | granted 1),
+    // rpcrdma2_hdr_prefix: xid 0, vers 2, credit (max 32 | granted 0:
+    // the Call's credit goes with its reply),
     // htype RDMA2_CONNPROP (5), flags 0; then rpcrdma2_propset: count 5,
     // { rdma_which, rdma_data<> } each.
     assert_eq!(
@@ -91,7 +92,7 @@ fn v2_connprop_first_then_call() {
         vec![
             0,
             2,
-            (32 << 16) | 1,
+            32 << 16,
             5,
             0,
             5,
@@ -1063,8 +1064,7 @@ fn grant_exact_returns_one_per_message() {
     assert_eq!(grants(&a[0]), vec![(32 << 16) | 1]);
     assert_eq!(grants(&a[1]), vec![(32 << 16) | 1]);
     assert!(grants(&a[2]).is_empty());
-    // The reply returns exactly its Call's credit, as does a continued
-    // reply's every piece.
+    // The reply returns exactly its Call's credit.
     let c = the_call(&a[2]);
     let pl = p.plan_reply(&c, &bytes(&[0x22, 1, 0, 0, 0, 0]), None, &mut st);
     assert_eq!(words(&pl.sends[0])[2], (32 << 16) | 1);
@@ -1087,8 +1087,11 @@ fn grant_exact_returns_one_per_message() {
     c.reply = None;
     let pl = p.plan_reply(&c, &r, None, &mut st);
     assert_eq!(pl.path, Some(Path::Continued));
-    for s in &pl.sends {
-        assert_eq!(words(s)[2] & 0xffff, 1);
+    // Nothing spare meanwhile: the pieces return none (a zero low half),
+    // the last one its Call's credit.
+    let n = pl.sends.len();
+    for (i, s) in pl.sends.iter().enumerate() {
+        assert_eq!(words(s)[2] & 0xffff, u32::from(i + 1 == n), "piece {i}");
     }
 }
 
