@@ -735,9 +735,30 @@ fn v2_advertisement() -> TestResult {
     for _ in 0..20 {
         s.on_receive();
     }
-    check!(s.on_send() == Credits { granted: 14, max: 14 }.to_word());
-    check!(s.on_send() == Credits { granted: 6, max: 14 }.to_word());
-    check!(s.on_send() == Credits { granted: 0, max: 14 }.to_word());
+    check!(
+        s.on_send()
+            == Credits {
+                granted: 14,
+                max: 14
+            }
+            .to_word()
+    );
+    check!(
+        s.on_send()
+            == Credits {
+                granted: 6,
+                max: 14
+            }
+            .to_word()
+    );
+    check!(
+        s.on_send()
+            == Credits {
+                granted: 0,
+                max: 14
+            }
+            .to_word()
+    );
     // v1 sends max_requests.
     s.set_protocol(Protocol::V1);
     check!(s.credit_word() == 128);
