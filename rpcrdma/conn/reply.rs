@@ -276,7 +276,13 @@ impl QpState {
             let probe = proto::Phase::Probing {
                 probe: Some(proto::connprop::PROBE_XID),
             };
-            let answered = was == probe && p.phase() != was;
+            // A continued CONNPROP settles the version with its first
+            // piece, but the connect worker waits for the whole set: its
+            // segment limits size the transport at connect.
+            let answered = (was == probe
+                && p.phase() != was
+                && !matches!(out.reply, Reply::Control(proto::Control::PropertiesPart)))
+                || matches!(out.reply, Reply::Control(proto::Control::Properties(_)));
             (out, p.protocol(), settled, answered)
         };
         if answered {
