@@ -50,19 +50,39 @@ const KINDS: [(Kind, &str); 7] = [
 
 static HELD: [AtomicIsize; KINDS.len()] = [const { AtomicIsize::new(0) }; KINDS.len()];
 
+/// The counter of `kind`. Every kind has one ([`KINDS`] lists them all,
+/// checked at compile time below); `None` cannot happen, and is ignored
+/// rather than risk a panic.
+fn counter(kind: Kind) -> Option<&'static AtomicIsize> {
+    HELD.get(kind as usize)
+}
+
+// Every kind's discriminant indexes `HELD`, and `KINDS` names each kind once.
+const _: () = {
+    let mut i = 0;
+    while i < KINDS.len() {
+        assert!(KINDS[i].0 as usize == i);
+        i += 1;
+    }
+};
+
 /// Counts one object of `kind` in.
 pub(crate) fn enter(kind: Kind) {
-    HELD[kind as usize].fetch_add(1, Relaxed);
+    if let Some(c) = counter(kind) {
+        c.fetch_add(1, Relaxed);
+    }
 }
 
 /// Counts one object of `kind` out.
 pub(crate) fn leave(kind: Kind) {
-    HELD[kind as usize].fetch_sub(1, Relaxed);
+    if let Some(c) = counter(kind) {
+        c.fetch_sub(1, Relaxed);
+    }
 }
 
 /// How many objects of `kind` are held now.
 pub fn held(kind: Kind) -> isize {
-    HELD[kind as usize].load(Relaxed)
+    counter(kind).map_or(0, |c| c.load(Relaxed))
 }
 
 /// Checks the census when dropped: reports what is still held (a leak).
