@@ -46,6 +46,8 @@ impl Conn {
                     if e == CallError::NoCredits {
                         // -00 §6.3.2: wait for a further credit grant.
                         stats.no_credits.fetch_add(1, Relaxed);
+                        let c = *q.proto.lock().credits();
+                        trace::credit_wait(self.id, xid, &c);
                         return Err(crate::compat::errno::enobufs());
                     }
                     *q.cursor.lock() = None;

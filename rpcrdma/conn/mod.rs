@@ -32,7 +32,7 @@ use kernel::alloc::{
     flags::{GFP_KERNEL, GFP_NOWAIT},
     KVec,
 };
-use kernel::new_spinlock;
+use kernel::{new_condvar, new_spinlock};
 
 mod continued;
 mod frwr;
@@ -45,7 +45,7 @@ use self::frwr::{Chunking, Finish, RegSizing, RegTable};
 use self::recovery::RecoveryTable;
 use self::why::{CloseWhy, Why};
 use kernel::prelude::*;
-use kernel::sync::{Arc, SpinLock};
+use kernel::sync::{Arc, CondVar, SpinLock};
 
 /// Most MRs in one connection's pool.
 const MR_POOL_MAX: usize = 256;
@@ -221,6 +221,10 @@ pub struct QpState {
     /// Chunk registrations by request slot.
     #[pin]
     regs: SpinLock<RegTable>,
+    /// Notified when a slot that is being released ([`Conn::release`])
+    /// has no WR left in the Send queue.
+    #[pin]
+    regs_idle: CondVar,
     /// Set once the PD exists (`None`: inline only).
     #[pin]
     chunking: SpinLock<Option<Arc<Chunking>>>,
@@ -272,6 +276,7 @@ impl ConnQp {
                 why,
                 cm,
                 regs <- new_spinlock!(regs),
+                regs_idle <- new_condvar!(),
                 chunking <- new_spinlock!(None),
                 recovery <- new_spinlock!(recovery),
                 chains <- new_spinlock!(chains),
@@ -701,6 +706,8 @@ impl Conn {
             Ok(p) => p,
             Err(CallError::NoCredits) => {
                 stats.no_credits.fetch_add(1, Relaxed);
+                let c = *q.proto.lock().credits();
+                trace::credit_wait(self.id, xid, &c);
                 return Err(crate::compat::errno::enobufs());
             }
             Err(CallError::NotConnected) => return Err(crate::compat::errno::enotconn()),
@@ -972,28 +979,26 @@ impl Conn {
     fn release_slot(&self, slot: u16) {
         let q = &self.ep.qp().handler().0;
         let i = usize::from(slot);
-        let mut waited = 0u32;
-        loop {
-            let busy = match q.regs.lock().get_mut(i) {
-                Some(r) if r.active => {
-                    // Keeps a reply from starting an invalidation.
-                    r.releasing = true;
-                    r.in_flight > 0 || r.invalidating
+        {
+            let mut g = q.regs.lock();
+            loop {
+                let busy = match g.get_mut(i) {
+                    Some(r) if r.active => {
+                        // Keeps a reply from starting an invalidation.
+                        r.releasing = true;
+                        r.in_flight > 0 || r.invalidating
+                    }
+                    _ => return,
+                };
+                if !busy {
+                    break;
                 }
-                _ => return,
-            };
-            if !busy {
-                break;
+                // Every WR posted gets a completion, flushed if the QP
+                // goes to error (C: frwr_unmap_sync waits uninterruptibly
+                // on mr_linv_done the same way); reg_done and drain_slot
+                // notify.
+                q.regs_idle.wait(&mut g);
             }
-            if waited >= 10_000 {
-                pr_err!(
-                    "release: the MRs of slot {} did not come back in 10 s\n",
-                    slot
-                );
-                return;
-            }
-            crate::compat::delay::msleep(1);
-            waited += 1;
         }
         let mut mrs = KVec::new();
         loop {

@@ -1032,7 +1032,12 @@ impl core::ops::Deref for XprtRef {
 impl Drop for XprtRef {
     fn drop(&mut self) {
         // SAFETY: the counter lives in the transport, alive per invariant.
-        unsafe { self.1.as_ref() }.fetch_sub(1, Ordering::Release);
+        let refs = unsafe { self.1.as_ref() };
+        if refs.fetch_sub(1, Ordering::Release) == 1 {
+            // SAFETY: `wake_up_var` uses the address only as a key (the
+            // transport may be freed as soon as the count is zero).
+            unsafe { bindings::rpcrdma2_shim_wake_zero(refs.as_ptr().cast()) };
+        }
     }
 }
 
@@ -1787,19 +1792,16 @@ unsafe extern "C" fn destroy<T: Transport>(x: *mut bindings::rpc_xprt) {
         // Handlers of a torn-down connection may still be finishing; wait
         // (bounded) for their back-references. If one never goes away,
         // leak the transport rather than free memory still referenced.
-        let mut waited = 0u32;
-        while this.refs.load(Ordering::Acquire) != 0 {
-            if waited >= 5000 {
-                // Keep the module reference too: code of this module
-                // may still run through those references.
-                pr_err!(
-                    "destroy: {} connection references still held after 5 s; leaking the transport and pinning the module\n",
-                    this.refs.load(Ordering::Relaxed)
-                );
-                return;
-            }
-            bindings::msleep(1);
-            waited += 1;
+        let refs: *mut usize = this.refs.as_ptr();
+        let timeout = isize::try_from(kernel::time::msecs_to_jiffies(5000)).unwrap_or(isize::MAX);
+        if bindings::rpcrdma2_shim_wait_zero(refs.cast(), timeout) == 0 {
+            // Keep the module reference too: code of this module may
+            // still run through those references.
+            pr_err!(
+                "destroy: {} connection references still held after 5 s; leaking the transport and pinning the module\n",
+                this.refs.load(Ordering::Relaxed)
+            );
+            return;
         }
         core::ptr::drop_in_place(addr_of_mut!((*x.cast::<XprtBox<T>>()).data));
         free_addresses(x);

@@ -494,6 +494,12 @@ impl ConnProto {
         self.client_limit
     }
 
+    /// v2: the client's messages whose credit we owe, and its Calls
+    /// admitted and not answered (each answer returns one).
+    pub fn owed(&self) -> (u32, u32) {
+        (self.unreturned, self.unanswered)
+    }
+
     /// Our messages the client holds (sent, not returned).
     pub fn client_outstanding(&self) -> u64 {
         self.client_sent - self.client_returned
@@ -514,6 +520,26 @@ impl ConnProto {
     /// One message went to the client.
     pub fn sent_client(&mut self) {
         self.client_sent += 1;
+    }
+
+    /// The spare credits to add, when a message built earlier leaves now,
+    /// to the `granted` half it already carries (at most `room`): with
+    /// `--grant prompt` every message returns all that is owed when it
+    /// is sent, not only what was owed when it was built. A message that
+    /// waited for the client's credits behind others (the pieces of a
+    /// long continued reply) would otherwise leave credits the client
+    /// needs unreturned until the next one, and the client, which may
+    /// send just one credit grant beyond our limit, can wait for them
+    /// for good while we wait for its grant (issue 11's stall). Returns
+    /// 0 for version 1 and the other grant patterns (whose returns are
+    /// the point of them).
+    pub fn top_up(&mut self, room: u16) -> u16 {
+        if self.version != Some(Protocol::V2) || self.opts.grant != GrantMode::Prompt {
+            return 0;
+        }
+        let n = u16::try_from(self.spare()).unwrap_or(u16::MAX).min(room);
+        self.unreturned = self.unreturned.saturating_sub(u32::from(n));
+        n
     }
 
     /// Credits owed that no answer will return.
@@ -635,6 +661,22 @@ impl ConnProto {
         }
     }
 
+    /// The credit word of a version 2 `RDMA2_ERROR`: its receiver ignores
+    /// the word and counts the message as returning exactly one credit
+    /// (the requester's reading, Documentation/wire-formats.rst), so that
+    /// is what it returns here, whatever is owed.
+    fn error_credit_word(&mut self, answers: bool) -> u32 {
+        if answers {
+            self.unanswered = self.unanswered.saturating_sub(1);
+        }
+        self.unreturned = self.unreturned.saturating_sub(1);
+        Credits {
+            granted: 1,
+            max: self.opts.credits.max(1),
+        }
+        .to_word()
+    }
+
     /// Forgets an admitted Call that will get no answer (a dropped reply).
     pub fn forget_call(&mut self) {
         self.unanswered = self.unanswered.saturating_sub(1);
@@ -656,7 +698,7 @@ impl ConnProto {
             Some(Protocol::V2) => {
                 // A requester ignores an RDMA2_ERROR's credit word and
                 // counts it as returning one credit.
-                let credit = self.credit_word(answers);
+                let credit = self.error_credit_word(answers);
                 v2::encode_error(&mut buf, xid, credit, &err_body(code, &self.opts, None))
             }
             _ => {
@@ -687,7 +729,10 @@ impl ConnProto {
         stats: &mut Stats,
     ) -> Vec<u8> {
         let mut buf = vec![0u8; 64];
-        let credit = self.credit_word(answers);
+        let credit = match self.version {
+            Some(Protocol::V2) => self.error_credit_word(answers),
+            _ => self.credit_word(answers),
+        };
         let (n, e) = match self.version {
             Some(Protocol::V2) => (
                 v2::encode_error(&mut buf, call.xid, credit, &body),

@@ -122,8 +122,28 @@ enum Out {
     /// A control message (error, CONNPROP, reverse Call, credit grant),
     /// copied into a control buffer when sent.
     Ctrl(Vec<u8>),
-    /// A Send already laid out in a Call slot's send area.
-    Slot(SendOp),
+    /// A Send already laid out in a Call slot's send area; `true` if
+    /// its credit word may be topped up when it leaves (not a
+    /// deliberately malformed reply).
+    Slot(SendOp, bool),
+}
+
+/// Adds the spare credits owed now ([`ConnProto::top_up`]) to the
+/// `granted` half of the credit word of message `m` (a Send about to
+/// leave). Not for `RDMA2_ERROR`, whose word the client ignores.
+fn top_up(proto: &mut ConnProto, m: &mut [u8]) {
+    let (Some(word), Some(htype)) = (nfs::word_at(m, 8), nfs::word_at(m, 12)) else {
+        return;
+    };
+    if nfs::word_at(m, 4) != Some(2) || htype == rpcrdma_xdr::v2::RDMA2_ERROR {
+        return;
+    }
+    let granted = (word & 0xffff) as u16;
+    let extra = proto.top_up(u16::MAX - granted);
+    if extra > 0 {
+        let w = (word & 0xffff_0000) | u32::from(granted + extra);
+        m[8..12].copy_from_slice(&w.to_be_bytes());
+    }
 }
 
 /// True for an asynchronous credit grant (v2 `RDMA2_NOMSG`, XID 0).
@@ -512,8 +532,13 @@ impl Server {
             return;
         };
         self.stats.client_credit_limit = u64::from(c.proto.client_limit());
+        let (unreturned, unanswered) = c.proto.owed();
+        self.stats.client_unreturned = u64::from(unreturned);
+        self.stats.client_unanswered = u64::from(unanswered);
         while let Some(front) = c.outq.front() {
             let grant = matches!(front, Out::Ctrl(b) if is_grant(b));
+            self.stats.client_outstanding = c.proto.client_outstanding();
+            self.stats.outq_waiting = c.outq.len() as u64;
             if !c.proto.may_send_client(grant) {
                 self.stats.credit_waits += 1;
                 break;
@@ -526,6 +551,7 @@ impl Server {
                     let n = b.len().min(CTRL_SIZE);
                     let off = self.layout.ctrl_off(i);
                     c.qp.buf_mut()[off..off + n].copy_from_slice(&b[..n]);
+                    top_up(&mut c.proto, &mut c.qp.buf_mut()[off..off + n]);
                     count_sent(&mut self.stats, b);
                     SendOp::Send {
                         off,
@@ -534,7 +560,12 @@ impl Server {
                         signal: Some(wr(K_CTRL, i)),
                     }
                 }
-                Out::Slot(op) => *op,
+                Out::Slot(op, may_top_up) => {
+                    if let (SendOp::Send { off, len, .. }, true) = (op, may_top_up) {
+                        top_up(&mut c.proto, &mut c.qp.buf_mut()[*off..*off + *len]);
+                    }
+                    *op
+                }
             };
             c.outq.pop_front();
             c.proto.sent_client();
@@ -846,6 +877,7 @@ impl Server {
         let mut plan: ReplyPlan =
             c.proto
                 .plan_reply(&slot.call, &rec, ddp.clone(), &mut self.stats);
+        let mut malformed = false;
         if let Some((nth, kind)) = self.cfg.malform_nth {
             // The Nth reply, or for a kind that rewrites chunk lists the
             // first reply from the Nth on that moves data by RDMA Write.
@@ -854,6 +886,7 @@ impl Server {
                 && (!kind.needs_chunks() || !plan.writes.is_empty());
             if due {
                 c.malformed = true;
+                malformed = true;
                 self.stats.malformed_sent += 1;
                 log::info(format_args!(
                     "fault injection: malformed reply {} (xid {:#010x}): {kind:?}",
@@ -907,12 +940,15 @@ impl Server {
             let last = i + 1 == n;
             // After the RDMA Writes (posted first, in order on the QP),
             // when the client's credits allow.
-            c.outq.push_back(Out::Slot(SendOp::Send {
-                off: at,
-                len: b.len(),
-                inv: if last { plan.invalidate } else { None },
-                signal: last.then_some(wr(K_SLOT, s)),
-            }));
+            c.outq.push_back(Out::Slot(
+                SendOp::Send {
+                    off: at,
+                    len: b.len(),
+                    inv: if last { plan.invalidate } else { None },
+                    signal: last.then_some(wr(K_SLOT, s)),
+                },
+                !malformed,
+            ));
             at += b.len();
             count_sent(&mut self.stats, b);
         }

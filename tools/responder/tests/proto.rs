@@ -1051,6 +1051,67 @@ fn grant_prompt_only_while_a_continued_call_waits() {
 }
 
 #[test]
+fn prompt_tops_up_returns_when_a_message_leaves() {
+    let mut st = Stats::default();
+    let opts = Options {
+        no_connprop: true,
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    let a = p.on_receive(
+        &call_msg(
+            Protocol::V2,
+            0x31,
+            0,
+            ChunkLists::EMPTY,
+            &rpc_call(0x31, 3, 0),
+        ),
+        &mut st,
+    );
+    let c = the_call(&a);
+    let pl = p.plan_reply(&c, &bytes(&[0x31, 1, 0, 0, 0, 0]), None, &mut st);
+    // Built: returns its Call's credit.
+    assert_eq!(words(&pl.sends[0])[2], (32 << 16) | 1);
+    // Nothing more is owed until the client sends again.
+    assert_eq!(p.top_up(u16::MAX), 0);
+    // Two pieces of a continued Call arrive before the reply leaves:
+    // the reply returns them too, exactly once, within the room given.
+    let _ = continued_call(&mut p, &mut st, 0x32, 3);
+    assert_eq!(p.top_up(1), 1);
+    assert_eq!(p.top_up(u16::MAX), 1);
+    assert_eq!(p.top_up(u16::MAX), 0);
+}
+
+#[test]
+fn error_returns_exactly_one_credit() {
+    let mut st = Stats::default();
+    let opts = Options {
+        no_connprop: true,
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    let _ = continued_call(&mut p, &mut st, 0x33, 3);
+    // Two spare pieces and the admitted Call are owed; an RDMA2_ERROR
+    // answering it returns one (its receiver counts one), the rest stay.
+    let e = p.call_error(0x33, rpcrdma_xdr::v2::ERR_SYSTEM, &mut st);
+    assert_eq!(words(&e)[2], (32 << 16) | 1);
+    assert_eq!(p.top_up(u16::MAX), 2);
+}
+
+#[test]
+fn tops_up_nothing_with_other_grant_patterns() {
+    let mut st = Stats::default();
+    let opts = Options {
+        no_connprop: true,
+        grant: GrantMode::Lazy,
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    let _ = continued_call(&mut p, &mut st, 0x34, 3);
+    assert_eq!(p.top_up(u16::MAX), 0);
+}
+
+#[test]
 fn grant_exact_returns_one_per_message() {
     let mut st = Stats::default();
     let opts = Options {
