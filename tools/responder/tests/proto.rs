@@ -1050,14 +1050,20 @@ fn grant_prompt_only_while_a_continued_call_waits() {
     assert_eq!(st.grants_sent, 1);
 }
 
+/// A version 2 connection without CONNPROP, returning credits by `grant`.
+fn granting(grant: GrantMode) -> ConnProto {
+    let opts = Options {
+        no_connprop: true,
+        grant,
+        ..Options::default()
+    };
+    ConnProto::new(opts, client(4096))
+}
+
 #[test]
 fn prompt_tops_up_returns_when_a_message_leaves() {
     let mut st = Stats::default();
-    let opts = Options {
-        no_connprop: true,
-        ..Options::default()
-    };
-    let mut p = ConnProto::new(opts, client(4096));
+    let mut p = granting(GrantMode::Prompt);
     let a = p.on_receive(
         &call_msg(
             Protocol::V2,
@@ -1085,11 +1091,7 @@ fn prompt_tops_up_returns_when_a_message_leaves() {
 #[test]
 fn error_returns_exactly_one_credit() {
     let mut st = Stats::default();
-    let opts = Options {
-        no_connprop: true,
-        ..Options::default()
-    };
-    let mut p = ConnProto::new(opts, client(4096));
+    let mut p = granting(GrantMode::Prompt);
     let _ = continued_call(&mut p, &mut st, 0x33, 3);
     // Two spare pieces and the admitted Call are owed; an RDMA2_ERROR
     // answering it returns one (its receiver counts one), the rest stay.
@@ -1101,14 +1103,11 @@ fn error_returns_exactly_one_credit() {
 #[test]
 fn tops_up_nothing_with_other_grant_patterns() {
     let mut st = Stats::default();
-    let opts = Options {
-        no_connprop: true,
-        grant: GrantMode::Lazy,
-        ..Options::default()
-    };
-    let mut p = ConnProto::new(opts, client(4096));
-    let _ = continued_call(&mut p, &mut st, 0x34, 3);
-    assert_eq!(p.top_up(u16::MAX), 0);
+    for mode in [GrantMode::Exact, GrantMode::Lazy] {
+        let mut p = granting(mode);
+        let _ = continued_call(&mut p, &mut st, 0x34, 3);
+        assert_eq!(p.top_up(u16::MAX), 0, "{mode:?}");
+    }
 }
 
 #[test]
