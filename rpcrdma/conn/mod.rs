@@ -14,16 +14,19 @@ use crate::backchannel::Backchannel;
 use crate::connect::{ConnCm, Step, RESOLVE_TIMEOUT_MS};
 use crate::ib::cm::{CmId, ConnParam, SockAddr};
 use crate::ib::dma::{DmaBuf, DmaDir};
+use crate::ib::endpoint::Endpoint;
 use crate::ib::mr::{self, FrwrCaps, Mr, MrAccess, MrPool, MrState, MrWr, PageSeg, Segment};
-use crate::ib::qp::{
-    Completion, Endpoint, Qp, QpCaps, QpHandler, RecvBatch, RecvCtx, SendChain, SendCtx, SendWr,
-    SgeList, MAX_RECV_BATCH, MAX_SEND_CHAIN,
-};
+use crate::ib::qp::{Qp, QpCaps, QpHandler};
 use crate::ib::verbs::PollContext;
+use crate::ib::wc::Completion;
+use crate::ib::wr::{
+    RecvBatch, RecvCtx, SendChain, SendCtx, SendWr, SgeList, MAX_RECV_BATCH, MAX_SEND_CHAIN,
+};
 use crate::ib::Net;
 use crate::proto::chunks::MAX_RANGES;
 use crate::proto::{self, CallError, ChunkPlan, Part, Reply, ReplyData};
-use crate::sunrpc::xprt::{Rqst, XdrSide, XprtRef};
+use crate::sunrpc::rqst::{Rqst, XdrSide};
+use crate::sunrpc::xprt_box::XprtRef;
 use crate::trace;
 use crate::xdr::header::{self, Protocol};
 use core::ffi::CStr;

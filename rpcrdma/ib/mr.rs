@@ -26,16 +26,16 @@
 //!   (`ib_update_fast_reg_key()`), as `frwr_map()` does. The
 //!   [`Segment`] (handle, length, offset) is what the chunk encoder puts
 //!   on the wire.
-//! - A [`SendOp::RegMr`](super::qp::SendOp::RegMr) WR whose context owns
-//!   the MR (see [`MrWr`], [`super::qp::SendCtx::mr`]) registers it; a
-//!   [`SendOp::LocalInv`](super::qp::SendOp::LocalInv) invalidates it.
+//! - A [`SendOp::RegMr`](super::wr::SendOp::RegMr) WR whose context owns
+//!   the MR (see [`MrWr`], [`super::wr::SendCtx::mr`]) registers it; a
+//!   [`SendOp::LocalInv`](super::wr::SendOp::LocalInv) invalidates it.
 //!   The posting path and the completion path of [`super::qp::Qp`] move
 //!   the state, before the context comes back to the handler: a WR that
 //!   completed (or was retired by a later completion) succeeded, an error
 //!   or flush completion makes the MR `Broken`, and a WR that was never
 //!   posted (`Aborted`) leaves it where it was.
 //! - Remote invalidation (the peer's Send With Invalidate, seen as
-//!   [`super::qp::WorkCompletion::invalidated_rkey`] on a Receive):
+//!   [`super::wc::WorkCompletion::invalidated_rkey`] on a Receive):
 //!   [`find_by_rkey`] finds the MR, [`Mr::remote_invalidated`] moves it on.
 //! - `unmap` (`ib_dma_unmap_sg()`) only from `Mapped` or `Invalidated`:
 //!   the peer can no longer reach the memory. Then the MR is `Free` again.
@@ -45,8 +45,10 @@
 //!   (`ib_dereg_mr()`) *before* unmapping its memory, so a still-registered
 //!   MR can be dropped safely (this is what happens at disconnect).
 
-use super::qp::{Completion, Qp, QpHandler, SendChain, SendCtx, SendWr};
+use super::qp::{Qp, QpHandler};
 use super::verbs::Pd;
+use super::wc::Completion;
+use super::wr::{SendChain, SendCtx, SendWr};
 use super::{from_err_ptr, Device};
 use crate::bindings;
 use core::ptr::NonNull;
@@ -692,7 +694,7 @@ impl Drop for Mr {
 }
 
 /// The index of the MR in `mrs` whose rkey the peer invalidated
-/// ([`super::qp::WorkCompletion::invalidated_rkey`]), if any.
+/// ([`super::wc::WorkCompletion::invalidated_rkey`]), if any.
 pub fn find_by_rkey<'a>(rkey: u32, mrs: impl IntoIterator<Item = &'a Mr>) -> Option<usize> {
     mrs.into_iter()
         .position(|m| m.state() == MrState::Registered && m.rkey() == rkey)

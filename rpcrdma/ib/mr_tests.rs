@@ -14,17 +14,17 @@
 
 use super::cm::{CmId, ConnParam, SockAddr};
 use super::dma::{DmaBuf, DmaDir};
+use super::endpoint::Endpoint;
 use super::listen::{Incoming, Listener};
 use super::mr::{
     find_by_rkey, invalidate_sync, page_size, post_local_inv, FrwrCaps, Mr, MrAccess, MrPool,
     MrState, MrWr, PageSeg, Segment,
 };
-use super::qp::{
-    Completion, Endpoint, Qp, QpCaps, QpHandler, RecvBatch, RecvCtx, SendChain, SendCtx, SendWr,
-    SgeList, WcOpcode,
-};
+use super::qp::{Qp, QpCaps, QpHandler};
 use super::tests::{check_stack_headroom, device_and_ip, step, CmLog, Seen, STEP_MS};
 use super::verbs::{Pd, PollContext};
+use super::wc::{Completion, WcOpcode};
+use super::wr::{RecvBatch, RecvCtx, SendChain, SendCtx, SendWr, SgeList};
 use super::{DeviceRef, Net};
 use crate::bindings;
 use crate::compat::kunit::{Failure, TestResult};
