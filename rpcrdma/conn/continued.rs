@@ -211,7 +211,7 @@ impl QpState {
             let _ = self.sends.lock().push(sb);
             return;
         };
-        let spec = proto::conn::grant_spec(word);
+        let spec = proto::conn::send::grant_spec(word);
         match header::encode_msg(sb.buf.as_mut_slice(), Protocol::V2, &spec) {
             Ok(n) => sb.len = n,
             Err(_) => {

@@ -20,7 +20,8 @@ use super::chunks::{
     ReplyError, ReplyForm, Rpc, WRITE_PAD_LEN,
 };
 use super::config::{Config, VersionPolicy};
-use super::conn::{grant_spec, CallError, Transport};
+use super::conn::send::{grant_spec, CallError};
+use super::conn::Transport;
 use super::continuation::{piece_room, pieces, split, Fault, Piece, Reassembly, Span, Step};
 use super::credits::{CreditState, CreditUpdate, Grant};
 use super::errno::Errno;
