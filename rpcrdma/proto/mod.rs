@@ -81,9 +81,10 @@ pub mod reply;
 pub mod selftest;
 pub mod xidmap;
 
+pub use self::chunks::lists::CallChunks;
+pub use self::chunks::reply::{Invalidated, ReplyData, ReplyError};
 pub use self::chunks::{
-    CallChunks, CallForm, ChunkPlan, Geometry, Invalidated, Limits, Part, PlanError, Range,
-    ReplyData, ReplyError, ReplyForm, Rpc, SendLayout,
+    CallForm, ChunkPlan, Geometry, Limits, Part, PlanError, Range, ReplyForm, Rpc, SendLayout,
 };
 pub use self::config::{Config, VersionPolicy};
 pub use self::conn::receive::Outcome;

@@ -15,9 +15,10 @@ use super::xdr::header::{self, Credits, ErrorBody, Flags, Header, MsgSpec, Proto
 use super::xdr::pvtdata::{self, Peer, PrivateData};
 // The codec's self-test kit: one set of types and macros, one KUnit
 // adapter for both tables.
+use super::chunks::reply::{Invalidated, ReplyData, ReplyError};
 use super::chunks::{
-    self, CallForm, ChunkPlan, Geometry, Invalidated, Limits, Part, PlanError, Range, ReplyData,
-    ReplyError, ReplyForm, Rpc, WRITE_PAD_LEN,
+    self, CallForm, ChunkPlan, Geometry, Limits, Part, PlanError, Range, ReplyForm, Rpc,
+    WRITE_PAD_LEN,
 };
 use super::config::{Config, VersionPolicy};
 use super::conn::send::{grant_spec, CallError};
