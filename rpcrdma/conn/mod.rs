@@ -17,7 +17,10 @@ use crate::connect::{ConnCm, Step, RESOLVE_TIMEOUT_MS};
 use crate::ib::cm::{CmId, ConnParam, SockAddr};
 use crate::ib::dma::{DmaBuf, DmaDir};
 use crate::ib::endpoint::Endpoint;
-use crate::ib::mr::{self, FrwrCaps, Mr, MrAccess, MrPool, MrState, MrWr, PageSeg, Segment};
+use crate::ib::mr::caps::FrwrCaps;
+use crate::ib::mr::inv::MrWr;
+use crate::ib::mr::pool::MrPool;
+use crate::ib::mr::{self, Mr, MrAccess, MrState, PageSeg, Segment};
 use crate::ib::qp::{Qp, QpCaps, QpHandler};
 use crate::ib::verbs::PollContext;
 use crate::ib::wc::Completion;
@@ -145,7 +148,7 @@ pub enum SendOpCtx {
         /// The RPC's last LOCAL_INV.
         last: bool,
     },
-    /// A LOCAL_INV of [`mr::invalidate_sync`].
+    /// A LOCAL_INV of [`mr::inv::invalidate_sync`].
     SyncInv(MrWr),
 }
 

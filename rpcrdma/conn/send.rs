@@ -371,7 +371,7 @@ impl Conn {
                 0,
                 u32::try_from(mrs.len()).unwrap_or(u32::MAX),
             );
-            match mr::invalidate_sync(self.ep.qp(), mrs, SendOpCtx::SyncInv) {
+            match mr::inv::invalidate_sync(self.ep.qp(), mrs, SendOpCtx::SyncInv) {
                 Ok(back) | Err((_, back)) => {
                     for mr in back {
                         q.put_mr(mr);

@@ -15,8 +15,8 @@
 //!   variant (`cfg(rpcrdma2_kunit)`), for the loopback suites.
 //! - [`verbs`]: protection domain ([`verbs::Pd`]) and completion queues.
 //! - [`dma`]: kmalloc'ed buffers DMA-mapped for one device ([`dma::DmaBuf`]).
-//! - [`mr`]: FRWR memory regions ([`mr::Mr`], [`mr::MrPool`]), their
-//!   state machine, synchronous and asynchronous invalidation.
+//! - [`mr`]: FRWR memory regions ([`mr::Mr`], [`mr::pool::MrPool`]),
+//!   their state machine, synchronous and asynchronous invalidation.
 //! - [`wr`]: work requests as built before posting: SGE lists
 //!   ([`wr::SgeList`]), the posted contexts ([`wr::SendCtx`],
 //!   [`wr::RecvCtx`]), Send-queue WRs ([`wr::SendWr`]), Send chains and
