@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 use rpcrdma_xdr::pvtdata;
 
 use crate::nfs::{self, CallHdr};
-use crate::proto::{log, Action, Call, ConnProto, Options, ReplyPlan};
+use crate::proto::call::Call;
+use crate::proto::reply::ReplyPlan;
+use crate::proto::{log, Action, ConnProto, Options};
 use crate::stats::{Path, Stats};
 use crate::verbs::{self, cm_event, signals, CmEvent, EventChannel, Listener, Qp, SendOp, Wc};
 

@@ -5,7 +5,8 @@
 //! version-two-00 (shared/reference/rpcrdma-v2-00.x) and RFC 8166.
 
 use rpcrdma_responder::nfs::{self, NFS3_READ, NFS_PROGRAM};
-use rpcrdma_responder::proto::{Action, Call, ConnProto, GrantMode, Options};
+use rpcrdma_responder::proto::call::Call;
+use rpcrdma_responder::proto::{Action, ConnProto, GrantMode, Options};
 use rpcrdma_responder::stats::{Path, Stats};
 use rpcrdma_xdr::chunk::{ChunkLists, ReadSegment, Segment};
 use rpcrdma_xdr::header::{self, Flags, MsgKind, MsgSpec, Protocol};
@@ -570,7 +571,10 @@ fn cb_null_probe_answered_and_counted_not_forwarded() {
     let m = words(&p.cb_null(0x4000_0000).unwrap());
     // RDMA2_MSG without F_RESPONSE, then CALL of CB_NULL (program, 1, 0)
     let xid = m[0];
-    assert_eq!(xid & 0xff00_0000, rpcrdma_responder::proto::PROBE_XID);
+    assert_eq!(
+        xid & 0xff00_0000,
+        rpcrdma_responder::proto::reverse::PROBE_XID
+    );
     assert_eq!(&m[3..5], &[0, 0]);
     assert_eq!(&m[9..15], &[xid, 0, 2, 0x4000_0000, 1, 0]);
     let answer = |p: &mut ConnProto, st: &mut Stats, x: u32, accept: u32| {
@@ -914,7 +918,7 @@ fn err_nth_bodies_describe_the_call() {
 
 #[test]
 fn err_calls_counts_only_that_kind_and_err_nth_repeats() {
-    use rpcrdma_responder::proto::CallKind;
+    use rpcrdma_responder::proto::call::CallKind;
     let mut st = Stats::default();
     let mut p = v2_conn(Options {
         err_nth: vec![(1, 2), (2, 42)],
