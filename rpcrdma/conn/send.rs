@@ -35,26 +35,21 @@ impl Conn {
         // A resend after a transport error is planned as its recovery says.
         let recovery = q.recovery.lock().begin(usize::from(slot), xid);
         let hints = recovery.hints();
-        if let Some(c) = &chunking {
-            // Make sure the MRs are there before the Call is counted as
-            // sent: a Send that finds the pool empty waits for space.
-            let p = q.proto.lock();
-            let limits = p.limits(page_size, depth);
-            let need =
-                proto::chunks::plan_with(&rpc, p.thresholds(), &limits, &p.plan_hints(&hints))
-                    .map_or(0, |pl| pl.ranges().len());
-            drop(p);
-            if need > c.pool.available() {
-                stats.no_mrs.fetch_add(1, Relaxed);
-                return Err(crate::compat::errno::enobufs());
-            }
-        }
+        // The MRs must be there before the Call is counted as sent: a
+        // Send that finds too few free waits for space (an RPC ending
+        // frees its MRs). Only this sender takes MRs from the pool, so
+        // the count cannot shrink before they are taken.
+        let mrs_free = chunking.as_ref().map_or(usize::MAX, |c| c.pool.available());
         let plan = q
             .proto
             .lock()
-            .prepare_rpc_hinted(xid, &rpc, page_size, depth, &hints);
+            .prepare_rpc_within(xid, &rpc, page_size, depth, &hints, mrs_free);
         let (plan, chunks) = match plan {
             Ok(p) => p,
+            Err(CallError::NoMrs { .. }) => {
+                stats.no_mrs.fetch_add(1, Relaxed);
+                return Err(crate::compat::errno::enobufs());
+            }
             Err(CallError::NoCredits) => {
                 stats.no_credits.fetch_add(1, Relaxed);
                 let c = *q.proto.lock().credits();

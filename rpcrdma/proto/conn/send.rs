@@ -66,6 +66,14 @@ pub enum CallError {
     /// The RPC cannot be planned with chunks ([`Transport::prepare_rpc`]):
     /// see [`PlanError::errno`].
     Plan(PlanError),
+    /// Its chunks need more MRs than are free
+    /// ([`Transport::prepare_rpc_within`]): nothing was counted; wait
+    /// for buffer space (`-EAGAIN`) as for credits, an RPC ending frees
+    /// its MRs.
+    NoMrs {
+        /// MRs the plan needs.
+        needed: usize,
+    },
 }
 
 impl CallError {
@@ -76,6 +84,7 @@ impl CallError {
             Self::NoCredits => Errno::EAGAIN,
             Self::TooBig(t) => t.errno(),
             Self::Plan(e) => e.errno(),
+            Self::NoMrs { .. } => Errno::EAGAIN,
         }
     }
 }
@@ -382,6 +391,22 @@ impl Transport {
         max_mr_pages: u32,
         hints: &Hints,
     ) -> Result<(CallPlan, ChunkPlan), CallError> {
+        self.prepare_rpc_within(xid, rpc, page_size, max_mr_pages, hints, usize::MAX)
+    }
+
+    /// [`Self::prepare_rpc_hinted`] when only `mrs_free` MRs are free:
+    /// an RPC whose chunks need more fails with [`CallError::NoMrs`]
+    /// before anything is counted. The one plan serves both the check
+    /// and the Call (each RPC is planned once).
+    pub fn prepare_rpc_within(
+        &mut self,
+        xid: u32,
+        rpc: &Rpc,
+        page_size: u32,
+        max_mr_pages: u32,
+        hints: &Hints,
+        mrs_free: usize,
+    ) -> Result<(CallPlan, ChunkPlan), CallError> {
         let mut protocol = self.sendable()?;
         let limits = self.limits(page_size, max_mr_pages);
         let hints = self.plan_hints(hints);
@@ -398,6 +423,10 @@ impl Transport {
             protocol = Protocol::V1;
             plan = chunks::plan_with(rpc, &self.thresholds, &limits, &hints)
                 .map_err(CallError::Plan)?;
+        }
+        let needed = plan.ranges().len();
+        if needed > mrs_free {
+            return Err(CallError::NoMrs { needed });
         }
         let probe = self.neg.on_send(xid);
         if probe {

@@ -296,6 +296,9 @@ fn run(kind: Kind, cfg: Config, n: u32, seed: u64, reconnect_every: usize) -> (T
                     }
                     Err(CallError::NotConnected) => panic!("not connected"),
                     Err(CallError::Plan(e)) => panic!("prepare_call planned chunks: {e:?}"),
+                    Err(CallError::NoMrs { needed }) => {
+                        panic!("prepare_call needs {needed} MRs: it plans no chunks")
+                    }
                 }
             }
             1 => server.reply_one(&mut rng),
