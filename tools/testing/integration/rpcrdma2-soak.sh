@@ -50,8 +50,9 @@ REQ=0
 
 server_do() { # ACTION...: ask the server (soak.sh) and wait for it
 	local name=$$.$((REQ += 1)) i
-	echo "$*" >"$CTL/soak-req.$name.tmp"
-	mv "$CTL/soak-req.$name.tmp" "$CTL/soak-req.$name"
+	# Written aside and renamed: the server must never see half a request.
+	echo "$*" >"$CTL/soak-tmp.$name"
+	mv "$CTL/soak-tmp.$name" "$CTL/soak-req.$name"
 	for ((i = 0; i < 300; i++)); do
 		if [ -e "$CTL/soak-done.$name" ]; then
 			[ "$(cat "$CTL/soak-done.$name")" = ok ] ||

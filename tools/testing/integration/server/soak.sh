@@ -77,6 +77,7 @@ serve() { # NAME ACTION [ARGS...]
 	while [ ! -e "$CTL/client.finished" ]; do
 		for req in "$CTL"/soak-req.*; do
 			[ -e "$req" ] || continue
+			case $req in *.tmp) continue ;; esac
 			name=${req##*/soak-req.}
 			read -ra action <"$req"
 			rm -f "$req"
