@@ -71,6 +71,12 @@ use kernel::prelude::*;
 use kernel::sync::Arc;
 
 /// What the peer may do with a registered MR.
+///
+/// The same on every transport, iWARP included: iWARP wants remote write
+/// access on the *sink* of an RDMA Read (its Read Response is placed into
+/// the sink's STag), and the sinks are the server's (svcrdma's rw API adds
+/// `IB_ACCESS_REMOTE_WRITE` on iWARP); the client's MRs are only Read
+/// chunk sources and RDMA Write sinks, as in the C client's `frwr_map()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MrAccess {
     /// The peer RDMA-Writes into it (Write and Reply chunks):

@@ -362,7 +362,7 @@ impl Server {
         self.stats.connections += 1;
         let peer = format!("#{}", self.stats.connections);
         log::info(format_args!(
-            "connection {peer}: client private data {:?} (send {} recv {} remote-invalidate {})",
+            "connection {peer}: client private data {:?} (send {} recv {} remote-invalidate {}){}",
             match peer_pd {
                 pvtdata::Peer::Valid(_) => "valid",
                 pvtdata::Peer::Absent => "absent",
@@ -370,7 +370,12 @@ impl Server {
             },
             client.send_size,
             client.recv_size,
-            client.remote_invalidate
+            client.remote_invalidate,
+            if qp.read_sink_remote_write() {
+                "; iWARP: RDMA Read sinks registered with remote write"
+            } else {
+                ""
+            }
         ));
         let c = Conn {
             qp,
