@@ -26,7 +26,15 @@ readonly NFS_RDMA_PORT=20049 NFS_TCP_PORT=2049
 # Lines of the client's kernel log that fail a run.
 # The last alternative is rpcrdma2's own leak report at unload
 # (rpcrdma/ib/census.rs).
-readonly WARN_RE='WARNING:|BUG:|Oops|Call Trace|KASAN|UBSAN|Kernel panic|general protection fault|rcu: INFO|rcu_.* detected stalls|blocked for more than|ib census at unload: .* leaked'
+# On the debug kernel (build.sh --variant debug) KASAN reports ("BUG:
+# KASAN: ..."), lockdep splats ("WARNING: possible circular locking
+# dependency detected", "... recursive locking ...", "inconsistent lock
+# state"), DEBUG_ATOMIC_SLEEP ("BUG: sleeping function called from invalid
+# context"), DEBUG_LIST and debugobjects (a WARNING each) all match too;
+# the lockdep alternatives are also named on their own, in case a kernel
+# prints them without the prefix.  kmemleak reports nothing on the console
+# by itself (integration/rpcrdma2-kmemleak.sh asks it).
+readonly WARN_RE='WARNING:|BUG:|Oops|Call Trace|KASAN|UBSAN|Kernel panic|general protection fault|rcu: INFO|rcu_.* detected stalls|blocked for more than|possible (circular|recursive) locking|inconsistent lock state|ib census at unload: .* leaked'
 # Debian packages the host needs: QEMU, a static busybox, and everything the
 # guests run from the host's /usr.
 readonly VM_DEBS=(qemu-system-x86 busybox-static nfs-kernel-server nfs-common
@@ -54,6 +62,9 @@ options:
                             before the client starts (may start daemons)
   --cmd 'COMMAND'           run COMMAND (bash) as the client script
   --shell                   interactive root shell on the client's console
+  --variant NAME            testbed kernel variant: default or debug (KASAN,
+                            lockdep, kmemleak); also picks the rpcrdma2.ko
+                            built for it (RPCRDMA2_KERNEL_VARIANT)
   --kernel DIR              kernel cache entry with bzImage, kernelrelease,
                             mods/ and build/ (default: build.sh --kdir's parent)
   --append 'ARGS'           extra kernel command line for both guests
@@ -64,9 +75,13 @@ options:
 exit status: the script's; 124 timeout; 125 testbed failure; 2 usage;
 1 if the script passed but the client kernel log has warnings.
 environment: RPCRDMA2_CACHE, RPCRDMA2_KERNEL_DIR (= --kernel),
-RPCRDMA2_BOOT_TIMEOUT (90 s), RPCRDMA2_VM_INJECT_FAIL=ROLE:STEP (self-test).
+RPCRDMA2_KERNEL_VARIANT (= --variant), RPCRDMA2_BOOT_TIMEOUT (90 s),
+RPCRDMA2_DEBUG_SLOWDOWN (4: the debug kernel's time limits are that many
+times longer, --timeout and the boot timeout included),
+RPCRDMA2_VM_INJECT_FAIL=ROLE:STEP (self-test).
 Client scripts get SERVER_IP CLIENT_IP NFS_SERVER NFS_EXPORT NFS_RDMA_PORT
-NFS_TCP_PORT RESULTS SRC MODS KREL TESTBED_LIB (Documentation/testing.rst).
+NFS_TCP_PORT RESULTS SRC MODS KREL TESTBED_LIB RPCRDMA2_KO RPCRDMA2_KUNIT_KO
+RPCRDMA2_KERNEL_VARIANT (Documentation/testing.rst).
 EOF
 }
 
@@ -84,6 +99,7 @@ while (($#)); do
 	--cmd) cmd=${2:?--cmd needs COMMAND}; shift 2 ;;
 	--shell) shell=1; shift ;;
 	--kernel) kroot=${2:?--kernel needs DIR}; shift 2 ;;
+	--variant) RPCRDMA2_KERNEL_VARIANT=${2:?--variant needs NAME}; shift 2 ;;
 	--append) append=${2?--append needs ARGS}; shift 2 ;;
 	--mem) mem=${2:?--mem needs MB}; shift 2 ;;
 	--quiet) quiet=1; shift ;;
@@ -108,6 +124,19 @@ else
 fi
 [[ $timeout =~ ^[0-9]+$ ]] || { echo "${0##*/}: --timeout: not a number: $timeout" >&2; exit 2; }
 [[ $mem =~ ^[0-9]+$ ]] || { echo "${0##*/}: --mem: not a number: $mem" >&2; exit 2; }
+[ "$RPCRDMA2_KERNEL_VARIANT" = default ] ||
+	[ -f "$RPCRDMA2_TOP/tools/testing/kernel/$RPCRDMA2_KERNEL_VARIANT.fragment" ] ||
+	{ echo "${0##*/}: no kernel variant '$RPCRDMA2_KERNEL_VARIANT'" >&2; exit 2; }
+# build.sh (below) reads it too.
+export RPCRDMA2_KERNEL_VARIANT
+# The debug kernel runs many times slower under TCG (Documentation/
+# testing.rst, "The debug kernel"): its runs get RPCRDMA2_DEBUG_SLOWDOWN
+# (default 4) times the time limits, here and in the guests (TB_SLOW).
+slow=1
+[ "$RPCRDMA2_KERNEL_VARIANT" != debug ] || slow=${RPCRDMA2_DEBUG_SLOWDOWN:-4}
+[[ $slow =~ ^[1-9][0-9]*$ ]] || { echo "${0##*/}: RPCRDMA2_DEBUG_SLOWDOWN: not a number: $slow" >&2; exit 2; }
+timeout=$((timeout * slow))
+boot_timeout=${RPCRDMA2_BOOT_TIMEOUT:-$((90 * slow))}
 
 T0=${EPOCHREALTIME/./}
 # ms since start
@@ -220,7 +249,10 @@ fi
 		NFS_TCP_PORT "$NFS_TCP_PORT" TB_TIMEOUT "$timeout" \
 		TB_ALLOW_RPCRDMA_AUTOLOAD "$allow_autoload" TB_SCRIPT "$gscript" \
 		TB_SERVER_SCRIPT "$gserver_script" TB_INTERACTIVE "$shell" \
-		TB_INJECT_FAIL "${RPCRDMA2_VM_INJECT_FAIL:-}"
+		TB_INJECT_FAIL "${RPCRDMA2_VM_INJECT_FAIL:-}" \
+		TB_KERNEL_VARIANT "$RPCRDMA2_KERNEL_VARIANT" TB_SLOW "$slow" \
+		TB_KO "/src/$(module_ko "$RPCRDMA2_KERNEL_VARIANT")" \
+		TB_KUNIT_KO "/src/$(module_ko "$RPCRDMA2_KERNEL_VARIANT" kunit)"
 } >"$CTL/testbed.env"
 {
 	printf 'TB_ARGS=('
@@ -291,7 +323,7 @@ launch() { # ROLE PEER MAC
 }
 
 vm_log "results: $RES"
-vm_log "kernel $KREL ($kroot), client script: ${gscript:-interactive shell} ${*}"
+vm_log "kernel $KREL ($kroot, variant $RPCRDMA2_KERNEL_VARIANT), client script: ${gscript:-interactive shell} ${*}"
 launch server client 52:54:00:52:44:01
 launch client server 52:54:00:52:44:02
 echo "server ${PID[server]} client ${PID[client]}" >"$RES/qemu.pids"

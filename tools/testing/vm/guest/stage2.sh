@@ -66,7 +66,7 @@ step "network: eth0 address" ip addr add "$TB_MY_IP/$TB_PREFIX" dev eth0
 step "rxe: modprobe rdma_rxe" modprobe rdma_rxe
 step "rxe: rdma link add rxe0" rdma link add rxe0 type rxe netdev eth0
 rxe_active() { rdma link show rxe0/1 | grep -q 'state ACTIVE'; }
-wait_for 20 "rxe: rxe0 ACTIVE (rdma link)" rxe_active
+wait_for $((20 * ${TB_SLOW:-1})) "rxe: rxe0 ACTIVE (rdma link)" rxe_active
 step "rxe: ibv_devices lists rxe0" bash -c 'ibv_devices | grep -qw rxe0'
 step "rxe: ibv_devinfo" ibv_devinfo -d rxe0
 log "rxe0: $(rdma link show rxe0/1 | tr -s ' '), active_mtu $(ibv_devinfo -d rxe0 | awk '/active_mtu/ {print $2}')"
