@@ -43,10 +43,10 @@ tb_random_files "$REF" f "${SIZES[@]}"
 dmesg -C
 tb_step "insmod rpcrdma2.ko" insmod "$KO"
 
-inject() { # N: inject N disconnects, one every 100 transmissions
+inject() { # N: inject N disconnects, one every 20 transmissions
 	echo 0 >"$F/verbose"
 	echo 0 >"$F/probability"
-	echo 100 >"$F/interval"
+	echo 20 >"$F/interval"
 	echo "$1" >"$F/times"
 	echo 100 >"$F/probability"
 }
