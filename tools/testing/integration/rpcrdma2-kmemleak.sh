@@ -85,7 +85,7 @@ tb_log "$n connects in all (the injected disconnects reconnected)"
 RANGES=$RESULTS/rpcrdma2-text-ranges.txt
 tb_module_text_ranges rpcrdma2 "$KO" >"$RANGES"
 [ -s "$RANGES" ] || tb_die "no executable section of rpcrdma2 found (/sys/module/rpcrdma2/sections)"
-grep ' \[rpcrdma2\]$' /proc/kallsyms | sort >"$RESULTS/rpcrdma2-kallsyms.txt" || true
+grep -E '[[:space:]]\[rpcrdma2\]$' /proc/kallsyms | sort >"$RESULTS/rpcrdma2-kallsyms.txt" || true
 tb_log "rpcrdma2's code: $(wc -l <"$RANGES") section(s), $(wc -l <"$RESULTS/rpcrdma2-kallsyms.txt") symbols"
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
 
