@@ -28,6 +28,7 @@ cd "$RPCRDMA2_TOP"
 # is far too slow for make check's time budget (the figures are in
 # testing.rst).
 ALL=(kernel host module kunit integration)
+DEBUG_PHASES=(kernel-debug module-debug kunit-debug integration-debug)
 declare -A needs=([module]=kernel [kunit]=module [integration]=module
 	[module-debug]=kernel-debug [kunit-debug]=module-debug [integration-debug]=module-debug)
 # The integration tests integration-debug runs: module load and unload,
@@ -124,7 +125,7 @@ run_phase() {
 phases=("$@")
 ((${#phases[@]})) || phases=("${ALL[@]}")
 for p in "${phases[@]}"; do
-	declare -F "phase_${p//-/_}" >/dev/null || die "unknown phase '$p' (have: ${ALL[*]})"
+	declare -F "phase_${p//-/_}" >/dev/null || die "unknown phase '$p' (have: ${ALL[*]} ${DEBUG_PHASES[*]})"
 done
 for p in "${phases[@]}"; do run_phase "$p"; done
 
