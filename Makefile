@@ -22,6 +22,8 @@
 #   make demo            boot the two guests and show rpcrdma2 in use
 #   make fuzz            the long coverage-guided fuzz run (FUZZ_SECONDS per
 #                        target, default 900; FUZZ_TARGETS to choose)
+#   make soak            the long soak: fio with verify under injected faults
+#                        (SOAK_SECONDS per phase, default 300)
 #   make clean
 
 # Default KDIR: the testbed kernel cached outside the repository; the
@@ -74,7 +76,7 @@ define check-kdir
 endef
 
 .PHONY: all modules modules-kunit kunit-tree clippy clippy-kunit install kernel check demo bench \
-	host-test kunit integration fuzz clean kernel-debug modules-debug modules-kunit-debug \
+	host-test kunit integration fuzz soak clean kernel-debug modules-debug modules-kunit-debug \
 	check-debug
 
 all: modules
@@ -149,6 +151,23 @@ demo:
 # BENCH_ARGS: options of tools/testing/bench/run.sh, e.g. BENCH_ARGS='--repeats 5'
 bench:
 	tools/testing/bench/run.sh $(BENCH_ARGS)
+
+# The long soak (make check runs its short version, rpcrdma2-soak):
+# SOAK_SECONDS per phase (four phases), a fault every SOAK_FAULT_EVERY
+# seconds, SOAK_DEVICE_REMOVAL=1 adds deleting the client's RDMA device
+# under the mount, SOAK_LINK_BOUNCE=1 the server's link down for 3 s;
+# figures in the run's results directory (soak.txt).
+SOAK_SECONDS ?= 300
+SOAK_FAULT_EVERY ?= 10
+SOAK_DEVICE_REMOVAL ?= 0
+SOAK_LINK_BOUNCE ?= 0
+SOAK_MAX_STALL ?= 60
+soak: modules
+	tools/responder/build.sh >/dev/null
+	tools/testing/vm/run.sh --timeout $$(( $(SOAK_SECONDS) * 4 + 900 )) \
+		--server-script tools/testing/integration/server/soak.sh \
+		tools/testing/integration/rpcrdma2-soak.sh $(SOAK_SECONDS) $(SOAK_FAULT_EVERY) \
+		$(SOAK_DEVICE_REMOVAL) $(SOAK_MAX_STALL) $(SOAK_LINK_BOUNCE)
 
 # The documented long fuzz run (fuzz/fuzz.sh long); figures in
 # fuzz/work/summary.txt.

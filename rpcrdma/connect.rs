@@ -8,7 +8,7 @@
 
 use crate::conn::why::{CloseWhy, Why};
 use crate::ib::cm::{CmEvent, CmHandler};
-use crate::sunrpc::xprt::XprtRef;
+use crate::sunrpc::xprt_box::XprtRef;
 use crate::xdr::pvtdata;
 use kernel::alloc::flags::GFP_KERNEL;
 use kernel::prelude::*;

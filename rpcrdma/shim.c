@@ -13,6 +13,7 @@
 #include <linux/sunrpc/svc.h>
 #include <linux/gfp.h>
 #include <linux/workqueue.h>
+#include <linux/wait_bit.h>
 
 #include "shim.h"
 
@@ -78,6 +79,23 @@ int rpcrdma2_shim_module_get(void)
 void rpcrdma2_shim_module_put(void)
 {
 	module_put(THIS_MODULE);
+}
+
+/*
+ * A count that a waiter wants to see reach zero (a transport's back
+ * references): wait_var_event_timeout() and wake_up_var() are macros or
+ * need the barrier below, which Rust on 6.12 cannot express.
+ */
+long rpcrdma2_shim_wait_zero(unsigned long *count, long timeout)
+{
+	return wait_var_event_timeout(count, smp_load_acquire(count) == 0, timeout);
+}
+
+void rpcrdma2_shim_wake_zero(unsigned long *count)
+{
+	/* Orders the caller's decrement before the waitqueue check. */
+	smp_mb();
+	wake_up_var(count);
 }
 
 void rpcrdma2_shim_xprt_set_connected(struct rpc_xprt *xprt)

@@ -33,6 +33,11 @@ bool rpcrdma2_shim_param_frwr(void);
 int rpcrdma2_shim_module_get(void);
 void rpcrdma2_shim_module_put(void);
 
+/* Waits up to @timeout jiffies for *@count == 0; 0 on timeout. */
+long rpcrdma2_shim_wait_zero(unsigned long *count, long timeout);
+/* Wakes rpcrdma2_shim_wait_zero() waiters after *@count dropped to 0. */
+void rpcrdma2_shim_wake_zero(unsigned long *count);
+
 void rpcrdma2_shim_xprt_set_connected(struct rpc_xprt *xprt);
 void rpcrdma2_shim_xprt_clear_connected(struct rpc_xprt *xprt);
 int rpcrdma2_shim_xprt_connected(struct rpc_xprt *xprt);

@@ -5,7 +5,7 @@
 
 use crate::compat::kunit::{Failure as TestFailure, TestResult};
 use crate::sunrpc;
-use crate::sunrpc::xprt::Unpublished;
+use crate::sunrpc::xprt_box::Unpublished;
 use crate::transport::RdmaXprt;
 use kernel::c_str;
 

@@ -107,6 +107,13 @@ void rpcrdma2_trace_grant(u32 conn, u32 granted, u32 max)
 	trace_rpcrdma2_grant(conn, granted, max);
 }
 
+void rpcrdma2_trace_credit_wait(u32 conn, u32 xid, u32 outstanding,
+				u32 limit, u32 consumed, u32 posted)
+{
+	trace_rpcrdma2_credit_wait(conn, xid, outstanding, limit, consumed,
+				   posted);
+}
+
 void rpcrdma2_trace_bc_call(u32 conn, u32 xid, u32 vers, u32 len,
 			    const char *outcome)
 {
@@ -125,5 +132,5 @@ const atomic_t *const rpcrdma2_trace_keys[RPCRDMA2_TP_COUNT] = {
 	KEY(connect), KEY(connect_error), KEY(disconnect), KEY(pvtdata),
 	KEY(version), KEY(connprop), KEY(credits), KEY(marshal), KEY(reply),
 	KEY(peer_error), KEY(mr_reg), KEY(mr_inv), KEY(piece), KEY(grant),
-	KEY(reconnect), KEY(bc_call), KEY(bc_reply),
+	KEY(reconnect), KEY(bc_call), KEY(bc_reply), KEY(credit_wait),
 };

@@ -380,6 +380,37 @@ TRACE_EVENT(rpcrdma2_piece,
 		  __entry->offset, __entry->len, __entry->more)
 );
 
+/* A version 2 message had to wait for credits (-00 §4.3.1: "A sender
+ * MUST NOT send RDMA messages in excess of the receiver's granted credit
+ * limit"): xid the Call (0 for a backchannel reply), outstanding our
+ * messages not yet returned by the responder, limit its credit limit,
+ * consumed the Receives our next message returns, posted the Receives
+ * posted now. The sender sleeps until a grant or a reply returns one. */
+TRACE_EVENT(rpcrdma2_credit_wait,
+	TP_PROTO(u32 conn, u32 xid, u32 outstanding, u32 limit, u32 consumed,
+		 u32 posted),
+	TP_ARGS(conn, xid, outstanding, limit, consumed, posted),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__field(u32, xid)
+		__field(u32, outstanding)
+		__field(u32, limit)
+		__field(u32, consumed)
+		__field(u32, posted)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__entry->xid = xid;
+		__entry->outstanding = outstanding;
+		__entry->limit = limit;
+		__entry->consumed = consumed;
+		__entry->posted = posted;
+	),
+	TP_printk("conn=%u xid=0x%08x outstanding=%u limit=%u consumed=%u posted=%u",
+		  __entry->conn, __entry->xid, __entry->outstanding,
+		  __entry->limit, __entry->consumed, __entry->posted)
+);
+
 /* We sent an asynchronous credit grant (v2 RDMA2_NOMSG, XID 0): granted
  * credits returned, max the credits we advertise. */
 TRACE_EVENT(rpcrdma2_grant,

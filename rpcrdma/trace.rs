@@ -47,6 +47,7 @@ enum Tp {
     Reconnect = bindings::rpcrdma2_tp_RPCRDMA2_TP_reconnect,
     BcCall = bindings::rpcrdma2_tp_RPCRDMA2_TP_bc_call,
     BcReply = bindings::rpcrdma2_tp_RPCRDMA2_TP_bc_reply,
+    CreditWait = bindings::rpcrdma2_tp_RPCRDMA2_TP_credit_wait,
 }
 
 /// True if tracepoint `tp` has a probe attached.
@@ -357,6 +358,24 @@ pub fn grant(conn: u32, word: u32) {
         let c = crate::xdr::header::Credits::from_word(word);
         // SAFETY: plain values.
         unsafe { bindings::rpcrdma2_trace_grant(conn, u32::from(c.granted), u32::from(c.max)) };
+    }
+}
+
+/// A message for Call `xid` (0: a backchannel reply) waits for version 2
+/// credits; `c` is the credit state that made it wait.
+pub fn credit_wait(conn: u32, xid: u32, c: &crate::proto::credits::CreditState) {
+    if enabled(Tp::CreditWait) {
+        // SAFETY: plain values.
+        unsafe {
+            bindings::rpcrdma2_trace_credit_wait(
+                conn,
+                xid,
+                c.outstanding(),
+                c.limit(),
+                c.consumed(),
+                c.posted(),
+            )
+        };
     }
 }
 

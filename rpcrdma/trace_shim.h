@@ -28,6 +28,7 @@ enum rpcrdma2_tp {
 	RPCRDMA2_TP_reconnect,
 	RPCRDMA2_TP_bc_call,
 	RPCRDMA2_TP_bc_reply,
+	RPCRDMA2_TP_credit_wait,
 	RPCRDMA2_TP_COUNT
 };
 
@@ -61,6 +62,8 @@ void rpcrdma2_trace_mr_inv(u32 conn, u32 xid, const char *how, u32 handle,
 void rpcrdma2_trace_piece(u32 conn, u32 xid, const char *dir, u32 offset,
 			  u32 len, bool more);
 void rpcrdma2_trace_grant(u32 conn, u32 granted, u32 max);
+void rpcrdma2_trace_credit_wait(u32 conn, u32 xid, u32 outstanding,
+				u32 limit, u32 consumed, u32 posted);
 void rpcrdma2_trace_reconnect(u32 conn, const char *reason);
 void rpcrdma2_trace_bc_call(u32 conn, u32 xid, u32 vers, u32 len,
 			    const char *outcome);

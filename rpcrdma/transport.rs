@@ -12,7 +12,10 @@ use crate::conn::why::Why;
 use crate::conn::{Conn, ConnStats, ProtoState};
 use crate::proto;
 use crate::sunrpc::bc::{self, BcRqst};
-use crate::sunrpc::xprt::{self, Rqst, SeqFile, SlotBox, Task, Transport, XprtBox};
+use crate::sunrpc::rqst::{self, Rqst, SlotBox, Task};
+use crate::sunrpc::transport::{SeqFile, Transport};
+use crate::sunrpc::xprt;
+use crate::sunrpc::xprt_box::{self, XprtBox};
 use crate::sunrpc::XprtCreate;
 use crate::trace;
 use core::pin::Pin;
@@ -231,21 +234,21 @@ impl Transport for RdmaXprt {
 
     fn alloc_slot(this: &XprtBox<Self>, task: &Task) {
         if let Some(slot) = this.data.take_slot() {
-            xprt::task_set_slot(task, slot);
+            rqst::task_set_slot(task, slot);
             return;
         }
-        xprt::task_add_backlog(this.xprt(), task);
+        rqst::task_add_backlog(this.xprt(), task);
         // A slot freed between the pop and joining the backlog would have
         // found no waiter: check again, as the C client does.
         if let Some(slot) = this.data.take_slot() {
-            if !xprt::wake_up_backlog(this.xprt(), slot) {
+            if !rqst::wake_up_backlog(this.xprt(), slot) {
                 this.data.put_slot(slot);
             }
         }
     }
 
     fn free_slot(this: &XprtBox<Self>, slot: &SlotBox<Slot>) {
-        if !xprt::wake_up_backlog(this.xprt(), slot) {
+        if !rqst::wake_up_backlog(this.xprt(), slot) {
             this.data.put_slot(slot);
         }
     }
@@ -572,9 +575,9 @@ impl Transport for RdmaXprt {
 }
 
 /// RPC timeouts, as the C client (xprt_rdma.h): jiffies.
-fn params<'a>(args: &'a XprtCreate<'a>) -> xprt::CreateParams<'a> {
+fn params<'a>(args: &'a XprtCreate<'a>) -> xprt_box::CreateParams<'a> {
     let hz = kernel::bindings::HZ as usize;
-    xprt::CreateParams {
+    xprt_box::CreateParams {
         args,
         max_reqs: DEFAULT_MAX_REQUESTS.into(),
         timeout: 60 * hz,

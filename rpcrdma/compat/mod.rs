@@ -14,14 +14,12 @@
 //! | [`errno`] | `EPROTONOSUPPORT`, `EMSGSIZE`, `ENOTCONN`, `ETIMEDOUT` ... in `kernel::error::code` | the same names in `kernel::error::code`, once listed there |
 //! | [`print::ratelimit`] | rate-limited printing (`pr_*_ratelimited`) | the kernel crate's rate-limited print macros, once there |
 //! | [`params`] | parameters in `module!` (the C side declares them in `shim.c`) | `module!` parameters (`rust/kernel/module_param.rs`, after 6.12; needs `bool`) |
-//! | [`delay::msleep`] | sleeping | `kernel::time::delay::fsleep` (after 6.12) |
 //!
 //! `ERR_PTR` decoding is not here: 6.12 has `kernel::error::from_err_ptr`,
 //! which the module uses. Nor are spinlocks (6.12's `kernel::bindings` has
 //! the `spin_lock`/`spin_unlock` helpers the module uses on SUNRPC's C
 //! locks) or `PAGE_SIZE` (`kernel::page`).
 
-pub mod delay;
 pub mod errno;
 // The KUnit kit: in the KUnit variant only, before the suites that use its
 // macros.

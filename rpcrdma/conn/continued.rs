@@ -46,6 +46,8 @@ impl Conn {
                     if e == CallError::NoCredits {
                         // -00 §6.3.2: wait for a further credit grant.
                         stats.no_credits.fetch_add(1, Relaxed);
+                        let c = *q.proto.lock().credits();
+                        trace::credit_wait(self.id, xid, &c);
                         return Err(crate::compat::errno::enobufs());
                     }
                     *q.cursor.lock() = None;
@@ -209,7 +211,7 @@ impl QpState {
             let _ = self.sends.lock().push(sb);
             return;
         };
-        let spec = proto::conn::grant_spec(word);
+        let spec = proto::conn::send::grant_spec(word);
         match header::encode_msg(sb.buf.as_mut_slice(), Protocol::V2, &spec) {
             Ok(n) => sb.len = n,
             Err(_) => {

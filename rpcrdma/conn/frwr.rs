@@ -382,21 +382,28 @@ impl QpState {
             }
         }
         let mut g = self.regs.lock();
-        let out = match g.get_mut(slot) {
+        let (out, releasing) = match g.get_mut(slot) {
             Some(r) => (
-                r.xid,
-                if r.inv_failed { None } else { r.finish },
-                r.tail.take(),
+                (
+                    r.xid,
+                    if r.inv_failed { None } else { r.finish },
+                    r.tail.take(),
+                ),
+                r.releasing,
             ),
             None => return (0, None, None),
         };
         g.deactivate(slot);
+        drop(g);
+        if releasing {
+            self.regs_idle.notify_all();
+        }
         out
     }
 
     /// A REG_MR of `slot` came back.
     pub(super) fn reg_done(&self, qp: &Qp<ConnQp>, slot: usize, mr: Mr) {
-        let (start, extra) = {
+        let (start, extra, idle) = {
             let mut g = self.regs.lock();
             match g.get_mut(slot) {
                 Some(r) => {
@@ -405,11 +412,16 @@ impl QpState {
                     let go =
                         r.in_flight == 0 && r.finish.is_some() && !r.invalidating && !r.releasing;
                     r.invalidating |= go;
-                    (go, extra)
+                    // Conn::release waits for this.
+                    let idle = r.releasing && r.in_flight == 0 && !r.invalidating;
+                    (go, extra, idle)
                 }
-                None => (false, Some(mr)),
+                None => (false, Some(mr), false),
             }
         };
+        if idle {
+            self.regs_idle.notify_all();
+        }
         if let Some(mr) = extra {
             self.put_mr(mr);
         }

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! One RPC-over-RDMA connection: rdma_cm id, QP, Receive and Send
-//! buffers, the Send path; the reply handler is in `reply.rs`, the
-//! per-slot FRWR registrations and their invalidation in `frwr.rs`, the CM
-//! handshake the connection waits on in [`crate::connect`].
+//! buffers; its setup is in `establish.rs`, the Send path in `send.rs`,
+//! the reply handler in `reply.rs`, the per-slot FRWR registrations and
+//! their invalidation in `frwr.rs`, Message Continuation in
+//! `continued.rs`, recovery from transport errors in `recovery.rs`, the
+//! CM handshake the connection waits on in [`crate::connect`].
 //!
 //! A connection is created by the transport's connect worker
 //! ([`Conn::establish`]) and torn down by `close` (dropping it drains the
@@ -14,16 +16,22 @@ use crate::backchannel::Backchannel;
 use crate::connect::{ConnCm, Step, RESOLVE_TIMEOUT_MS};
 use crate::ib::cm::{CmId, ConnParam, SockAddr};
 use crate::ib::dma::{DmaBuf, DmaDir};
-use crate::ib::mr::{self, FrwrCaps, Mr, MrAccess, MrPool, MrState, MrWr, PageSeg, Segment};
-use crate::ib::qp::{
-    Completion, Endpoint, Qp, QpCaps, QpHandler, RecvBatch, RecvCtx, SendChain, SendCtx, SendWr,
-    SgeList, MAX_RECV_BATCH, MAX_SEND_CHAIN,
-};
+use crate::ib::endpoint::Endpoint;
+use crate::ib::mr::caps::FrwrCaps;
+use crate::ib::mr::inv::MrWr;
+use crate::ib::mr::pool::MrPool;
+use crate::ib::mr::{self, Mr, MrAccess, MrState, PageSeg, Segment};
+use crate::ib::qp::{Qp, QpCaps, QpHandler};
 use crate::ib::verbs::PollContext;
+use crate::ib::wc::Completion;
+use crate::ib::wr::{
+    RecvBatch, RecvCtx, SendChain, SendCtx, SendWr, SgeList, MAX_RECV_BATCH, MAX_SEND_CHAIN,
+};
 use crate::ib::Net;
 use crate::proto::chunks::MAX_RANGES;
 use crate::proto::{self, CallError, ChunkPlan, Part, Reply, ReplyData};
-use crate::sunrpc::xprt::{Rqst, XdrSide, XprtRef};
+use crate::sunrpc::rqst::{Rqst, XdrSide};
+use crate::sunrpc::xprt_box::XprtRef;
 use crate::trace;
 use crate::xdr::header::{self, Protocol};
 use core::ffi::CStr;
@@ -32,12 +40,14 @@ use kernel::alloc::{
     flags::{GFP_KERNEL, GFP_NOWAIT},
     KVec,
 };
-use kernel::new_spinlock;
+use kernel::{new_condvar, new_spinlock};
 
 mod continued;
+mod establish;
 mod frwr;
 mod recovery;
 mod reply;
+mod send;
 pub mod why;
 
 use self::continued::Cursor;
@@ -45,10 +55,8 @@ use self::frwr::{Chunking, Finish, RegSizing, RegTable};
 use self::recovery::RecoveryTable;
 use self::why::{CloseWhy, Why};
 use kernel::prelude::*;
-use kernel::sync::{Arc, SpinLock};
+use kernel::sync::{Arc, CondVar, SpinLock};
 
-/// Most MRs in one connection's pool.
-const MR_POOL_MAX: usize = 256;
 /// Send chains a connection keeps for posting REG_MRs and LOCAL_INVs (more
 /// are allocated when they are all in use, and freed after).
 const CHAINS: usize = 8;
@@ -140,7 +148,7 @@ pub enum SendOpCtx {
         /// The RPC's last LOCAL_INV.
         last: bool,
     },
-    /// A LOCAL_INV of [`mr::invalidate_sync`].
+    /// A LOCAL_INV of [`mr::inv::invalidate_sync`].
     SyncInv(MrWr),
 }
 
@@ -221,6 +229,10 @@ pub struct QpState {
     /// Chunk registrations by request slot.
     #[pin]
     regs: SpinLock<RegTable>,
+    /// Notified when a slot that is being released ([`Conn::release`])
+    /// has no WR left in the Send queue.
+    #[pin]
+    regs_idle: CondVar,
     /// Set once the PD exists (`None`: inline only).
     #[pin]
     chunking: SpinLock<Option<Arc<Chunking>>>,
@@ -272,6 +284,7 @@ impl ConnQp {
                 why,
                 cm,
                 regs <- new_spinlock!(regs),
+                regs_idle <- new_condvar!(),
                 chunking <- new_spinlock!(None),
                 recovery <- new_spinlock!(recovery),
                 chains <- new_spinlock!(chains),
@@ -408,624 +421,6 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// Connects to `dst` and returns the established connection
-    /// (process context; sleeps). `proto` gives the plan: the version of
-    /// the first message, the Receives to post, our private data.
-    pub fn establish(
-        net: &Net,
-        dst: &SockAddr,
-        xprt: &dyn Fn() -> XprtRef,
-        proto_state: &Arc<ProtoState>,
-        stats: &Arc<ConnStats>,
-        bc: &Arc<Backchannel>,
-    ) -> Result<Conn> {
-        let id = trace::next_conn_id();
-        let mut step = c"setup";
-        let r = Self::establish_as(id, &mut step, net, dst, xprt, proto_state, stats, bc);
-        if let Err(e) = &r {
-            trace::connect_error(dst, step, e.to_errno());
-        }
-        r
-    }
-
-    /// [`Conn::establish`] of connection `id`; `step` names the step in
-    /// progress, for the tracepoint of a failure.
-    #[allow(clippy::too_many_arguments)]
-    fn establish_as(
-        id: u32,
-        step: &mut &'static CStr,
-        net: &Net,
-        dst: &SockAddr,
-        xprt: &dyn Fn() -> XprtRef,
-        proto_state: &Arc<ProtoState>,
-        stats: &Arc<ConnStats>,
-        bc: &Arc<Backchannel>,
-    ) -> Result<Conn> {
-        let (config, plan) = {
-            let mut p = proto_state.lock();
-            (*p.config(), p.connect())
-        };
-        xprt().set_cwnd(plan.credits.credits, true);
-
-        let why = Arc::new(CloseWhy::default(), GFP_KERNEL)?;
-        let cm = ConnCm::new(xprt(), why.clone())?;
-        let conn_id = id;
-        let id = CmId::new(net, cm.clone())?;
-        *step = c"address resolution";
-        id.resolve_addr(None, dst, RESOLVE_TIMEOUT_MS)?;
-        cm.wait_for(Step::AddrResolved, "address resolution")?;
-        *step = c"route resolution";
-        id.resolve_route(RESOLVE_TIMEOUT_MS)?;
-        cm.wait_for(Step::RouteResolved, "route resolution")?;
-        *step = c"resources";
-
-        // FRWR for chunks; without it (or with frwr=N) the connection is
-        // inline only.
-        let frwr = id
-            .device()
-            .filter(|_| crate::compat::params::frwr())
-            .and_then(|d| FrwrCaps::query(d).ok());
-        let max_wr = id
-            .device()
-            .map_or(0, |d| d.max_qp_wr().min(d.max_cqe()).max(0) as u32);
-        let segs = frwr.map_or(0, |c| {
-            proto::Limits::segs_for_depth(mr::page_size() as u32, c.depth).min(c.max_segs)
-        });
-        proto_state.lock().set_max_segs(segs);
-        // One Read chunk and one Reply chunk per RPC at most.
-        let mrs_per_rpc = 2 * segs as usize;
-
-        let nrecv = config.recv_queue_depth();
-        let nsend = config.max_requests as usize + 2;
-        // Each RPC: its Send, and a REG_MR and a LOCAL_INV per MR.
-        let send_wr = (nsend * (1 + 2 * mrs_per_rpc))
-            .min(max_wr.saturating_sub(1) as usize)
-            .max(nsend);
-        let caps = QpCaps {
-            max_send_wr: send_wr as u32,
-            max_recv_wr: nrecv,
-            max_send_sge: 1,
-            max_recv_sge: 1,
-        };
-        let qp = ConnQp::new(
-            xprt(),
-            conn_id,
-            nsend,
-            nrecv as usize,
-            proto_state.clone(),
-            stats.clone(),
-            bc.clone(),
-            why,
-            cm.clone(),
-            RegSizing {
-                slots: config.max_requests as usize,
-                mrs_per_rpc,
-                depth: frwr.map_or(0, |c| c.depth as usize),
-            },
-        )?;
-        let ep = Endpoint::new(id, &caps, PollContext::Workqueue, qp)?;
-        if let Some(frwr) = frwr.filter(|_| segs > 0) {
-            // The C client registers at most a few hundred MRs per
-            // connection up front; a Send that finds none waits.
-            let size = (config.max_requests as usize * segs as usize).clamp(1, MR_POOL_MAX);
-            let pool = MrPool::new(ep.pd(), frwr, size)?;
-            stats.mrs_allocated.fetch_add(size as u64, Relaxed);
-            let c = Arc::new(Chunking { caps: frwr, pool }, GFP_KERNEL)?;
-            *ep.qp().handler().0.chunking.lock() = Some(c);
-        }
-
-        // Buffers: every Receive buffer and Send buffer of the connection
-        // is allocated and DMA-mapped now; the data path never allocates.
-        let state = &ep.qp().handler().0;
-        for _ in 0..nrecv {
-            let buf = DmaBuf::new(
-                ep.pd(),
-                config.recv_buffer_size() as usize,
-                DmaDir::FromDevice,
-                GFP_KERNEL,
-            )?;
-            if state.recvs.lock().push(RecvBuf(buf)).is_err() {
-                break;
-            }
-        }
-        for _ in 0..nsend {
-            let buf = DmaBuf::new(
-                ep.pd(),
-                config.inline_send as usize,
-                DmaDir::ToDevice,
-                GFP_KERNEL,
-            )?;
-            if state.sends.lock().push(SendBuf { buf, len: 0 }).is_err() {
-                break;
-            }
-        }
-        // The peer's first message needs somewhere to land.
-        state.post_receives(ep.qp(), plan.post_receives);
-
-        let pd = config.private_data_bytes();
-        *step = c"connection";
-        ep.connect(&ConnParam::rpcrdma_client(ep.device(), &pd))?;
-        cm.wait_for(Step::Established, "connection")?;
-
-        // RFC 8797: the peer's sizes cap ours; absent or invalid private
-        // data means the defaults of the version in use.
-        let peer = cm.peer();
-        trace::pvtdata(conn_id, &peer);
-        let limits = proto_state.lock().established(peer);
-        trace::connect(
-            conn_id,
-            dst,
-            plan.protocol,
-            limits.send,
-            limits.recv,
-            config.max_requests,
-        );
-        match plan.protocol {
-            Protocol::V2 => pr_info!(
-                "connected to {} (conn {}): probing RPC-over-RDMA version 2 (inline send {} recv {}, {} credits max)\n",
-                dst, conn_id, limits.send, limits.recv, config.max_requests
-            ),
-            Protocol::V1 => {
-                trace::version(conn_id, Protocol::V1, c"version 1 from the start");
-                pr_info!(
-                    "connected to {} (conn {}): RPC-over-RDMA version 1 (inline send {} recv {}, {} credits max)\n",
-                    dst, conn_id, limits.send, limits.recv, config.max_requests
-                )
-            }
-        }
-        let conn = Conn {
-            ep,
-            limits,
-            id: conn_id,
-        };
-        if plan.protocol == Protocol::V2 {
-            *step = c"version 2 probe";
-            conn.probe(proto_state, &cm)?;
-            // The peer's segment properties may leave room for less than
-            // a full payload: lower the transport's, before the upper
-            // layer sizes its I/O (NFS reads it at mount).
-            let depth = frwr.map_or(1, |c| c.depth);
-            let max = proto_state
-                .lock()
-                .max_payload(mr::page_size() as u32, depth);
-            if let Some(bytes) = max {
-                if xprt().lower_max_payload(bytes as usize) {
-                    pr_info!(
-                        "conn {}: the server's segment limits allow RPC payloads of {} bytes at most\n",
-                        conn_id,
-                        bytes
-                    );
-                }
-            }
-        }
-        Ok(conn)
-    }
-
-    /// Sends our `RDMA2_CONNPROP` as the version 2 probe and waits for
-    /// the server's answer (see `proto::connprop`), unless this transport
-    /// probes with its first RPC. `EAGAIN` when the probe is not answered
-    /// in time (the server is remembered as not answering CONNPROP: the
-    /// next connection probes with an RPC) or the connection fails
-    /// meanwhile: SUNRPC then connects again.
-    fn probe(&self, proto_state: &Arc<ProtoState>, cm: &ConnCm) -> Result {
-        let Some(plan) = proto_state.lock().connprop_probe() else {
-            return Ok(());
-        };
-        if trace::connprop_enabled() {
-            let mut sent = crate::xdr::props::TransportProperties::DEFAULTS;
-            for p in &plan.props {
-                sent.apply(p);
-            }
-            trace::connprop(self.id, c"sent", &sent);
-        }
-        if let Err(e) = self.post_send(|buf| plan.encode(buf).map_err(|_| EINVAL)) {
-            pr_err!(
-                "conn {}: posting the RDMA2_CONNPROP probe failed ({:?})\n",
-                self.id,
-                e
-            );
-            return Err(EAGAIN);
-        }
-        match cm.wait_probe_answer(proto::connprop::PROBE_TIMEOUT_MS) {
-            Ok(true) => Ok(()),
-            Ok(false) => {
-                if !proto_state.lock().probe_timed_out() {
-                    // Answered just now.
-                    return Ok(());
-                }
-                pr_warn!(
-                    "conn {}: no answer to the RPC-over-RDMA version 2 probe (RDMA2_CONNPROP) in {} ms: reconnecting; this server's connections will probe with their first RPC\n",
-                    self.id,
-                    proto::connprop::PROBE_TIMEOUT_MS
-                );
-                self.disconnect(Why::ProbeTimeout);
-                Err(EAGAIN)
-            }
-            Err(e) => {
-                pr_warn!(
-                    "conn {}: the connection failed while probing for version 2 ({:?})\n",
-                    self.id,
-                    e
-                );
-                Err(EAGAIN)
-            }
-        }
-    }
-
-    /// Marshals `rqst` (in request slot `slot`) and posts it: inline as
-    /// `RDMA_MSG` / `RDMA2_MSG`, or with a Reply chunk over the whole
-    /// receive buffer (Long Reply) and/or as `RDMA_NOMSG` with a
-    /// Position-Zero Read chunk over the whole Call (Long Call). The MRs
-    /// are registered by REG_MR WRs chained before the signalled Send.
-    pub fn send(&self, rqst: &Rqst, slot: u16, stats: &ConnStats) -> Result {
-        let q = &self.ep.qp().handler().0;
-        // Registrations left from an earlier transmission on this
-        // connection (the v2 probe sent again in v1) go first.
-        self.release(slot);
-        let xid = u32::from_be(rqst.xid());
-        if let Some(e) = self.blocked_by_continued(xid) {
-            return Err(e);
-        }
-        if self.continuing() {
-            return self.send_continued(rqst, xid, stats);
-        }
-        let chunking = q.chunking();
-        // Receive pages the upper layer left to the transport.
-        rqst.fill_sparse_pages()?;
-        let mut rpc = rqst.chunk_rpc();
-        rpc.ddp_allowed &= crate::compat::params::ddp();
-        let page_size = mr::page_size() as u32;
-        let depth = chunking.as_ref().map_or(1, |c| c.caps.depth);
-        // A resend after a transport error is planned as its recovery says.
-        let recovery = q.recovery.lock().begin(usize::from(slot), xid);
-        let hints = recovery.hints();
-        if let Some(c) = &chunking {
-            // Make sure the MRs are there before the Call is counted as
-            // sent: a Send that finds the pool empty waits for space.
-            let p = q.proto.lock();
-            let limits = p.limits(page_size, depth);
-            let need =
-                proto::chunks::plan_with(&rpc, p.thresholds(), &limits, &p.plan_hints(&hints))
-                    .map_or(0, |pl| pl.ranges().len());
-            drop(p);
-            if need > c.pool.available() {
-                stats.no_mrs.fetch_add(1, Relaxed);
-                return Err(crate::compat::errno::enobufs());
-            }
-        }
-        let plan = q
-            .proto
-            .lock()
-            .prepare_rpc_hinted(xid, &rpc, page_size, depth, &hints);
-        let (plan, chunks) = match plan {
-            Ok(p) => p,
-            Err(CallError::NoCredits) => {
-                stats.no_credits.fetch_add(1, Relaxed);
-                return Err(crate::compat::errno::enobufs());
-            }
-            Err(CallError::NotConnected) => return Err(crate::compat::errno::enotconn()),
-            Err(CallError::TooBig(t)) => {
-                stats.too_big.fetch_add(1, Relaxed);
-                if crate::compat::print::ratelimit() {
-                    pr_err!(
-                        "send: {:?} of {} bytes exceeds the inline limit of {} and this connection has no chunks (-EMSGSIZE)\n",
-                        t.direction, t.len, t.limit
-                    );
-                }
-                return Err(crate::compat::errno::emsgsize());
-            }
-            Err(CallError::Plan(proto::PlanError::TooBig(t)))
-                if chunking.is_none() && t.direction == proto::Direction::Call =>
-            {
-                // Inline only: a version 2 connection continues the Call
-                // (-00 §4.5.2); version 1 cannot.
-                return self.send_continued(rqst, xid, stats);
-            }
-            Err(CallError::Plan(e)) => {
-                stats.too_big.fetch_add(1, Relaxed);
-                if crate::compat::print::ratelimit() {
-                    pr_err!(
-                        "send: xid {:#010x} cannot be sent: {:?} ({})\n",
-                        xid,
-                        e,
-                        e.errno().to_kernel()
-                    );
-                }
-                return Err(Error::from_errno(e.errno().to_kernel()));
-            }
-        };
-        trace::marshal(
-            self.id,
-            rqst.task_id(),
-            xid,
-            chunks.protocol(),
-            &chunks,
-            u32::try_from(rqst.call_len()).unwrap_or(u32::MAX),
-            plan.probe,
-            &recovery,
-        );
-        let Some(mut sb) = q.sends.lock().pop() else {
-            return Err(crate::compat::errno::enobufs());
-        };
-        let n = chunks.ranges().len();
-        if n > 0 {
-            if let Err(e) = self.register(rqst, slot, xid, &chunks, chunking.as_deref()) {
-                let _ = q.sends.lock().push(sb);
-                self.release(slot);
-                return Err(e);
-            }
-        }
-        let r = (|| {
-            let g = q.regs.lock();
-            let segs = match g.get(usize::from(slot)) {
-                Some(r) if n > 0 => r.segs.get(..r.nsegs).ok_or(EINVAL)?,
-                _ => &[],
-            };
-            let remote_inv = q.proto.lock().thresholds().remote_invalidation;
-            let lists = chunks.chunk_lists(segs, remote_inv).map_err(|_| EINVAL)?;
-            let spec = crate::xdr::header::MsgSpec {
-                kind: chunks.kind(),
-                chunks: lists.lists(),
-                inv_handle: lists.inv_handle(),
-                ..plan.msg_spec(xid)
-            };
-            let buf = sb.buf.as_mut_slice();
-            let hdr = header::encode_msg(buf, plan.protocol, &spec).map_err(|_| EINVAL)?;
-            drop(g);
-            let layout = chunks.send_layout();
-            if layout.is_empty() {
-                return Ok(hdr);
-            }
-            let total = hdr.checked_add(layout.len() as usize).ok_or(EINVAL)?;
-            let body = buf.get_mut(hdr..total).ok_or(EINVAL)?;
-            rqst.copy_call_layout(body, &layout)?;
-            Ok(total)
-        })();
-        let total = match r {
-            Ok(t) => t,
-            Err(e) => {
-                let _ = q.sends.lock().push(sb);
-                self.release(slot);
-                return Err(e);
-            }
-        };
-        sb.len = total;
-        sb.buf.sync_for_device(total);
-        if chunks.call() == proto::CallForm::Long {
-            stats.nomsg_calls.fetch_add(1, Relaxed);
-        }
-        let sum = |r: &[proto::Range]| r.iter().map(|r| u64::from(r.len)).sum::<u64>();
-        stats
-            .read_chunks
-            .fetch_add(chunks.read_ranges().len() as u64, Relaxed);
-        stats
-            .write_chunks
-            .fetch_add(chunks.write_ranges().len() as u64, Relaxed);
-        stats
-            .reply_chunks
-            .fetch_add(chunks.reply_ranges().len() as u64, Relaxed);
-        stats.rdma_request.fetch_add(
-            sum(chunks.write_ranges()) + sum(chunks.reply_ranges()),
-            Relaxed,
-        );
-        stats
-            .req_bytes
-            .fetch_add(u64::from(chunks.send_layout().len()), Relaxed);
-        self.post_with_regs(slot, n, sb)
-    }
-
-    /// Maps every range of `chunks` into an MR from the pool and keeps
-    /// the MRs and their segments in `slot`.
-    fn register(
-        &self,
-        rqst: &Rqst,
-        slot: u16,
-        xid: u32,
-        chunks: &ChunkPlan,
-        chunking: Option<&Chunking>,
-    ) -> Result {
-        let q = &self.ep.qp().handler().0;
-        let c = chunking.ok_or(EIO)?;
-        let i = usize::from(slot);
-        let mut pages = {
-            let mut g = q.regs.lock();
-            let r = g.activate(i, xid).ok_or(EINVAL)?;
-            r.plan = Some(*chunks);
-            core::mem::take(&mut r.pages)
-        };
-        let ret = self.register_ranges(rqst, slot, xid, chunks, c, &mut pages);
-        if let Some(r) = q.regs.lock().get_mut(i) {
-            r.pages = pages;
-        }
-        ret
-    }
-
-    fn register_ranges(
-        &self,
-        rqst: &Rqst,
-        slot: u16,
-        xid: u32,
-        chunks: &ChunkPlan,
-        c: &Chunking,
-        pages: &mut KVec<PageSeg>,
-    ) -> Result {
-        let q = &self.ep.qp().handler().0;
-        let i = usize::from(slot);
-        let nread = chunks.read_ranges().len();
-        for (k, range) in chunks.ranges().iter().enumerate() {
-            if range.part == Part::WritePad {
-                return Err(EINVAL);
-            }
-            let Some(mut mr) = c.pool.get() else {
-                return Err(crate::compat::errno::enobufs());
-            };
-            let (side, access) = if k < nread {
-                (XdrSide::Call, MrAccess::RemoteRead)
-            } else {
-                (XdrSide::Reply, MrAccess::RemoteWrite)
-            };
-            if let Err(e) = rqst.map_range(side, range, &mut mr, access, xid, pages) {
-                c.pool.put(mr);
-                if crate::compat::print::ratelimit() {
-                    pr_err!(
-                        "send: xid {:#010x}: mapping {:?} failed ({:?})\n",
-                        xid,
-                        range,
-                        e
-                    );
-                }
-                return Err(e);
-            }
-            let seg = mr.segment().ok_or(EIO)?;
-            trace::mr_reg(q.id, xid, seg.handle, seg.length, seg.offset);
-            let mut g = q.regs.lock();
-            let r = g.get_mut(i).ok_or(EINVAL)?;
-            let Some(place) = r.segs.get_mut(k) else {
-                drop(g);
-                c.pool.put(mr);
-                return Err(EINVAL);
-            };
-            *place = seg;
-            r.nsegs = k + 1;
-            if let Err(mr) = r.store(mr) {
-                drop(g);
-                c.pool.put(mr);
-                return Err(EINVAL);
-            }
-        }
-        Ok(())
-    }
-
-    /// Posts the REG_MRs of `slot`'s `n` MRs chained before the
-    /// signalled Send `sb`.
-    fn post_with_regs(&self, slot: u16, n: usize, sb: SendBuf) -> Result {
-        let q = &self.ep.qp().handler().0;
-        let qp = self.ep.qp();
-        if n == 0 {
-            return qp.post_send_one(SendWr::send(SendOpCtx::Buf(sb)).signaled());
-        }
-        let i = usize::from(slot);
-        let mut chain = match q.take_chain() {
-            Ok(c) => c,
-            Err(e) => {
-                // Nothing posted: the MRs stay in the slot until the
-                // next transmission releases them.
-                let _ = q.sends.lock().push(sb);
-                return Err(if e == ENOMEM {
-                    crate::compat::errno::enobufs()
-                } else {
-                    e
-                });
-            }
-        };
-        if let Some(r) = q.regs.lock().get_mut(i) {
-            r.in_flight = n as u32;
-        }
-        loop {
-            let next = q.regs.lock().get_mut(i).and_then(|r| r.take());
-            let Some(mr) = next else { break };
-            let wr = SendWr::reg_mr(SendOpCtx::Reg {
-                wr: MrWr::new(mr),
-                slot,
-            });
-            let _ = chain.push(wr);
-            if chain.len() + 1 == MAX_SEND_CHAIN {
-                // REG_MRs alone: retired by the Send's completion.
-                if let Err(e) = qp.post_send_chain(&mut chain) {
-                    q.put_chain(chain);
-                    let _ = q.sends.lock().push(sb);
-                    self.release(slot);
-                    return Err(e);
-                }
-            }
-        }
-        let _ = chain.push(SendWr::send(SendOpCtx::Buf(sb)).signaled());
-        let r = qp.post_send_chain(&mut chain);
-        q.put_chain(chain);
-        if r.is_err() {
-            // Everything came back as Aborted.
-            self.release(slot);
-        }
-        r
-    }
-
-    /// Invalidates and releases whatever `slot` still has registered
-    /// (an abandoned RPC, `buf_free`; or before sending again). Waits
-    /// for MRs still in the Send queue. Process context.
-    pub fn release(&self, slot: u16) {
-        let q = &self.ep.qp().handler().0;
-        let active = q
-            .regs
-            .lock()
-            .get(usize::from(slot))
-            .is_some_and(|r| r.active);
-        if active {
-            self.release_slot(slot);
-        }
-    }
-
-    /// [`Conn::release`] of a slot with registrations: out of line, as it
-    /// needs a few KiB of stack (a synchronous invalidation) that the
-    /// common path of [`Conn::send`] should not pay for.
-    #[inline(never)]
-    #[cold]
-    fn release_slot(&self, slot: u16) {
-        let q = &self.ep.qp().handler().0;
-        let i = usize::from(slot);
-        let mut waited = 0u32;
-        loop {
-            let busy = match q.regs.lock().get_mut(i) {
-                Some(r) if r.active => {
-                    // Keeps a reply from starting an invalidation.
-                    r.releasing = true;
-                    r.in_flight > 0 || r.invalidating
-                }
-                _ => return,
-            };
-            if !busy {
-                break;
-            }
-            if waited >= 10_000 {
-                pr_err!(
-                    "release: the MRs of slot {} did not come back in 10 s\n",
-                    slot
-                );
-                return;
-            }
-            crate::compat::delay::msleep(1);
-            waited += 1;
-        }
-        let mut mrs = KVec::new();
-        loop {
-            let next = q.regs.lock().get_mut(i).and_then(|r| r.take());
-            let Some(mr) = next else { break };
-            if mr.state() == MrState::Registered {
-                // Without memory the MR is dropped, which deregisters it.
-                let _ = mrs.push(mr, GFP_KERNEL);
-            } else {
-                q.put_mr(mr);
-            }
-        }
-        if !mrs.is_empty() {
-            let xid = q.regs.lock().get(i).map_or(0, |r| r.xid);
-            trace::mr_inv(
-                q.id,
-                xid,
-                c"sync",
-                0,
-                u32::try_from(mrs.len()).unwrap_or(u32::MAX),
-            );
-            match mr::invalidate_sync(self.ep.qp(), mrs, SendOpCtx::SyncInv) {
-                Ok(back) | Err((_, back)) => {
-                    for mr in back {
-                        q.put_mr(mr);
-                    }
-                }
-            }
-        }
-        q.regs.lock().deactivate(i);
-    }
-
     /// Posts one signalled Send that `fill` writes into a Send buffer
     /// (returning the length used): for messages that are not Calls (the
     /// backchannel's replies). `ENOBUFS` if no Send buffer is free.

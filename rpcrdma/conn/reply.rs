@@ -101,7 +101,7 @@ impl QpState {
             })
         };
         let (checked, inv) = match checked {
-            Some((c, Some(proto::chunks::Invalidated::NotOurs))) => {
+            Some((c, Some(proto::chunks::reply::Invalidated::NotOurs))) => {
                 self.remote_inv_foreign(xid, inv);
                 (Some(c), None)
             }

@@ -5,7 +5,7 @@
 //! Each wrapper of this layer counts its object in when it is created and
 //! out when it is destroyed: rdma_cm ids ([`super::cm::CmId`]), protection
 //! domains ([`super::verbs::Pd`]), completion queues
-//! ([`super::verbs::Cq`]), queue pairs ([`super::qp::Endpoint`]), FRWR MRs
+//! ([`super::verbs::Cq`]), queue pairs ([`super::endpoint::Endpoint`]), FRWR MRs
 //! ([`super::mr::Mr`]), the scatterlists an MR has DMA-mapped, and mapped
 //! buffers ([`super::dma::DmaBuf`]). The counts are relaxed atomics: no
 //! lock, and nothing on the data path but the MR mappings' increments.

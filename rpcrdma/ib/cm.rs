@@ -172,8 +172,8 @@ impl fmt::Debug for SockAddr {
     }
 }
 
-/// Connection parameters for [`super::qp::Endpoint::connect`] and
-/// [`super::qp::Endpoint::accept`] (`struct rdma_conn_param`).
+/// Connection parameters for [`super::endpoint::Endpoint::connect`] and
+/// [`super::endpoint::Endpoint::accept`] (`struct rdma_conn_param`).
 #[derive(Clone, Copy, Debug)]
 pub struct ConnParam<'a> {
     /// Private data carried by the CM request (connect) or reply (accept);

@@ -33,7 +33,7 @@ impl DmaDir {
 /// device of a PD, with that PD's `local_dma_lkey` for SGEs.
 ///
 /// The CPU side is plain byte access through `&self`/`&mut self`. The
-/// device side is the SGEs built from it (see [`super::qp::SgeList`]):
+/// device side is the SGEs built from it (see [`super::wr::SgeList`]):
 /// a buffer posted in a work request belongs to that request's context
 /// until the completion hands the context back, so the CPU cannot touch
 /// it meanwhile. Call [`DmaBuf::sync_for_cpu`] after a Receive completed

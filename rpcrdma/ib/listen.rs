@@ -240,8 +240,8 @@ impl Drop for Listener {
 /// A connection request taken from a [`Listener`], not yet accepted.
 ///
 /// Turn it into a [`CmId`] with [`Incoming::into_cm_id`], build a
-/// [`super::qp::Endpoint`] on it and call
-/// [`super::qp::Endpoint::accept`]. Dropping it rejects the request.
+/// [`super::endpoint::Endpoint`] on it and call
+/// [`super::endpoint::Endpoint::accept`]. Dropping it rejects the request.
 ///
 /// # Invariants
 ///

@@ -15,11 +15,19 @@
 //!   variant (`cfg(rpcrdma2_kunit)`), for the loopback suites.
 //! - [`verbs`]: protection domain ([`verbs::Pd`]) and completion queues.
 //! - [`dma`]: kmalloc'ed buffers DMA-mapped for one device ([`dma::DmaBuf`]).
-//! - [`mr`]: FRWR memory regions ([`mr::Mr`], [`mr::MrPool`]), their
-//!   state machine, synchronous and asynchronous invalidation.
-//! - [`qp`]: an RC queue pair with its CQs and PD on a connected id
-//!   ([`qp::Endpoint`]), posting Receives and Send chains, completions
-//!   delivered to a Rust [`qp::QpHandler`] with the posted context.
+//! - [`mr`]: FRWR memory regions ([`mr::Mr`], [`mr::pool::MrPool`]),
+//!   their state machine, synchronous and asynchronous invalidation.
+//! - [`wr`]: work requests as built before posting: SGE lists
+//!   ([`wr::SgeList`]), the posted contexts ([`wr::SendCtx`],
+//!   [`wr::RecvCtx`]), Send-queue WRs ([`wr::SendWr`]), Send chains and
+//!   Receive batches.
+//! - [`wc`]: work completions ([`wc::WorkCompletion`]) and how a posted
+//!   context comes back ([`wc::Completion`]).
+//! - [`qp`]: an RC queue pair's posting and completion paths
+//!   ([`qp::Qp`]), completions delivered to a Rust [`qp::QpHandler`] with
+//!   the posted context; `ring`, the rings that hold posted contexts.
+//! - [`endpoint`]: the QP with its CQs and PD on a connected id
+//!   ([`endpoint::Endpoint`]): connect, accept, drain, teardown.
 
 use crate::bindings;
 use core::ptr::NonNull;
@@ -30,9 +38,13 @@ pub mod census;
 pub mod client;
 pub mod cm;
 pub mod dma;
+pub mod endpoint;
 pub mod mr;
 pub mod qp;
+mod ring;
 pub mod verbs;
+pub mod wc;
+pub mod wr;
 
 // Test-only: compiled into the KUnit variant of the module (Kbuild's
 // RPCRDMA2_KUNIT), never into the production rpcrdma2.ko.

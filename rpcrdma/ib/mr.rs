@@ -26,16 +26,16 @@
 //!   (`ib_update_fast_reg_key()`), as `frwr_map()` does. The
 //!   [`Segment`] (handle, length, offset) is what the chunk encoder puts
 //!   on the wire.
-//! - A [`SendOp::RegMr`](super::qp::SendOp::RegMr) WR whose context owns
-//!   the MR (see [`MrWr`], [`super::qp::SendCtx::mr`]) registers it; a
-//!   [`SendOp::LocalInv`](super::qp::SendOp::LocalInv) invalidates it.
+//! - A [`SendOp::RegMr`](super::wr::SendOp::RegMr) WR whose context owns
+//!   the MR (see [`MrWr`], [`super::wr::SendCtx::mr`]) registers it; a
+//!   [`SendOp::LocalInv`](super::wr::SendOp::LocalInv) invalidates it.
 //!   The posting path and the completion path of [`super::qp::Qp`] move
 //!   the state, before the context comes back to the handler: a WR that
 //!   completed (or was retired by a later completion) succeeded, an error
 //!   or flush completion makes the MR `Broken`, and a WR that was never
 //!   posted (`Aborted`) leaves it where it was.
 //! - Remote invalidation (the peer's Send With Invalidate, seen as
-//!   [`super::qp::WorkCompletion::invalidated_rkey`] on a Receive):
+//!   [`super::wc::WorkCompletion::invalidated_rkey`] on a Receive):
 //!   [`find_by_rkey`] finds the MR, [`Mr::remote_invalidated`] moves it on.
 //! - `unmap` (`ib_dma_unmap_sg()`) only from `Mapped` or `Invalidated`:
 //!   the peer can no longer reach the memory. Then the MR is `Free` again.
@@ -44,108 +44,39 @@
 //!   allocates a replacement. Dropping an MR deregisters it
 //!   (`ib_dereg_mr()`) *before* unmapping its memory, so a still-registered
 //!   MR can be dropped safely (this is what happens at disconnect).
+//!
+//! One job per file: this one is the MR and its state machine (mapping,
+//! the bookkeeping of the posting and completion paths, remote
+//! invalidation); [`caps`] sizes MRs from what the device offers
+//! ([`caps::FrwrCaps`]); [`pool`] keeps a connection's MRs
+//! ([`pool::MrPool`]); [`inv`] has the context of a REG_MR or LOCAL_INV WR
+//! ([`inv::MrWr`]) and posts invalidations.
+//!
+//! [`MrWr`]: inv::MrWr
+//! [`MrPool::put`]: pool::MrPool::put
+//! [`MrPool::refill`]: pool::MrPool::refill
 
-use super::qp::{Completion, Qp, QpHandler, SendChain, SendCtx, SendWr};
+pub mod caps;
+pub mod inv;
+pub mod pool;
+
+use self::caps::{FrwrCaps, MAX_DATA_SEGS};
+use super::from_err_ptr;
 use super::verbs::Pd;
-use super::{from_err_ptr, Device};
+use super::wc::Completion;
 use crate::bindings;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
-use kernel::alloc::flags::GFP_NOWAIT;
+use core::sync::atomic::{AtomicU8, Ordering};
 use kernel::prelude::*;
-use kernel::sync::{Arc, CondVar, Mutex};
-
-/// `RPCRDMA_MAX_DATA_SEGS` for 4 KiB pages: a 1 MiB payload at any offset.
-pub const MAX_DATA_SEGS: u32 = 257;
-/// `RPCRDMA_MAX_HDR_SEGS`: chunk segments per RPC-over-RDMA header.
-pub const MAX_HDR_SEGS: u32 = 16;
-/// `RPCRDMA_MAX_SEGS`: data pages plus head and tail.
-pub const MAX_SEGS: u32 = MAX_DATA_SEGS + 3;
-
-/// What a device offers for FRWR, sized as `frwr_query_device()` does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FrwrCaps {
-    /// Pages per MR (`re_max_fr_depth`): `max_sge_rd` when it is larger
-    /// than [`MAX_HDR_SEGS`] (a quirk for devices that perform best with
-    /// small MRs), else `max_fast_reg_page_list_len`; at most
-    /// [`MAX_DATA_SEGS`].
-    pub depth: u32,
-    /// `IB_MR_TYPE_SG_GAPS` (`IBK_SG_GAPS_REG`): segments need not be
-    /// page-contiguous.
-    pub sg_gaps: bool,
-    /// MRs one RPC may need (`re_max_rdma_segs`): ⌈[`MAX_DATA_SEGS`] /
-    /// depth⌉ + 2 (head and tail of a Reply chunk), at most
-    /// [`MAX_HDR_SEGS`].
-    pub max_segs: u32,
-    /// Send-queue WRs one RPC may need: the Send, a REG_MR and a
-    /// LOCAL_INV for head and tail, and for each MR of the page list
-    /// (7 + 2n, as the C client counts).
-    pub send_wrs_per_rpc: u32,
-}
-
-impl FrwrCaps {
-    /// Checks that `dev` can do FRWR for NFS and sizes the MRs.
-    ///
-    /// Fails with `EINVAL` without `IB_DEVICE_MEM_MGT_EXTENSIONS` and
-    /// `ENOMEM` when `max_segs * depth` cannot cover [`MAX_SEGS`] pages.
-    pub fn query(dev: &Device) -> Result<FrwrCaps> {
-        // SAFETY: the device is registered (the caller borrows it); its
-        // `attrs` are set before registration and not changed after.
-        let attrs = unsafe { &(*dev.as_ptr()).attrs };
-        let mem_mgt = attrs.device_cap_flags
-            & (bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64)
-            != 0;
-        if !mem_mgt || attrs.max_fast_reg_page_list_len == 0 {
-            pr_err!("FRWR is not supported by device {} (-EINVAL)\n", dev.name());
-            return Err(EINVAL);
-        }
-        let sg_gaps =
-            attrs.kernel_cap_flags & (bindings::ib_kernel_cap_flags_IBK_SG_GAPS_REG as u64) != 0;
-        let sge_rd = attrs.max_sge_rd.max(0) as u32;
-        let depth = if sge_rd > MAX_HDR_SEGS {
-            sge_rd
-        } else {
-            attrs.max_fast_reg_page_list_len
-        }
-        .min(MAX_DATA_SEGS);
-        Self::from_limits(depth, sg_gaps).inspect_err(|_| {
-            pr_err!(
-                "device {}: FRWR depth {} cannot register {} pages per RPC (-ENOMEM)\n",
-                dev.name(),
-                depth,
-                MAX_SEGS
-            )
-        })
-    }
-
-    /// The sizing arithmetic of [`FrwrCaps::query`] for a given depth.
-    pub fn from_limits(depth: u32, sg_gaps: bool) -> Result<FrwrCaps> {
-        if depth == 0 {
-            return Err(EINVAL);
-        }
-        let depth = depth.min(MAX_DATA_SEGS);
-        let mut wrs = 7;
-        if depth < MAX_DATA_SEGS {
-            let mut delta = (MAX_DATA_SEGS - depth) as i64;
-            while delta > 0 {
-                wrs += 2;
-                delta -= i64::from(depth);
-            }
-        }
-        let max_segs = (MAX_DATA_SEGS.div_ceil(depth) + 2).min(MAX_HDR_SEGS);
-        if max_segs * depth < MAX_SEGS {
-            return Err(ENOMEM);
-        }
-        Ok(FrwrCaps {
-            depth,
-            sg_gaps,
-            max_segs,
-            send_wrs_per_rpc: wrs,
-        })
-    }
-}
+use kernel::sync::Arc;
 
 /// What the peer may do with a registered MR.
+///
+/// The same on every transport, iWARP included: iWARP wants remote write
+/// access on the *sink* of an RDMA Read (its Read Response is placed into
+/// the sink's STag), and the sinks are the server's (svcrdma's rw API adds
+/// `IB_ACCESS_REMOTE_WRITE` on iWARP); the client's MRs are only Read
+/// chunk sources and RDMA Write sinks, as in the C client's `frwr_map()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MrAccess {
     /// The peer RDMA-Writes into it (Write and Reply chunks):
@@ -692,287 +623,8 @@ impl Drop for Mr {
 }
 
 /// The index of the MR in `mrs` whose rkey the peer invalidated
-/// ([`super::qp::WorkCompletion::invalidated_rkey`]), if any.
+/// ([`super::wc::WorkCompletion::invalidated_rkey`]), if any.
 pub fn find_by_rkey<'a>(rkey: u32, mrs: impl IntoIterator<Item = &'a Mr>) -> Option<usize> {
     mrs.into_iter()
         .position(|m| m.state() == MrState::Registered && m.rkey() == rkey)
-}
-
-/// A pool of FRWR MRs for one connection (one PD).
-///
-/// The C client keeps `re_max_rdma_segs` MRs per refresh and grows on
-/// demand; here the owner chooses the size (for example
-/// `max_requests * caps.max_segs`, bounded by memory). MRs that came back
-/// `Broken` or still registered are deregistered, not reused, and
-/// [`MrPool::refill`] replaces them (call it in process context, e.g. on
-/// reconnect). A new connection has a new PD and so a new pool.
-///
-/// # Invariants
-///
-/// Every MR in `free` is `Free` and belongs to `pd`.
-#[pin_data]
-pub struct MrPool {
-    pd: Arc<Pd>,
-    caps: FrwrCaps,
-    size: usize,
-    lost: AtomicUsize,
-    #[pin]
-    free: Mutex<FreeList>,
-}
-
-/// A stack of MRs in `size` preallocated slots: `slots[..n]` are `Some`,
-/// the rest `None` (so giving an MR back never allocates).
-struct FreeList {
-    slots: KVec<Option<Mr>>,
-    n: usize,
-}
-
-impl FreeList {
-    fn pop(&mut self) -> Option<Mr> {
-        let i = self.n.checked_sub(1)?;
-        let mr = self.slots.get_mut(i)?.take();
-        self.n = i;
-        mr
-    }
-
-    /// Gives `mr` back if there is a free slot.
-    fn push(&mut self, mr: Mr) -> core::result::Result<(), Mr> {
-        match self.slots.get_mut(self.n) {
-            Some(slot) => {
-                *slot = Some(mr);
-                self.n += 1;
-                Ok(())
-            }
-            None => Err(mr),
-        }
-    }
-}
-
-impl MrPool {
-    /// Allocates `size` MRs of `caps.depth` pages on `pd`.
-    pub fn new(pd: &Arc<Pd>, caps: FrwrCaps, size: usize) -> Result<Arc<MrPool>> {
-        let mut slots = KVec::with_capacity(size, GFP_KERNEL)?;
-        for _ in 0..size {
-            slots.push(Some(Mr::new(pd, &caps)?), GFP_KERNEL)?;
-        }
-        let v = FreeList { slots, n: size };
-        Arc::pin_init(
-            pin_init!(MrPool {
-                pd: pd.clone(),
-                caps,
-                size,
-                lost: AtomicUsize::new(0),
-                free <- kernel::new_mutex!(v, "rpcrdma2_mr_pool"),
-            }),
-            GFP_KERNEL,
-        )
-    }
-
-    /// The sizing the MRs were made with.
-    pub fn caps(&self) -> &FrwrCaps {
-        &self.caps
-    }
-
-    /// Takes a `Free` MR; `None` when the pool is empty.
-    pub fn get(&self) -> Option<Mr> {
-        self.free.lock().pop()
-    }
-
-    /// Gives an MR back. A `Mapped` or `Invalidated` one is unmapped
-    /// first (its owned buffer, if any, is freed); any other state means
-    /// the peer may still reach it or its hardware state is unknown, so it
-    /// is deregistered and counted as lost until [`MrPool::refill`].
-    pub fn put(&self, mut mr: Mr) {
-        if !core::ptr::eq(&**mr.pd(), &*self.pd) {
-            pr_err!(
-                "MR {:#x} returned to the pool of another PD; deregistered\n",
-                mr.rkey()
-            );
-            return;
-        }
-        let reusable = match mr.state() {
-            MrState::Free => true,
-            MrState::Mapped | MrState::Invalidated => mr.unmap().is_ok(),
-            _ => false,
-        };
-        if reusable {
-            // A slot is free unless more MRs come back than were taken;
-            // an extra one is deregistered like a broken one.
-            if self.free.lock().push(mr).is_ok() {
-                return;
-            }
-        } else {
-            drop(mr);
-        }
-        self.lost.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// The number of MRs the pool holds when all are back.
-    pub fn size(&self) -> usize {
-        self.size
-    }
-
-    /// MRs available now.
-    pub fn available(&self) -> usize {
-        self.free.lock().n
-    }
-
-    /// MRs deregistered by [`MrPool::put`] and not replaced yet.
-    pub fn lost(&self) -> usize {
-        self.lost.load(Ordering::Relaxed)
-    }
-
-    /// Allocates replacements for lost MRs; returns how many.
-    pub fn refill(&self) -> Result<usize> {
-        let mut done = 0;
-        while self.lost.load(Ordering::Relaxed) > 0 {
-            let mr = Mr::new(&self.pd, &self.caps)?;
-            self.lost.fetch_sub(1, Ordering::Relaxed);
-            // Dropped (deregistered) if there is no slot.
-            let _ = self.free.lock().push(mr);
-            done += 1;
-        }
-        Ok(done)
-    }
-}
-
-/// Collects the MRs of a synchronous invalidation.
-#[pin_data]
-pub struct InvWait {
-    #[pin]
-    mrs: Mutex<KVec<Mr>>,
-    #[pin]
-    cv: CondVar,
-}
-
-/// The Send-queue context of a REG_MR or LOCAL_INV WR: owns its MR.
-///
-/// The transport's [`QpHandler::SendCtx`] wraps it (e.g. an enum variant)
-/// and returns [`MrWr::mr`] from [`SendCtx::mr`]; its `send_done` calls
-/// [`MrWr::done`] to take the MR back.
-pub struct MrWr {
-    mr: Mr,
-    wait: Option<Arc<InvWait>>,
-    last: bool,
-}
-
-impl MrWr {
-    /// A context for `mr`.
-    pub fn new(mr: Mr) -> MrWr {
-        MrWr {
-            mr,
-            wait: None,
-            last: false,
-        }
-    }
-
-    /// The MR (for [`SendCtx::mr`]).
-    pub fn mr(&self) -> &Mr {
-        &self.mr
-    }
-
-    /// Whether this is the last LOCAL_INV of a chain posted by
-    /// [`post_local_inv`]: all earlier ones have come back already (Send
-    /// queues complete in order), so the invalidation is complete.
-    pub fn is_last(&self) -> bool {
-        self.last
-    }
-
-    /// Ends the WR: gives the MR back (its state says how the WR went),
-    /// or `None` when it belongs to an [`invalidate_sync`] waiter.
-    pub fn done(self) -> Option<Mr> {
-        match self.wait {
-            None => Some(self.mr),
-            Some(w) => {
-                // Capacity was reserved for the whole chain.
-                let _ = w.mrs.lock().push(self.mr, GFP_KERNEL);
-                w.cv.notify_all();
-                None
-            }
-        }
-    }
-}
-
-impl SendCtx for MrWr {
-    fn mr(&self) -> Option<&Mr> {
-        Some(&self.mr)
-    }
-}
-
-fn post_inv_chain<Q: QpHandler>(
-    qp: &Qp<Q>,
-    mrs: KVec<Mr>,
-    wait: Option<&Arc<InvWait>>,
-    mut wrap: impl FnMut(MrWr) -> Q::SendCtx,
-) -> Result {
-    let total = mrs.len();
-    let mut res = Ok(());
-    // On the heap: a chain of MRs is a few KiB. Without memory, the WRs
-    // are posted one by one.
-    let mut chain = SendChain::new_boxed(GFP_NOWAIT).ok();
-    for (i, mr) in mrs.into_iter().enumerate() {
-        let last = i + 1 == total;
-        let ctx = wrap(MrWr {
-            mr,
-            wait: wait.cloned(),
-            last,
-        });
-        if res.is_err() {
-            // An earlier chain failed: hand the rest back untouched.
-            qp.handler().send_done(qp, ctx, Completion::Aborted);
-            continue;
-        }
-        res = qp.post_batched(chain.as_deref_mut(), SendWr::local_inv(ctx), last);
-    }
-    res
-}
-
-/// Posts LOCAL_INV for `mrs` (all `Registered`) in as few posts as
-/// possible; only the last WR of each post is signalled. Each MR comes
-/// back to the handler's `send_done` in its [`MrWr`] (made into the
-/// handler's context by `wrap`); the last one has [`MrWr::is_last`].
-/// This is the asynchronous invalidation of `frwr_unmap_async()`.
-///
-/// On failure every MR not posted still comes back, as
-/// [`Completion::Aborted`] (its state unchanged).
-pub fn post_local_inv<Q: QpHandler>(
-    qp: &Qp<Q>,
-    mrs: KVec<Mr>,
-    wrap: impl FnMut(MrWr) -> Q::SendCtx,
-) -> Result {
-    post_inv_chain(qp, mrs, None, wrap)
-}
-
-/// Invalidates `mrs` and waits until every WR came back
-/// (`frwr_unmap_sync()`, for an RPC that is abandoned); returns the MRs,
-/// each `Invalidated` or, if its LOCAL_INV failed, `Broken` (or still
-/// `Registered` if it could not be posted). The handler must hand each
-/// [`MrWr`] to [`MrWr::done`]. Must not be called from a [`QpHandler`]
-/// callback. Fails (with the MRs untouched) only if it cannot allocate.
-pub fn invalidate_sync<Q: QpHandler>(
-    qp: &Qp<Q>,
-    mrs: KVec<Mr>,
-    wrap: impl FnMut(MrWr) -> Q::SendCtx,
-) -> core::result::Result<KVec<Mr>, (Error, KVec<Mr>)> {
-    let n = mrs.len();
-    let wait = match KVec::with_capacity(n, GFP_KERNEL)
-        .map_err(Error::from)
-        .and_then(|v| {
-            Arc::pin_init(
-                pin_init!(InvWait {
-                    mrs <- kernel::new_mutex!(v, "rpcrdma2_inv_wait"),
-                    cv <- kernel::new_condvar!("rpcrdma2_inv_wait"),
-                }),
-                GFP_KERNEL,
-            )
-        }) {
-        Ok(w) => w,
-        Err(e) => return Err((e, mrs)),
-    };
-    let _ = post_inv_chain(qp, mrs, Some(&wait), wrap);
-    let mut got = wait.mrs.lock();
-    while got.len() < n {
-        wait.cv.wait(&mut got);
-    }
-    Ok(core::mem::take(&mut *got))
 }

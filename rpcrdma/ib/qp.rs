@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! An RC queue pair on an rdma_cm id, with its PD and CQs, and the safe
-//! posting and completion paths.
+//! An RC queue pair's posting and completion paths ([`Qp`]), its queue
+//! depths ([`QpCaps`]) and the handler its completions go to
+//! ([`QpHandler`]).
 //!
 //! # Ownership of posted work
 //!
@@ -20,266 +21,39 @@
 //! - [`Completion::Aborted`] when it was never posted (the post failed) or
 //!   the QP went away first.
 //!
-//! The ring slots hold the `struct ib_cqe` each WR carries (`wr_cqe`), so
-//! the C `done` callback is a generic trampoline that finds the slot by
-//! address, no allocation or refcounting per WR. The rings also bound the
-//! number of outstanding WRs by the QP's capacity, so a post never
-//! overflows a work queue.
+//! The ring slots (module `ring`) hold the `struct ib_cqe` each WR
+//! carries (`wr_cqe`), so the C `done` callback is a generic trampoline
+//! that finds the slot by address, no allocation or refcounting per WR.
+//! The rings also bound the number of outstanding WRs by the QP's
+//! capacity, so a post never overflows a work queue.
 //!
-//! SGEs can only be built from [`DmaBuf`]s borrowed from the context
-//! itself ([`SendCtx::sges`], [`RecvCtx::sges`]), so the memory a WR
-//! names stays alive until its context is handed back.
-//!
-//! # Teardown
-//!
-//! [`Endpoint`]'s drop disconnects, drains the QP (`ib_drain_qp()`, which
-//! flushes every posted WR through the handlers), destroys the QP, frees
-//! the CQs, then the PD reference and the id, in that order.
+//! The QP is created, drained and destroyed by its
+//! [`Endpoint`](super::endpoint::Endpoint).
 
-use super::cm::{CmHandler, CmId, ConnParam};
-use super::dma::DmaBuf;
-use super::mr::{Mr, MrOp};
-use super::verbs::{Cq, Pd, PollContext};
-use super::{errno, Device};
+use super::mr::MrOp;
+use super::ring::{make_cqes, slot_of, wrap, RingState, SendSlot, SendWrBuf};
+use super::verbs::Pd;
+use super::wc::{Completion, WorkCompletion};
+use super::wr::{
+    RecvBatch, RecvCtx, SendChain, SendCtx, SendOp, SendWr, SgeList, MAX_RECV_BATCH, MAX_SEND_CHAIN,
+};
 use crate::bindings;
-use core::convert::Infallible;
-use core::ffi::c_void;
-use core::marker::PhantomData;
-use core::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
-use kernel::alloc::Flags;
-use kernel::init::init_array_from_fn;
+use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::prelude::*;
 use kernel::sync::{Arc, SpinLock};
 use kernel::types::Opaque;
 
-/// The most WRs one [`SendChain`] holds.
-pub const MAX_SEND_CHAIN: usize = 16;
-/// The most Receives one [`RecvBatch`] holds.
-pub const MAX_RECV_BATCH: usize = 16;
-
-/// A work completion (`struct ib_wc`), borrowed for a completion callback.
-///
-/// Only [`WorkCompletion::status`] (and the WR identity) is defined for a
-/// failed completion; the other fields are meaningful on success.
-#[repr(transparent)]
-pub struct WorkCompletion(bindings::ib_wc);
-
-/// The opcode of a successful work completion.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WcOpcode {
-    /// `IB_WC_SEND`.
-    Send,
-    /// `IB_WC_RDMA_WRITE`.
-    RdmaWrite,
-    /// `IB_WC_RDMA_READ`.
-    RdmaRead,
-    /// `IB_WC_LOCAL_INV`.
-    LocalInv,
-    /// `IB_WC_REG_MR`.
-    RegMr,
-    /// `IB_WC_RECV`.
-    Recv,
-    /// `IB_WC_RECV_RDMA_WITH_IMM`.
-    RecvRdmaWithImm,
-    /// Anything else (raw `enum ib_wc_opcode`).
-    Other(u32),
-}
-
-impl WorkCompletion {
-    /// The raw `enum ib_wc_status` (0 is `IB_WC_SUCCESS`).
-    pub fn status(&self) -> u32 {
-        self.0.status
-    }
-
-    /// Whether the WR succeeded.
-    pub fn is_success(&self) -> bool {
-        self.0.status == bindings::ib_wc_status_IB_WC_SUCCESS
-    }
-
-    /// Whether the WR was flushed because the QP entered the error state
-    /// (disconnect, drain or an earlier error): `IB_WC_WR_FLUSH_ERR`.
-    pub fn is_flushed(&self) -> bool {
-        self.0.status == bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR
-    }
-
-    /// ib_core's name for the status ("success", "WR flushed", ...).
-    pub fn status_msg(&self) -> &'static CStr {
-        // SAFETY: `ib_wc_status_msg()` returns a static string for every value.
-        unsafe { CStr::from_char_ptr(bindings::ib_wc_status_msg(self.0.status)) }
-    }
-
-    /// The vendor error code of a failed completion.
-    pub fn vendor_err(&self) -> u32 {
-        self.0.vendor_err
-    }
-
-    /// The operation that completed.
-    pub fn opcode(&self) -> WcOpcode {
-        match self.0.opcode {
-            bindings::ib_wc_opcode_IB_WC_SEND => WcOpcode::Send,
-            bindings::ib_wc_opcode_IB_WC_RDMA_WRITE => WcOpcode::RdmaWrite,
-            bindings::ib_wc_opcode_IB_WC_RDMA_READ => WcOpcode::RdmaRead,
-            bindings::ib_wc_opcode_IB_WC_LOCAL_INV => WcOpcode::LocalInv,
-            bindings::ib_wc_opcode_IB_WC_REG_MR => WcOpcode::RegMr,
-            bindings::ib_wc_opcode_IB_WC_RECV => WcOpcode::Recv,
-            bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM => WcOpcode::RecvRdmaWithImm,
-            o => WcOpcode::Other(o),
-        }
-    }
-
-    /// Bytes received (Receives).
-    pub fn byte_len(&self) -> u32 {
-        self.0.byte_len
-    }
-
-    /// The raw `IB_WC_*` flags.
-    pub fn wc_flags(&self) -> u32 {
-        self.0.wc_flags as u32
-    }
-
-    /// The rkey the peer invalidated with Send With Invalidate
-    /// (`IB_WC_WITH_INVALIDATE` set), if any.
-    pub fn invalidated_rkey(&self) -> Option<u32> {
-        if self.wc_flags() & bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE != 0 {
-            // SAFETY: with `IB_WC_WITH_INVALIDATE` the union holds the rkey.
-            Some(unsafe { self.0.ex.invalidate_rkey })
-        } else {
-            None
-        }
-    }
-
-    /// The `ib_cqe` the WR carried.
-    fn cqe(&self) -> *mut bindings::ib_cqe {
-        // SAFETY: kernel ULPs (us) always post with `wr_cqe`, never `wr_id`.
-        unsafe { self.0.__bindgen_anon_1.wr_cqe }
-    }
-}
-
-/// How a posted context comes back (see the module documentation).
-pub enum Completion<'a> {
-    /// The WR's own work completion.
-    Done(&'a WorkCompletion),
-    /// An unsignalled Send-queue WR that completed successfully, known
-    /// because a later WR on the queue completed (or the queue drained).
-    Retired,
-    /// Never posted, or the QP was destroyed before the WR completed.
-    Aborted,
-}
-
-impl Completion<'_> {
-    /// Whether the WR is known to have executed successfully.
-    pub fn is_success(&self) -> bool {
-        match self {
-            Completion::Done(wc) => wc.is_success(),
-            Completion::Retired => true,
-            Completion::Aborted => false,
-        }
-    }
-}
-
-/// The SGE list of one WR, built by a context from buffers it owns.
-///
-/// `'a` is the borrow of the context: only buffers that live as long as
-/// the context (its own, or `'static` ones) can be added, so a posted WR
-/// never names freed memory.
-pub struct SgeList<'s, 'a> {
-    sges: &'s mut [bindings::ib_sge],
-    len: usize,
-    pd: *const Pd,
-    _bufs: PhantomData<&'a DmaBuf>,
-}
-
-impl<'s, 'a> SgeList<'s, 'a> {
-    fn new(sges: &'s mut [bindings::ib_sge], pd: &Arc<Pd>) -> Self {
-        SgeList {
-            sges,
-            len: 0,
-            pd: &**pd,
-            _bufs: PhantomData,
-        }
-    }
-
-    /// Adds `len` bytes of `buf` from `offset`.
-    ///
-    /// Fails with `EINVAL` when the range is outside the buffer or the
-    /// buffer belongs to another PD, `E2BIG` when the WR has no SGE left.
-    pub fn push(&mut self, buf: &'a DmaBuf, offset: usize, len: usize) -> Result {
-        if offset.checked_add(len).is_none_or(|end| end > buf.len()) {
-            pr_err!(
-                "SGE [{}, +{}) is outside a {}-byte buffer (-EINVAL)\n",
-                offset,
-                len,
-                buf.len()
-            );
-            return Err(EINVAL);
-        }
-        if !core::ptr::eq(&**buf.pd(), self.pd) {
-            pr_err!("SGE buffer is mapped for another PD (-EINVAL)\n");
-            return Err(EINVAL);
-        }
-        let Some(sge) = self.sges.get_mut(self.len) else {
-            pr_err!("more than {} SGEs in one WR (-E2BIG)\n", self.sges.len());
-            return Err(E2BIG);
-        };
-        *sge = bindings::ib_sge {
-            addr: buf.dma_addr() + offset as u64,
-            // `len <= buf.len() <= u32::MAX` (DmaBuf invariant).
-            length: len as u32,
-            lkey: buf.lkey(),
-        };
-        self.len += 1;
-        Ok(())
-    }
-
-    /// Adds the whole of `buf`.
-    pub fn push_all(&mut self, buf: &'a DmaBuf) -> Result {
-        self.push(buf, 0, buf.len())
-    }
-
-    /// The number of SGEs so far.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether no SGE was added.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-/// A context posted with a Receive: owns the buffer(s) it receives into.
-pub trait RecvCtx: Send + 'static {
-    /// Describes the Receive's buffers.
-    fn sges<'a>(&'a self, sges: &mut SgeList<'_, 'a>) -> Result;
-}
-
-/// A context posted with a Send-queue WR: owns what the WR reads.
-pub trait SendCtx: Send + 'static {
-    /// Describes the Send's buffers (none by default: an empty Send).
-    fn sges<'a>(&'a self, _sges: &mut SgeList<'_, 'a>) -> Result {
-        Ok(())
-    }
-
-    /// The memory region a [`SendOp::RegMr`] registers or a
-    /// [`SendOp::LocalInv`] invalidates (none by default). The MR lives in
-    /// the context, so it stays allocated until the WR came back; the
-    /// completion path moves it through its state machine (see
-    /// [`super::mr`]) before [`QpHandler::send_done`] sees the context.
-    fn mr(&self) -> Option<&Mr> {
-        None
-    }
-}
-
 /// Receives the contexts of completed work requests.
 ///
 /// Called from the CQ's poll work item (process context, see
-/// [`PollContext`]), one completion at a time per queue; the Send and
-/// Receive queues have separate CQs, so `send_done` and `recv_done` may
-/// run concurrently. [`Completion::Aborted`] may also be delivered
+/// [`PollContext`](super::verbs::PollContext)), one completion at a time
+/// per queue; the Send and Receive queues have separate CQs, so
+/// `send_done` and `recv_done` may run concurrently. [`Completion::Aborted`] may also be delivered
 /// synchronously from a failing `post_*` call or from teardown.
 ///
 /// Handlers may post again through `qp`; they must not drain or drop the
-/// [`Endpoint`] (draining waits for this very work item).
+/// [`Endpoint`](super::endpoint::Endpoint) (draining waits for this very
+/// work item).
 ///
 /// Posting and completions share a plain (not `_bh`/`_irq`) spinlock per
 /// queue, so post from process context only (SUNRPC's rpciod, a work item,
@@ -298,386 +72,6 @@ pub trait QpHandler: Send + Sync + Sized + 'static {
     fn recv_done(&self, qp: &Qp<Self>, ctx: Self::RecvCtx, c: Completion<'_>);
 }
 
-/// What a Send-queue WR does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SendOp {
-    /// `IB_WR_SEND`.
-    Send,
-    /// `IB_WR_SEND_WITH_INV`: Send and invalidate the peer's `rkey`.
-    SendWithInv {
-        /// The rkey to invalidate at the peer.
-        rkey: u32,
-    },
-    /// `IB_WR_REG_MR` (FRWR) of the context's [`SendCtx::mr`], which must
-    /// be mapped ([`super::mr::MrState::Mapped`]).
-    RegMr,
-    /// `IB_WR_LOCAL_INV` of the context's [`SendCtx::mr`], which must be
-    /// registered ([`super::mr::MrState::Registered`]).
-    LocalInv,
-    /// `IB_WR_RDMA_WRITE` of the context's SGEs to the peer's memory.
-    RdmaWrite {
-        /// The peer's address (an MR's iova-based offset).
-        remote_addr: u64,
-        /// The peer's rkey.
-        rkey: u32,
-    },
-    /// `IB_WR_RDMA_READ` of the peer's memory into the context's SGEs
-    /// (needs `initiator_depth` > 0 in the [`super::cm::ConnParam`] and
-    /// buffers mapped [`super::dma::DmaDir::FromDevice`]).
-    RdmaRead {
-        /// The peer's address.
-        remote_addr: u64,
-        /// The peer's rkey.
-        rkey: u32,
-    },
-}
-
-/// One Send-queue WR: an operation, its flags and its context.
-///
-/// A [`SendChain`] posts FRWR REG_MRs and the Send behind them in one
-/// `ib_post_send()`, or a chain of LOCAL_INVs.
-pub struct SendWr<C> {
-    ctx: C,
-    op: SendOp,
-    flags: i32,
-}
-
-impl<C: SendCtx> SendWr<C> {
-    /// An unsignalled Send of the context's SGEs.
-    pub fn send(ctx: C) -> Self {
-        SendWr {
-            ctx,
-            op: SendOp::Send,
-            flags: 0,
-        }
-    }
-
-    /// An unsignalled Send With Invalidate of `rkey`.
-    pub fn send_with_inv(ctx: C, rkey: u32) -> Self {
-        SendWr {
-            ctx,
-            op: SendOp::SendWithInv { rkey },
-            flags: 0,
-        }
-    }
-
-    /// An unsignalled FRWR `IB_WR_REG_MR` of `ctx.mr()` (see
-    /// [`super::mr`]); chain it in front of the Send that carries the
-    /// rkey.
-    pub fn reg_mr(ctx: C) -> Self {
-        SendWr {
-            ctx,
-            op: SendOp::RegMr,
-            flags: 0,
-        }
-    }
-
-    /// An unsignalled `IB_WR_LOCAL_INV` of `ctx.mr()`.
-    pub fn local_inv(ctx: C) -> Self {
-        SendWr {
-            ctx,
-            op: SendOp::LocalInv,
-            flags: 0,
-        }
-    }
-
-    /// An unsignalled RDMA Write of the context's SGEs to `remote_addr`
-    /// under the peer's `rkey`.
-    pub fn rdma_write(ctx: C, remote_addr: u64, rkey: u32) -> Self {
-        SendWr {
-            ctx,
-            op: SendOp::RdmaWrite { remote_addr, rkey },
-            flags: 0,
-        }
-    }
-
-    /// An unsignalled RDMA Read from the peer's `remote_addr`/`rkey` into
-    /// the context's SGEs.
-    pub fn rdma_read(ctx: C, remote_addr: u64, rkey: u32) -> Self {
-        SendWr {
-            ctx,
-            op: SendOp::RdmaRead { remote_addr, rkey },
-            flags: 0,
-        }
-    }
-
-    /// Requests a completion (`IB_SEND_SIGNALED`). Unsignalled WRs come
-    /// back as [`Completion::Retired`] when a later one completes; signal
-    /// at least every so often, or the ring fills up.
-    pub fn signaled(mut self) -> Self {
-        self.flags |= bindings::ib_send_flags_IB_SEND_SIGNALED;
-        self
-    }
-
-    /// Sets `IB_SEND_SOLICITED`.
-    pub fn solicited(mut self) -> Self {
-        self.flags |= bindings::ib_send_flags_IB_SEND_SOLICITED;
-        self
-    }
-
-    /// Sets `IB_SEND_FENCE`: wait for earlier RDMA Reads to finish.
-    pub fn fenced(mut self) -> Self {
-        self.flags |= bindings::ib_send_flags_IB_SEND_FENCE;
-        self
-    }
-
-    /// The operation.
-    pub fn op(&self) -> SendOp {
-        self.op
-    }
-}
-
-/// Up to [`MAX_SEND_CHAIN`] Send-queue WRs posted as one linked list, in
-/// order, by one `ib_post_send()`.
-pub struct SendChain<C> {
-    wrs: [Option<SendWr<C>>; MAX_SEND_CHAIN],
-    len: usize,
-}
-
-impl<C: SendCtx> SendChain<C> {
-    /// An empty chain.
-    pub fn new() -> Self {
-        SendChain {
-            wrs: core::array::from_fn(|_| None),
-            len: 0,
-        }
-    }
-
-    /// An empty chain on the heap, initialised in place: with large
-    /// contexts a chain takes a few KiB, which [`SendChain::new`] followed
-    /// by a move into a box would put on the stack first. Post it with
-    /// [`Qp::post_send_chain`].
-    pub fn new_boxed(flags: Flags) -> Result<KBox<Self>> {
-        let wrs = init_array_from_fn::<_, MAX_SEND_CHAIN, _, Infallible>(|_| None);
-        KBox::init(init!(SendChain { wrs <- wrs, len: 0 }), flags)
-    }
-
-    /// Appends a WR; gives it back when the chain is full.
-    pub fn push(&mut self, wr: SendWr<C>) -> core::result::Result<(), SendWr<C>> {
-        match self.wrs.get_mut(self.len) {
-            Some(slot) => {
-                *slot = Some(wr);
-                self.len += 1;
-                Ok(())
-            }
-            None => Err(wr),
-        }
-    }
-
-    /// The number of WRs.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the chain is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-impl<C: SendCtx> Default for SendChain<C> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// Up to [`MAX_RECV_BATCH`] Receives posted by one `ib_post_recv()`.
-pub struct RecvBatch<C> {
-    ctxs: [Option<C>; MAX_RECV_BATCH],
-    len: usize,
-}
-
-impl<C: RecvCtx> RecvBatch<C> {
-    /// An empty batch.
-    pub fn new() -> Self {
-        RecvBatch {
-            ctxs: core::array::from_fn(|_| None),
-            len: 0,
-        }
-    }
-
-    /// Appends a Receive; gives the context back when the batch is full.
-    pub fn push(&mut self, ctx: C) -> core::result::Result<(), C> {
-        match self.ctxs.get_mut(self.len) {
-            Some(slot) => {
-                *slot = Some(ctx);
-                self.len += 1;
-                Ok(())
-            }
-            None => Err(ctx),
-        }
-    }
-
-    /// The number of Receives.
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the batch is empty.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-impl<C: RecvCtx> Default for RecvBatch<C> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// Scratch space for one Send-queue WR: big enough for every WR type the
-/// layer builds (`ib_reg_wr` starts with its `ib_send_wr`).
-#[repr(C)]
-#[derive(Clone, Copy)]
-union SendWrBuf {
-    send: bindings::ib_send_wr,
-    reg: bindings::ib_reg_wr,
-    rdma: bindings::ib_rdma_wr,
-}
-
-/// A Send-ring slot: the WR as posted (context, operation, flags) and the
-/// MR operation it started (set only when the post moved the MR's state,
-/// so only that WR's completion moves it on).
-struct SendSlot<C> {
-    ctx: C,
-    op: SendOp,
-    flags: i32,
-    mr_op: Option<MrOp>,
-}
-
-impl<C: SendCtx> SendSlot<C> {
-    /// Finishes the MR operation, if any, and gives the context back.
-    fn finish(self, c: &Completion<'_>) -> C {
-        if let (Some(op), Some(mr)) = (self.mr_op, self.ctx.mr()) {
-            mr.end_op(op, c);
-        }
-        self.ctx
-    }
-
-    /// A WR that was never posted: undoes its MR operation, if any, and
-    /// gives the WR back.
-    fn unpost(self) -> SendWr<C> {
-        let (op, flags) = (self.op, self.flags);
-        SendWr {
-            ctx: self.finish(&Completion::Aborted),
-            op,
-            flags,
-        }
-    }
-}
-
-/// The lock-protected part of a ring.
-///
-/// # Invariants
-///
-/// `ctxs.len()` is the ring capacity; the slots `tail, tail+1, ...`
-/// (`outstanding` of them, modulo capacity) hold the contexts of posted,
-/// unfinished WRs in posting order, and all other slots are `None`;
-/// `head == (tail + outstanding) % capacity`. Once `closed`, nothing is
-/// posted.
-struct RingState<C, W> {
-    ctxs: KVec<Option<C>>,
-    head: usize,
-    tail: usize,
-    outstanding: usize,
-    closed: bool,
-    /// Scratch WRs and SGEs for one post, used under the lock.
-    wrs: KVec<W>,
-    sges: KVec<bindings::ib_sge>,
-    max_sge: usize,
-}
-
-// SAFETY: the scratch WRs' raw pointers point into the same `RingState` (or
-// the QP's cqes) and are only used under the lock; `C: Send`.
-unsafe impl<C: Send, W> Send for RingState<C, W> {}
-
-impl<C, W: Copy> RingState<C, W> {
-    fn new(cap: usize, batch: usize, max_sge: usize, zero: W) -> Result<Self> {
-        let mut ctxs = KVec::with_capacity(cap, GFP_KERNEL)?;
-        for _ in 0..cap {
-            ctxs.push(None, GFP_KERNEL)?;
-        }
-        let zero_sge = bindings::ib_sge::default();
-        Ok(RingState {
-            ctxs,
-            head: 0,
-            tail: 0,
-            outstanding: 0,
-            closed: false,
-            wrs: KVec::from_elem(zero, batch, GFP_KERNEL)?,
-            sges: KVec::from_elem(zero_sge, batch * max_sge, GFP_KERNEL)?,
-            max_sge,
-        })
-    }
-
-    fn cap(&self) -> usize {
-        self.ctxs.len()
-    }
-
-    /// Checks that `n` more WRs may be posted on `qp` (the ring's QP, null
-    /// once destroyed): `ENOTCONN` after drain/teardown, `ENOBUFS` when
-    /// they would exceed the queue depth (`what` names the queue in the
-    /// message).
-    fn check_room(&self, qp: *mut bindings::ib_qp, n: usize, what: &str) -> Result {
-        if self.closed || qp.is_null() {
-            return Err(errno(bindings::ENOTCONN));
-        }
-        let cap = self.cap();
-        if self.outstanding + n > cap {
-            pr_err!(
-                "{}: {} WRs would exceed the queue depth {} (-ENOBUFS)\n",
-                what,
-                self.outstanding + n,
-                cap
-            );
-            return Err(errno(bindings::ENOBUFS));
-        }
-        Ok(())
-    }
-
-    /// Takes the oldest outstanding context: `(slot, ctx)`.
-    fn pop(&mut self) -> Option<(usize, C)> {
-        if self.outstanding == 0 {
-            return None;
-        }
-        let t = self.tail;
-        let ctx = self.ctxs.get_mut(t)?.take()?;
-        self.tail = wrap(t + 1, self.cap());
-        self.outstanding -= 1;
-        Some((t, ctx))
-    }
-}
-
-/// `i` modulo a ring capacity `cap` (0 for an empty ring): no division,
-/// and no panic path for a zero `cap`.
-fn wrap(i: usize, cap: usize) -> usize {
-    i.checked_rem(cap).unwrap_or(0)
-}
-
-/// Allocates `n` cqes whose `done` is `done`.
-fn make_cqes(
-    n: usize,
-    done: unsafe extern "C" fn(*mut bindings::ib_cq, *mut bindings::ib_wc),
-) -> Result<KVec<Opaque<bindings::ib_cqe>>> {
-    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
-    for _ in 0..n {
-        v.push(
-            Opaque::new(bindings::ib_cqe { done: Some(done) }),
-            GFP_KERNEL,
-        )?;
-    }
-    Ok(v)
-}
-
-/// The slot of `cqe` in `cqes`, if it is one of them.
-fn slot_of(cqes: &[Opaque<bindings::ib_cqe>], cqe: *mut bindings::ib_cqe) -> Option<usize> {
-    let base = cqes.as_ptr() as usize;
-    let size = core::mem::size_of::<Opaque<bindings::ib_cqe>>();
-    let off = (cqe as usize).checked_sub(base)?;
-    let idx = off / size;
-    (off % size == 0 && idx < cqes.len()).then_some(idx)
-}
-
 /// Queue depths and SGE limits of a QP.
 #[derive(Clone, Copy, Debug)]
 pub struct QpCaps {
@@ -692,7 +86,8 @@ pub struct QpCaps {
     pub max_recv_sge: u32,
 }
 
-/// An RC queue pair (inside an [`Endpoint`]): posting and completion.
+/// An RC queue pair (inside an [`Endpoint`](super::endpoint::Endpoint)):
+/// posting and completion.
 ///
 /// # Invariants
 ///
@@ -705,7 +100,7 @@ pub struct QpCaps {
 #[pin_data]
 pub struct Qp<Q: QpHandler> {
     handler: Q,
-    qp: AtomicPtr<bindings::ib_qp>,
+    pub(super) qp: AtomicPtr<bindings::ib_qp>,
     pd: Arc<Pd>,
     send_cqes: KVec<Opaque<bindings::ib_cqe>>,
     recv_cqes: KVec<Opaque<bindings::ib_cqe>>,
@@ -757,7 +152,7 @@ unsafe extern "C" fn recv_done<Q: QpHandler>(cq: *mut bindings::ib_cq, wc: *mut 
 }
 
 impl<Q: QpHandler> Qp<Q> {
-    fn new(handler: Q, pd: Arc<Pd>, caps: &QpCaps) -> Result<Pin<KBox<Self>>> {
+    pub(super) fn new(handler: Q, pd: Arc<Pd>, caps: &QpCaps) -> Result<Pin<KBox<Self>>> {
         let (ns, nr) = (caps.max_send_wr as usize, caps.max_recv_wr as usize);
         let send_cqes = make_cqes(ns, send_done::<Q>)?;
         let recv_cqes = make_cqes(nr, recv_done::<Q>)?;
@@ -1226,14 +621,14 @@ impl<Q: QpHandler> Qp<Q> {
     }
 
     /// Stops new posts on both queues.
-    fn close(&self) {
+    pub(super) fn close(&self) {
         self.send.lock().closed = true;
         self.recv.lock().closed = true;
     }
 
     /// Hands back whatever is still in the rings: unsignalled Sends as
     /// retired (the drain proved they finished), anything else as aborted.
-    fn sweep(&self, sends_retired: bool) {
+    pub(super) fn sweep(&self, sends_retired: bool) {
         loop {
             let popped = self.send.lock().pop();
             let Some((_, s)) = popped else { break };
@@ -1253,7 +648,7 @@ impl<Q: QpHandler> Qp<Q> {
     }
 
     /// Detaches the QP pointer (posts fail from now on) and returns it.
-    fn detach(&self) -> *mut bindings::ib_qp {
+    pub(super) fn detach(&self) -> *mut bindings::ib_qp {
         let _s = self.send.lock();
         let _r = self.recv.lock();
         self.qp.swap(core::ptr::null_mut(), Ordering::Relaxed)
@@ -1271,238 +666,4 @@ fn posted_before<T>(first: *const T, bad: *const T, n: usize) -> usize {
         Some(off) if size != 0 => (off / size).min(n),
         _ => 0,
     }
-}
-
-/// A connection endpoint: an rdma_cm id with a PD, a Send CQ, a Receive
-/// CQ and an RC QP on the id's device.
-///
-/// Build it on an id bound to a device (active side: after
-/// [`super::cm::CmEvent::RouteResolved`]; passive side: from
-/// [`super::cm::Incoming::into_cm_id`]), then [`Endpoint::connect`] or
-/// [`Endpoint::accept`].
-///
-/// # Invariants
-///
-/// `qp`'s CQs are `_send_cq` and `_recv_cq` (or `_send_cq` for both
-/// queues when `_recv_cq` is `None`), whose context is `qp`; its QP was
-/// created on `id` with `pd`. `drop` destroys them in dependency order.
-pub struct Endpoint<H: CmHandler, Q: QpHandler> {
-    // Only dropped (freed after the QP, before the rings they call into).
-    _send_cq: Cq,
-    /// `None`: the Receive Queue shares `_send_cq`.
-    _recv_cq: Option<Cq>,
-    qp: Pin<KBox<Qp<Q>>>,
-    pd: Arc<Pd>,
-    id: CmId<H>,
-    drained: AtomicBool,
-}
-
-impl<H: CmHandler, Q: QpHandler> Endpoint<H, Q> {
-    /// Allocates the PD, the CQ polled in `poll`, and an RC QP with `caps`
-    /// on `id`'s device. Both queues complete to one CQ (room for both,
-    /// plus one drain WR each) when the device allows a CQ that large:
-    /// one work item then handles a Send's completion and the Receive of
-    /// its reply together, in order, instead of two. Otherwise each queue
-    /// has its own CQ.
-    ///
-    /// Fails with `ENOTCONN` if `id` is not bound to a device, `EINVAL` if
-    /// `caps` exceed the device's limits; the id is destroyed on failure.
-    pub fn new(id: CmId<H>, caps: &QpCaps, poll: PollContext, handler: Q) -> Result<Self> {
-        let Some(dev) = id.device() else {
-            pr_err!("endpoint: the rdma_cm id is not bound to a device yet (-ENOTCONN)\n");
-            return Err(errno(bindings::ENOTCONN));
-        };
-        check_caps(dev, caps)?;
-        let pd = Pd::new(dev)?;
-        let qp = Qp::new(handler, pd.clone(), caps).inspect_err(|e| {
-            pr_err!(
-                "endpoint: cannot allocate the work-queue rings ({})\n",
-                e.to_errno()
-            )
-        })?;
-        let ctx = &*qp as *const Qp<Q> as *mut c_void;
-        let both = u64::from(caps.max_send_wr) + u64::from(caps.max_recv_wr) + 2;
-        let shared = both <= u64::try_from(dev.max_cqe()).unwrap_or(0);
-        let (send_cq, recv_cq) = if shared {
-            (Cq::new(dev, ctx, both as u32, poll)?, None)
-        } else {
-            (
-                Cq::new(dev, ctx, caps.max_send_wr + 1, poll)?,
-                Some(Cq::new(dev, ctx, caps.max_recv_wr + 1, poll)?),
-            )
-        };
-        let mut attr = bindings::ib_qp_init_attr {
-            send_cq: send_cq.as_ptr(),
-            recv_cq: recv_cq.as_ref().unwrap_or(&send_cq).as_ptr(),
-            cap: bindings::ib_qp_cap {
-                max_send_wr: caps.max_send_wr + 1,
-                max_recv_wr: caps.max_recv_wr + 1,
-                max_send_sge: caps.max_send_sge,
-                max_recv_sge: caps.max_recv_sge,
-                ..Default::default()
-            },
-            sq_sig_type: bindings::ib_sig_type_IB_SIGNAL_REQ_WR,
-            qp_type: bindings::ib_qp_type_IB_QPT_RC,
-            ..Default::default()
-        };
-        // SAFETY: the id is live and bound to the device of `pd` and the
-        // CQs; `attr` is valid for the call.
-        let ret = unsafe { bindings::rdma_create_qp(id.as_ptr(), pd.as_ptr(), &mut attr) };
-        if ret != 0 {
-            pr_err!(
-                "rdma_create_qp on {} (send {}x{}, recv {}x{}) failed ({})\n",
-                dev.name(),
-                caps.max_send_wr + 1,
-                caps.max_send_sge,
-                caps.max_recv_wr + 1,
-                caps.max_recv_sge,
-                ret
-            );
-            return Err(Error::from_errno(ret));
-        }
-        // SAFETY: `rdma_create_qp()` succeeded, so `id->qp` is the new QP;
-        // nothing else writes it until `rdma_destroy_qp()`.
-        let raw_qp = unsafe { (*id.as_ptr()).qp };
-        qp.qp.store(raw_qp, Ordering::Relaxed);
-        super::census::enter(super::census::Kind::Qp);
-        // INVARIANT: the QP uses these CQs and PD and lives on `id`.
-        Ok(Endpoint {
-            _send_cq: send_cq,
-            _recv_cq: recv_cq,
-            qp,
-            pd,
-            id,
-            drained: AtomicBool::new(false),
-        })
-    }
-
-    /// The QP, to post on.
-    pub fn qp(&self) -> &Qp<Q> {
-        &self.qp
-    }
-
-    /// The PD, to map buffers with.
-    pub fn pd(&self) -> &Arc<Pd> {
-        &self.pd
-    }
-
-    /// The rdma_cm id.
-    pub fn cm_id(&self) -> &CmId<H> {
-        &self.id
-    }
-
-    /// The device.
-    pub fn device(&self) -> &Device {
-        self.pd.device()
-    }
-
-    /// Connects (active side): the outcome arrives as
-    /// [`super::cm::CmEvent::Established`] or an error event.
-    pub fn connect(&self, param: &ConnParam<'_>) -> Result {
-        let mut raw = param.as_raw()?;
-        let id = self.id.as_ptr();
-        // SAFETY: the id is live with a QP; `raw` and its private data are
-        // valid for the call. The `_locked` form is for calls from the id's
-        // own handler, which already holds the handler mutex.
-        let ret = unsafe {
-            if self.id.in_own_handler() {
-                bindings::rdma_connect_locked(id, &mut raw)
-            } else {
-                bindings::rdma_connect(id, &mut raw)
-            }
-        };
-        if ret != 0 {
-            pr_err!("rdma_connect failed ({})\n", ret);
-        }
-        kernel::error::to_result(ret)
-    }
-
-    /// Accepts a connection request (passive side); then
-    /// [`super::cm::CmEvent::Established`] follows.
-    pub fn accept(&self, param: &ConnParam<'_>) -> Result {
-        let mut raw = param.as_raw()?;
-        let id = self.id.as_ptr();
-        let own = self.id.in_own_handler();
-        // SAFETY: the id is live with a QP; `rdma_accept()` needs the
-        // handler mutex, which we take unless we run in the handler.
-        let ret = unsafe {
-            if !own {
-                bindings::rdma_lock_handler(id);
-            }
-            let ret = bindings::rdma_accept(id, &mut raw);
-            if !own {
-                bindings::rdma_unlock_handler(id);
-            }
-            ret
-        };
-        if ret != 0 {
-            pr_err!("rdma_accept failed ({})\n", ret);
-        }
-        kernel::error::to_result(ret)
-    }
-
-    /// Disconnects (see [`CmId::disconnect`]).
-    pub fn disconnect(&self) -> Result {
-        self.id.disconnect()
-    }
-
-    /// Stops posting, moves the QP to the error state and waits until
-    /// every posted WR came back through the handler. Idempotent. Must not
-    /// be called from a [`QpHandler`] callback.
-    pub fn drain(&self) {
-        if self.drained.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        self.qp.close();
-        let qp = self.qp.qp.load(Ordering::Relaxed);
-        if !qp.is_null() {
-            // SAFETY: the QP is live (it is destroyed only in `drop`, after
-            // this), and its CQs are not `IB_POLL_DIRECT`.
-            unsafe { bindings::ib_drain_qp(qp) };
-        }
-        // Everything signalled has completed; what is left are unsignalled
-        // Sends that finished before the drain marker.
-        self.qp.sweep(!qp.is_null());
-    }
-}
-
-impl<H: CmHandler, Q: QpHandler> Drop for Endpoint<H, Q> {
-    fn drop(&mut self) {
-        // Not connected is fine here.
-        let _ = self.id.disconnect();
-        self.drain();
-        if !self.qp.detach().is_null() {
-            // SAFETY: the id is live and owns the QP, which is drained and
-            // no longer reachable for posting.
-            unsafe { bindings::rdma_destroy_qp(self.id.as_ptr()) };
-            super::census::leave(super::census::Kind::Qp);
-        }
-        // The fields now drop in order: the CQs (waiting for their poll
-        // work), the rings, the PD reference, the id.
-    }
-}
-
-fn check_caps(dev: &Device, caps: &QpCaps) -> Result {
-    let wr = dev.max_qp_wr().max(0) as u64;
-    let cqe = dev.max_cqe().max(0) as u64;
-    let ok = caps.max_send_wr > 0
-        && caps.max_recv_wr > 0
-        && caps.max_recv_sge > 0
-        && u64::from(caps.max_send_wr) < wr.min(cqe)
-        && u64::from(caps.max_recv_wr) < wr.min(cqe)
-        && i64::from(caps.max_send_sge) <= i64::from(dev.max_send_sge())
-        && i64::from(caps.max_recv_sge) <= i64::from(dev.max_recv_sge());
-    if !ok {
-        pr_err!(
-            "QP caps {:?} do not fit {} (max_qp_wr {}, max_cqe {}, max_send_sge {}, max_recv_sge {}) (-EINVAL)\n",
-            caps,
-            dev.name(),
-            dev.max_qp_wr(),
-            dev.max_cqe(),
-            dev.max_send_sge(),
-            dev.max_recv_sge()
-        );
-        return Err(EINVAL);
-    }
-    Ok(())
 }

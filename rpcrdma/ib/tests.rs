@@ -18,12 +18,12 @@
 use super::client;
 use super::cm::{CmEvent, CmHandler, CmId, ConnParam, SockAddr};
 use super::dma::{DmaBuf, DmaDir};
+use super::endpoint::Endpoint;
 use super::listen::{Incoming, Listener};
-use super::qp::{
-    Completion, Endpoint, Qp, QpCaps, QpHandler, RecvCtx, SendChain, SendCtx, SendWr, SgeList,
-    WcOpcode,
-};
+use super::qp::{Qp, QpCaps, QpHandler};
 use super::verbs::{Pd, PollContext};
+use super::wc::{Completion, WcOpcode};
+use super::wr::{RecvCtx, SendChain, SendCtx, SendWr, SgeList};
 use super::{DeviceRef, Net};
 use crate::bindings;
 use crate::compat::kunit::{Failure, TestResult};
@@ -338,7 +338,7 @@ type Ep = Endpoint<CmLog, TestQp>;
 
 /// Posts `RECVS` Receives of `RECV_SIZE` bytes.
 fn post_recvs(ep: &Ep) -> TestResult {
-    let mut batch = super::qp::RecvBatch::new();
+    let mut batch = super::wr::RecvBatch::new();
     for _ in 0..RECVS {
         let buf = step!(
             DmaBuf::new(ep.pd(), RECV_SIZE, DmaDir::FromDevice, GFP_KERNEL),

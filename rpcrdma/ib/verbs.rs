@@ -10,7 +10,7 @@ use kernel::sync::Arc;
 
 /// A protection domain (`ib_alloc_pd()`).
 ///
-/// Shared as `Arc<Pd>`: a [`super::qp::Endpoint`] and every
+/// Shared as `Arc<Pd>`: a [`super::endpoint::Endpoint`] and every
 /// [`super::dma::DmaBuf`] whose lkey comes from it hold a reference, so
 /// the PD is deallocated only after the last QP and buffer using it.
 ///

@@ -278,19 +278,19 @@ impl CreditState {
     /// request (`max_requests`); v2, our advertisement (see the module
     /// documentation).
     pub fn credit_word(&self) -> u32 {
+        self.next_word().0
+    }
+
+    /// The credit word of the next message and the Receives it returns.
+    fn next_word(&self) -> (u32, u32) {
         match self.protocol {
-            Protocol::V1 => self.max_requests,
+            Protocol::V1 => (self.max_requests, self.consumed),
             Protocol::V2 => {
                 let max = self.recv_credits();
                 // Rule 4: 0 when nothing was consumed, never more than
                 // the limit.
-                let g = self.consumed.min(u32::from(max));
-                let [_, _, hi, lo] = g.to_be_bytes();
-                Credits {
-                    granted: u16::from_be_bytes([hi, lo]),
-                    max,
-                }
-                .to_word()
+                let granted = u16::try_from(self.consumed).unwrap_or(u16::MAX).min(max);
+                (Credits { granted, max }.to_word(), u32::from(granted))
             }
         }
     }
@@ -298,18 +298,14 @@ impl CreditState {
     /// Records one message sent; returns the credit word it carries. Call
     /// only when [`may_send`](Self::may_send) is true.
     pub fn on_send(&mut self) -> u32 {
-        let word = self.credit_word();
+        let (word, returned) = self.next_word();
         self.sent = self.sent.wrapping_add(1);
-        self.consumed = match self.protocol {
-            Protocol::V1 => 0,
-            // What the word returned; Receives beyond the limit it could
-            // carry are returned by the next message, never dropped (a
-            // dropped return is a credit the responder never gets back,
-            // and enough of them stall it for good).
-            Protocol::V2 => self
-                .consumed
-                .saturating_sub(u32::from(Credits::from_word(word).granted)),
-        };
+        // What the word returned (v1: all; the C client does not count).
+        // v2 Receives beyond the limit it could carry are returned by the
+        // next message, never dropped (a dropped return is a credit the
+        // responder never gets back, and enough of them stall it for
+        // good).
+        self.consumed = self.consumed.saturating_sub(returned);
         word
     }
 

@@ -28,16 +28,18 @@
 //! * [`backchannel`]: reverse-direction Calls (RFC 8167): what to do
 //!   with one, the header and size of its reply;
 //! * [`conn`]: [`Transport`], which ties them together and is what the
-//!   glue calls;
+//!   glue calls (its send side in [`conn::send`], its receive side in
+//!   [`conn::receive`], its counters in [`conn::stats`]);
 //! * [`xidmap`]: XID → request slot in O(1), for the reply handler;
 //! * [`config`], [`errno`]; [`selftest`] for KUnit.
 //!
 //! Like the codec, this tree uses `core` only, allocates nothing,
 //! contains no `unsafe` and cannot panic on any input; it takes the codec
 //! from its parent once (`use super::xdr;` below, so every file of the
-//! tree names it `super::xdr`) and refers to its own parts with `super::`
-//! / `self::`, so the kernel module compiles it with `pub mod proto;` next
-//! to `pub mod xdr;` and the host crate (`host.rs`) with a `#[path]`.
+//! tree names it `super::xdr`, a file one level down `super::super::xdr`)
+//! and refers to its own parts with `super::` / `self::`, so the kernel
+//! module compiles it with `pub mod proto;` next to `pub mod xdr;` and the
+//! host crate (`host.rs`) with a `#[path]`.
 //! Documentation/design-proto.rst describes the design.
 
 #![forbid(unsafe_code)]
@@ -79,12 +81,16 @@ pub mod reply;
 pub mod selftest;
 pub mod xidmap;
 
+pub use self::chunks::lists::CallChunks;
+pub use self::chunks::reply::{Invalidated, ReplyData, ReplyError};
 pub use self::chunks::{
-    CallChunks, CallForm, ChunkPlan, Geometry, Invalidated, Limits, Part, PlanError, Range,
-    ReplyData, ReplyError, ReplyForm, Rpc, SendLayout,
+    CallForm, ChunkPlan, Geometry, Limits, Part, PlanError, Range, ReplyForm, Rpc, SendLayout,
 };
 pub use self::config::{Config, VersionPolicy};
-pub use self::conn::{CallError, CallPlan, ConnectPlan, Outcome, PiecePlan, Stats, Transport};
+pub use self::conn::receive::Outcome;
+pub use self::conn::send::{CallError, CallPlan, PiecePlan};
+pub use self::conn::stats::Stats;
+pub use self::conn::{ConnectPlan, Transport};
 pub use self::credits::{CreditState, CreditUpdate};
 pub use self::errno::Errno;
 pub use self::inline::{Direction, Thresholds, TooBig};

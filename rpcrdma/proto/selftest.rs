@@ -15,17 +15,20 @@ use super::xdr::header::{self, Credits, ErrorBody, Flags, Header, MsgSpec, Proto
 use super::xdr::pvtdata::{self, Peer, PrivateData};
 // The codec's self-test kit: one set of types and macros, one KUnit
 // adapter for both tables.
+use super::chunks::reply::{Invalidated, ReplyData, ReplyError};
 use super::chunks::{
-    self, CallForm, ChunkPlan, Geometry, Invalidated, Limits, Part, PlanError, Range, ReplyData,
-    ReplyError, ReplyForm, Rpc, WRITE_PAD_LEN,
+    self, CallForm, ChunkPlan, Geometry, Limits, Part, PlanError, Range, ReplyForm, Rpc,
+    WRITE_PAD_LEN,
 };
 use super::config::{Config, VersionPolicy};
-use super::conn::{grant_spec, CallError, Transport};
+use super::conn::send::{grant_spec, CallError};
+use super::conn::Transport;
 use super::continuation::{piece_room, pieces, split, Fault, Piece, Reassembly, Span, Step};
 use super::credits::{CreditState, CreditUpdate, Grant};
 use super::errno::Errno;
 use super::inline::{max_call_header, max_reply_header, Direction, Thresholds};
 use super::negotiate::{Phase, ProbeLoss, LOST_PROBE_LIMIT};
+use super::recovery::Hints;
 use super::reply::{Cause, Control, Reply};
 use super::xdr::selftest::{case, check, run_table};
 pub use super::xdr::selftest::{Failure, SelfTest, TestResult};
@@ -526,7 +529,14 @@ fn prepare_rpc_long_call_and_reply() -> TestResult {
         reply_buflen: 4096 + 65536,
         ..Rpc::default()
     };
-    let r = t.prepare_rpc(XID + 1, &big, 4096, 32);
+    // Its four segments need four MRs: with three free it waits, and
+    // nothing is counted as sent.
+    let before = t.credits().outstanding();
+    let r = t.prepare_rpc_within(XID + 1, &big, 4096, 32, &Hints::NONE, 3);
+    check!(r == Err(CallError::NoMrs { needed: 4 }));
+    check!(CallError::NoMrs { needed: 4 }.errno() == Errno::EAGAIN);
+    check!(t.credits().outstanding() == before);
+    let r = t.prepare_rpc_within(XID + 1, &big, 4096, 32, &Hints::NONE, 4);
     check!(r.is_ok());
     let Ok((call, plan)) = r else {
         return Ok(());

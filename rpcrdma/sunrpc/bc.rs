@@ -13,7 +13,8 @@
 //! task's release gives it back through `->bc_free_rqst`
 //! ([`BcRqst::from_returned`]). Between the two, SUNRPC owns it.
 
-use super::xprt::{Rqst, Xprt};
+use super::rqst::Rqst;
+use super::xprt::Xprt;
 use crate::bindings;
 use kernel::alloc::{Flags, KBox, KVec};
 use kernel::prelude::*;

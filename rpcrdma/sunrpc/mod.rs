@@ -4,9 +4,24 @@
 //!
 //! Together with `ib` (and the one-call wrappers of `compat`), this is the
 //! only place in the module that touches raw pointers or calls C directly.
+//! The pieces:
+//!
+//! - [`xprt`]: `struct rpc_xprt` as [`xprt::Xprt`] (state bits, locks,
+//!   counters, the SUNRPC calls made on a transport).
+//! - [`rqst`]: `rpc_rqst` and `rpc_task` as [`rqst::Rqst`] and
+//!   [`rqst::Task`], and the request slots ([`rqst::SlotBox`]).
+//! - [`transport`]: the [`transport::Transport`] trait a transport
+//!   implements and the `rpc_xprt_ops` trampolines that call it.
+//! - [`xprt_box`]: a transport instance's allocation
+//!   ([`xprt_box::XprtBox`]), its creation and the back-references
+//!   ([`xprt_box::XprtRef`]) of its connection's handlers.
+//! - [`bc`]: backchannel (NFSv4.1 callback) requests.
 
 pub mod bc;
+pub mod rqst;
+pub mod transport;
 pub mod xprt;
+pub mod xprt_box;
 
 // What only the KUnit suites use: in the KUnit variant of the module only.
 #[cfg(rpcrdma2_kunit)]
@@ -64,7 +79,7 @@ impl XprtCreate<'_> {
         self.0.ident
     }
 
-    /// The raw arguments, for [`xprt::XprtBox::create`].
+    /// The raw arguments, for [`xprt_box::XprtBox::create`].
     pub(crate) fn raw(&self) -> &bindings::xprt_create {
         self.0
     }
@@ -79,7 +94,7 @@ impl XprtCreate<'_> {
 #[no_mangle]
 pub unsafe extern "C" fn rpcrdma2_rs_connect_worker(dwork: *mut bindings::delayed_work) {
     // SAFETY: per the function's contract.
-    unsafe { xprt::connect_worker_entry::<crate::transport::RdmaXprt>(dwork) }
+    unsafe { transport::connect_worker_entry::<crate::transport::RdmaXprt>(dwork) }
 }
 
 /// `xprt_class::setup` for the `rdma` class (see `shim.c`).

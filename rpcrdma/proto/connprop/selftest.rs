@@ -11,7 +11,8 @@ use core::ffi::CStr;
 
 use super::super::chunks::{Geometry, Limits, PlanError, Rpc};
 use super::super::config::Config;
-use super::super::conn::{CallError, Transport};
+use super::super::conn::send::CallError;
+use super::super::conn::Transport;
 use super::super::negotiate::Phase;
 use super::super::reply::{Cause, Control, Reply};
 use super::super::selftest::{peer, up};

@@ -8,7 +8,8 @@ use core::ffi::CStr;
 
 use super::super::chunks::{self, CallForm, Geometry, Limits, PlanError, ReplyForm, Rpc};
 use super::super::config::{Config, VersionPolicy};
-use super::super::conn::{CallError, Transport};
+use super::super::conn::send::CallError;
+use super::super::conn::Transport;
 use super::super::errno::Errno;
 use super::super::inline::Direction;
 use super::super::reply::{Cause, Reply};

@@ -7,9 +7,10 @@
 
 mod common;
 use common::Rng;
+use rpcrdma_proto::chunks::reply::{Invalidated, ReplyData, ReplyError};
 use rpcrdma_proto::chunks::{
-    header_len, plan, CallForm, ChunkPlan, Geometry, Invalidated, Limits, Part, PlanError, Range,
-    ReplyData, ReplyError, ReplyForm, Rpc, MAX_CHUNK_SEGS, WRITE_PAD_LEN,
+    header_len, plan, CallForm, ChunkPlan, Geometry, Limits, Part, PlanError, Range, ReplyForm,
+    Rpc, MAX_CHUNK_SEGS, WRITE_PAD_LEN,
 };
 use rpcrdma_proto::inline::{Direction, Thresholds};
 use rpcrdma_proto::xdr::chunk::{ChunkLists, ReadSegment, Segment};

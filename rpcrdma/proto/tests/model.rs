@@ -296,6 +296,9 @@ fn run(kind: Kind, cfg: Config, n: u32, seed: u64, reconnect_every: usize) -> (T
                     }
                     Err(CallError::NotConnected) => panic!("not connected"),
                     Err(CallError::Plan(e)) => panic!("prepare_call planned chunks: {e:?}"),
+                    Err(CallError::NoMrs { needed }) => {
+                        panic!("prepare_call needs {needed} MRs: it plans no chunks")
+                    }
                 }
             }
             1 => server.reply_one(&mut rng),
@@ -311,7 +314,7 @@ fn run(kind: Kind, cfg: Config, n: u32, seed: u64, reconnect_every: usize) -> (T
                 if let Some(word) = o.grant_due.then(|| t.prepare_grant()).flatten() {
                     // What the glue sends: the codec's encoding of it.
                     let mut g = vec![0u8; 64];
-                    let spec = rpcrdma_proto::conn::grant_spec(word);
+                    let spec = rpcrdma_proto::conn::send::grant_spec(word);
                     let n = header::encode_msg(&mut g, Protocol::V2, &spec).unwrap();
                     g.truncate(n);
                     if let Err(e) = server.on_grant(&g) {

@@ -8,7 +8,8 @@
 use std::process::ExitCode;
 
 use rpcrdma_responder::malform::Kind;
-use rpcrdma_responder::proto::{CallKind, GrantMode, Options};
+use rpcrdma_responder::proto::call::CallKind;
+use rpcrdma_responder::proto::{GrantMode, Options};
 use rpcrdma_responder::server::{Config, Server};
 
 const USAGE: &str = "\

@@ -6,7 +6,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::proto::ReplyPlan;
+use crate::proto::reply::ReplyPlan;
 
 macro_rules! kinds {
     ($($v:ident = $s:literal: $doc:literal,)*) => {

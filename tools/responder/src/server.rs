@@ -6,21 +6,33 @@
 //! Send buffers, and one slot per Call in flight), and its own protocol
 //! state (`proto::ConnProto`). A failure on one connection closes only
 //! that connection.
+//!
+//! One job per file: this one has the configuration, a connection's state
+//! and the buffer layout, the loop itself and the CM events (connection
+//! setup and teardown); `rdma.rs` the completions, Receives and the
+//! ordered Send queue under the client's credits; `nfsd.rs` Calls on
+//! their way to nfsd (Read chunks pulled, forwarded over TCP) and nfsd's
+//! records; `reply.rs` a reply laid out and sent to the client.
 
 #![forbid(unsafe_code)]
 
+mod nfsd;
+mod rdma;
+mod reply;
+
 use std::collections::{HashMap, VecDeque};
-use std::io::{self, Read, Write};
+use std::io;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rpcrdma_xdr::pvtdata;
 
-use crate::nfs::{self, CallHdr};
-use crate::proto::{log, Action, Call, ConnProto, Options, ReplyPlan};
+use crate::nfs::CallHdr;
+use crate::proto::call::Call;
+use crate::proto::{log, ConnProto, Options};
 use crate::stats::{Path, Stats};
-use crate::verbs::{self, cm_event, signals, CmEvent, EventChannel, Listener, Qp, SendOp, Wc};
+use crate::verbs::{self, cm_event, signals, CmEvent, EventChannel, Listener, Qp, SendOp};
 
 /// Server configuration (command line).
 #[derive(Clone, Debug)]
@@ -122,13 +134,10 @@ enum Out {
     /// A control message (error, CONNPROP, reverse Call, credit grant),
     /// copied into a control buffer when sent.
     Ctrl(Vec<u8>),
-    /// A Send already laid out in a Call slot's send area.
-    Slot(SendOp),
-}
-
-/// True for an asynchronous credit grant (v2 `RDMA2_NOMSG`, XID 0).
-fn is_grant(b: &[u8]) -> bool {
-    nfs::word_at(b, 0) == Some(0) && nfs::word_at(b, 4) == Some(2) && nfs::word_at(b, 12) == Some(1)
+    /// A Send already laid out in a Call slot's send area; `true` if
+    /// its credit word may be topped up when it leaves (not a
+    /// deliberately malformed reply).
+    Slot(SendOp, bool),
 }
 
 struct Conn {
@@ -353,7 +362,7 @@ impl Server {
         self.stats.connections += 1;
         let peer = format!("#{}", self.stats.connections);
         log::info(format_args!(
-            "connection {peer}: client private data {:?} (send {} recv {} remote-invalidate {})",
+            "connection {peer}: client private data {:?} (send {} recv {} remote-invalidate {}){}",
             match peer_pd {
                 pvtdata::Peer::Valid(_) => "valid",
                 pvtdata::Peer::Absent => "absent",
@@ -361,7 +370,12 @@ impl Server {
             },
             client.send_size,
             client.recv_size,
-            client.remote_invalidate
+            client.remote_invalidate,
+            if qp.read_sink_remote_write() {
+                "; iWARP: RDMA Read sinks registered with remote write"
+            } else {
+                ""
+            }
         ));
         let c = Conn {
             qp,
@@ -393,567 +407,6 @@ impl Server {
                 c.qp.disconnect();
             }
         }
-    }
-
-    fn completions(&mut self, k: usize) {
-        let mut wcs: Vec<Wc> = Vec::new();
-        if let Some(c) = self.conns.get(&k) {
-            c.qp.poll(&mut wcs);
-        }
-        for w in wcs {
-            self.dirty = true;
-            let kind = w.wr_id >> 48;
-            let idx = (w.wr_id & 0xffff_ffff) as usize;
-            if w.status != 0 {
-                let closing = self.conns.get(&k).is_some_and(|c| c.closing);
-                if !closing {
-                    self.close(
-                        k,
-                        &format!("completion error status {} (wr kind {kind})", w.status),
-                    );
-                }
-                if kind == K_CTRL {
-                    if let Some(c) = self.conns.get_mut(&k) {
-                        c.ctrl_free.push(idx);
-                    }
-                }
-                continue;
-            }
-            match kind {
-                K_RECV => self.on_recv(k, idx, w.byte_len as usize),
-                K_CTRL => {
-                    if let Some(c) = self.conns.get_mut(&k) {
-                        c.ctrl_free.push(idx);
-                    }
-                    self.flush_out(k);
-                }
-                K_SLOT => {
-                    let close = match self.conns.get_mut(&k) {
-                        Some(c) if c.close_on_slot == Some(idx) => {
-                            c.close_on_slot = None;
-                            true
-                        }
-                        _ => false,
-                    };
-                    self.free_slot(k, idx);
-                    if close {
-                        self.close(k, "fault injection: closed mid-sequence");
-                    }
-                }
-                K_READ => self.read_done(k, idx),
-                _ => {}
-            }
-        }
-    }
-
-    fn on_recv(&mut self, k: usize, idx: usize, len: usize) {
-        let Some(c) = self.conns.get_mut(&k) else {
-            return;
-        };
-        if c.closing {
-            return;
-        }
-        let off = self.layout.recv_off(idx);
-        let data = c.qp.buf()[off..off + len.min(self.layout.recv_size)].to_vec();
-        if let Err(e) = c.qp.post_recv(wr(K_RECV, idx), off, self.layout.recv_size) {
-            self.close(k, &format!("post_recv: {e}"));
-            return;
-        }
-        c.received += 1;
-        if self.cfg.verbose {
-            let w: Vec<String> = data
-                .chunks(4)
-                .take(12)
-                .map(|x| format!("{:08x}", nfs::word_at(x, 0).unwrap_or(0)))
-                .collect();
-            log::info(format_args!(
-                "{} recv {} bytes: {}",
-                c.peer,
-                data.len(),
-                w.join(" ")
-            ));
-        }
-        let actions = c.proto.on_receive(&data, &mut self.stats);
-        if self.cfg.disconnect_after == Some(c.received) {
-            self.stats.disconnects_injected += 1;
-            self.close(k, "fault injection: disconnect after N messages");
-            return;
-        }
-        for a in actions {
-            match a {
-                Action::Send(b) => self.send_ctrl(k, b),
-                Action::Call(call) => self.start_call(k, call),
-                Action::Nothing => {}
-                Action::ToNfsd(reply) => {
-                    if let Some(c) = self.conns.get_mut(&k) {
-                        c.tcp_out.extend_from_slice(&nfs::record(&reply));
-                    }
-                    self.tcp_flush(k);
-                }
-                Action::Disconnect(why) => self.close(k, why),
-            }
-        }
-        // The message may have returned credits something waits for.
-        self.flush_out(k);
-    }
-
-    fn send_ctrl(&mut self, k: usize, b: Vec<u8>) {
-        let Some(c) = self.conns.get_mut(&k) else {
-            return;
-        };
-        c.outq.push_back(Out::Ctrl(b));
-        self.flush_out(k);
-    }
-
-    /// Sends what waits, in order, while the client has credits (and a
-    /// control buffer is free for a control message).
-    fn flush_out(&mut self, k: usize) {
-        let Some(c) = self.conns.get_mut(&k) else {
-            return;
-        };
-        self.stats.client_credit_limit = u64::from(c.proto.client_limit());
-        while let Some(front) = c.outq.front() {
-            let grant = matches!(front, Out::Ctrl(b) if is_grant(b));
-            if !c.proto.may_send_client(grant) {
-                self.stats.credit_waits += 1;
-                break;
-            }
-            let op = match front {
-                Out::Ctrl(b) => {
-                    let Some(i) = c.ctrl_free.pop() else {
-                        break;
-                    };
-                    let n = b.len().min(CTRL_SIZE);
-                    let off = self.layout.ctrl_off(i);
-                    c.qp.buf_mut()[off..off + n].copy_from_slice(&b[..n]);
-                    count_sent(&mut self.stats, b);
-                    SendOp::Send {
-                        off,
-                        len: n,
-                        inv: None,
-                        signal: Some(wr(K_CTRL, i)),
-                    }
-                }
-                Out::Slot(op) => *op,
-            };
-            c.outq.pop_front();
-            c.proto.sent_client();
-            if let Err(e) = c.qp.post(&[op]) {
-                if let SendOp::Send {
-                    signal: Some(id), ..
-                } = op
-                {
-                    if id >> 48 == K_CTRL {
-                        c.ctrl_free.push((id & 0xffff_ffff) as usize);
-                    }
-                }
-                let m = format!("post send: {e}");
-                self.close(k, &m);
-                return;
-            }
-        }
-    }
-
-    fn start_call(&mut self, k: usize, call: Call) {
-        let Some(c) = self.conns.get_mut(&k) else {
-            return;
-        };
-        let Some(s) = c.free.pop() else {
-            c.waiting.push_back(call);
-            return;
-        };
-        if call.reads.is_empty() {
-            let inline = call.inline.clone();
-            c.slots[s] = Some(Slot {
-                call,
-                hdr: None,
-                bc_prog: None,
-            });
-            self.forward(k, s, inline);
-            return;
-        }
-        self.stats.read_chunk_calls += 1;
-        if call.reads.first().is_some_and(|r| r.position == 0) {
-            self.stats.position_zero_calls += 1;
-        }
-        let base = self.layout.data_off(s);
-        let mut ops = Vec::new();
-        let mut at = 0usize;
-        let n = call.reads.len();
-        for (i, r) in call.reads.iter().enumerate() {
-            let len = r.target.length as usize;
-            ops.push(SendOp::Read {
-                off: base + at,
-                len,
-                rkey: r.target.handle,
-                addr: r.target.offset,
-                signal: (i + 1 == n).then_some(wr(K_READ, s)),
-            });
-            at += len;
-        }
-        self.stats.bytes_read_chunk += at as u64;
-        let xid = call.xid;
-        c.slots[s] = Some(Slot {
-            call,
-            hdr: None,
-            bc_prog: None,
-        });
-        if at > self.layout.data_size() {
-            let e = c
-                .proto
-                .call_error(xid, rpcrdma_xdr::v2::ERR_SYSTEM, &mut self.stats);
-            self.send_ctrl(k, e);
-            self.free_slot(k, s);
-            return;
-        }
-        if let Err(e) = c.qp.post(&ops) {
-            self.close(k, &format!("post RDMA Read: {e}"));
-        }
-    }
-
-    fn read_done(&mut self, k: usize, s: usize) {
-        let Some(c) = self.conns.get_mut(&k) else {
-            return;
-        };
-        let Some(slot) = c.slots[s].as_ref() else {
-            return;
-        };
-        let base = self.layout.data_off(s);
-        let total = slot.call.read_len() as usize;
-        let data = &c.qp.buf()[base..base + total];
-        match slot.call.splice(data) {
-            Some(full) => self.forward(k, s, full),
-            None => {
-                let xid = slot.call.xid;
-                log::warn(format_args!(
-                    "Read chunk positions do not fit the Call (xid {xid:#x})"
-                ));
-                self.stats.malformed += 1;
-                let e = c
-                    .proto
-                    .call_error(xid, rpcrdma_xdr::v2::ERR_BAD_XDR, &mut self.stats);
-                self.send_ctrl(k, e);
-                self.free_slot(k, s);
-            }
-        }
-    }
-
-    fn forward(&mut self, k: usize, s: usize, rpc: Vec<u8>) {
-        let Some(c) = self.conns.get_mut(&k) else {
-            return;
-        };
-        let Some(slot) = c.slots[s].as_mut() else {
-            return;
-        };
-        let hdr = nfs::parse_call(&rpc);
-        let xid = slot.call.xid;
-        if hdr.map(|h| h.xid) != Some(xid) || c.by_xid.contains_key(&xid) {
-            log::warn(format_args!(
-                "not an RPC Call, or its XID is in use (xid {xid:#x})"
-            ));
-            self.stats.malformed += 1;
-            let e = c
-                .proto
-                .call_error(xid, rpcrdma_xdr::v2::ERR_BAD_XDR, &mut self.stats);
-            self.send_ctrl(k, e);
-            self.free_slot(k, s);
-            return;
-        }
-        slot.hdr = hdr;
-        if c.proto.opts.probe_callbacks {
-            slot.bc_prog = nfs::backchannel_request(&rpc);
-        }
-        c.by_xid.insert(xid, s);
-        c.tcp_out.extend_from_slice(&nfs::record(&rpc));
-        self.stats.calls_forwarded += 1;
-        self.tcp_flush(k);
-    }
-
-    fn tcp_flush(&mut self, k: usize) {
-        let Some(c) = self.conns.get_mut(&k) else {
-            return;
-        };
-        while !c.tcp_out.is_empty() {
-            match c.tcp.write(&c.tcp_out) {
-                Ok(0) => break,
-                Ok(n) => {
-                    c.tcp_out.drain(..n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) => {
-                    let m = format!("nfsd connection: {e}");
-                    self.close(k, &m);
-                    return;
-                }
-            }
-        }
-    }
-
-    fn tcp_io(&mut self, k: usize) {
-        self.tcp_flush(k);
-        let Some(c) = self.conns.get_mut(&k) else {
-            return;
-        };
-        let mut buf = [0u8; 65536];
-        let mut eof = false;
-        loop {
-            match c.tcp.read(&mut buf) {
-                Ok(0) => {
-                    eof = true;
-                    break;
-                }
-                Ok(n) => c.tcp_in.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(_) => {
-                    eof = true;
-                    break;
-                }
-            }
-        }
-        let max = self.layout.data_size();
-        let recs = match nfs::take_records(&mut c.tcp_in, max) {
-            Ok(r) => r,
-            Err(n) => {
-                let m = format!("nfsd sent a {n}-byte record");
-                self.close(k, &m);
-                return;
-            }
-        };
-        for rec in recs {
-            self.nfsd_record(k, rec);
-        }
-        if eof {
-            self.close(k, "nfsd closed the TCP connection");
-        }
-    }
-
-    fn nfsd_record(&mut self, k: usize, rec: Vec<u8>) {
-        self.dirty = true;
-        let Some(c) = self.conns.get_mut(&k) else {
-            return;
-        };
-        let xid = nfs::word_at(&rec, 0).unwrap_or(0);
-        if nfs::word_at(&rec, 4) == Some(nfs::RPC_CALL) {
-            match c.proto.reverse_call(&rec) {
-                Some(m) => {
-                    self.stats.reverse_calls_sent += 1;
-                    log::info(format_args!(
-                        "{}: callback Call from nfsd (xid {xid:#x}, {} bytes) relayed",
-                        c.peer,
-                        rec.len()
-                    ));
-                    self.send_ctrl(k, m);
-                }
-                None => {
-                    self.stats.reverse_calls_dropped += 1;
-                    log::info(format_args!(
-                        "callback Call from nfsd (xid {xid:#x}) not relayed"
-                    ));
-                }
-            }
-            return;
-        }
-        let Some(s) = c.by_xid.remove(&xid) else {
-            log::warn(format_args!("reply from nfsd for unknown xid {xid:#x}"));
-            return;
-        };
-        c.replies += 1;
-        let n = c.replies;
-        // nfsd gave the session its backchannel here: probe it after the
-        // reply (as nfsd did for NFSv4.0 and early NFSv4.1).
-        let probe = c.slots[s]
-            .as_ref()
-            .and_then(|sl| sl.bc_prog)
-            .filter(|_| nfs::reply_ok(&rec, true));
-        if self.cfg.drop_nth == Some(n) {
-            self.stats.replies_dropped += 1;
-            c.proto.forget_call();
-            log::info(format_args!(
-                "fault injection: dropping reply {n} (xid {xid:#x})"
-            ));
-            self.free_slot(k, s);
-            return;
-        }
-        if let Some((nth, ms)) = self.cfg.delay_nth {
-            if nth == n {
-                self.stats.replies_delayed += 1;
-                log::info(format_args!(
-                    "fault injection: delaying reply {n} by {ms} ms"
-                ));
-                self.delayed.push(Delayed {
-                    due: Instant::now() + Duration::from_millis(ms),
-                    conn: k,
-                    slot: s,
-                    rec,
-                });
-                return;
-            }
-        }
-        self.reply(k, s, rec);
-        if let Some(prog) = probe {
-            self.probe_callbacks(k, prog);
-        }
-    }
-
-    /// Sends the client a CB_NULL of callback program `prog`.
-    fn probe_callbacks(&mut self, k: usize, prog: u32) {
-        let Some(c) = self.conns.get_mut(&k) else {
-            return;
-        };
-        match c.proto.cb_null(prog) {
-            Some(m) => {
-                self.stats.cb_null_sent += 1;
-                log::info(format_args!(
-                    "{}: CB_NULL probe of program {prog:#x} sent",
-                    c.peer
-                ));
-                self.send_ctrl(k, m);
-            }
-            None => log::info(format_args!(
-                "{}: CB_NULL probe of program {prog:#x} does not fit the client's receive size",
-                c.peer
-            )),
-        }
-    }
-
-    fn run_timers(&mut self) {
-        let now = Instant::now();
-        let (due, rest): (Vec<Delayed>, Vec<Delayed>) = std::mem::take(&mut self.delayed)
-            .into_iter()
-            .partition(|d| d.due <= now);
-        self.delayed = rest;
-        for d in due {
-            self.reply(d.conn, d.slot, d.rec);
-        }
-    }
-
-    fn reply(&mut self, k: usize, s: usize, rec: Vec<u8>) {
-        let Some(c) = self.conns.get_mut(&k) else {
-            return;
-        };
-        let Some(slot) = c.slots[s].as_ref() else {
-            return;
-        };
-        let cap: usize = slot
-            .call
-            .writes
-            .first()
-            .map_or(0, |w| w.iter().map(|x| x.length as usize).sum());
-        let ddp = match slot.hdr {
-            Some(h) if cap > 0 => nfs::ddp_range(&h, &rec, cap),
-            _ => None,
-        };
-        let mut plan: ReplyPlan =
-            c.proto
-                .plan_reply(&slot.call, &rec, ddp.clone(), &mut self.stats);
-        if let Some((nth, kind)) = self.cfg.malform_nth {
-            // The Nth reply, or for a kind that rewrites chunk lists the
-            // first reply from the Nth on that moves data by RDMA Write.
-            let due = c.replies >= nth
-                && !c.malformed
-                && (!kind.needs_chunks() || !plan.writes.is_empty());
-            if due {
-                c.malformed = true;
-                self.stats.malformed_sent += 1;
-                log::info(format_args!(
-                    "fault injection: malformed reply {} (xid {:#010x}): {kind:?}",
-                    c.replies, slot.call.xid
-                ));
-                crate::malform::apply(kind, &mut plan);
-                if plan.close_after {
-                    c.close_on_slot = Some(s);
-                }
-            }
-        }
-        if self.cfg.verbose {
-            log::info(format_args!(
-                "{} reply xid {:#x}: {} bytes, ddp {:?}, path {:?}, {} writes, {} sends ({:?} bytes), invalidate {:?}",
-                c.peer,
-                slot.call.xid,
-                rec.len(),
-                ddp,
-                plan.path,
-                plan.writes.len(),
-                plan.sends.len(),
-                plan.sends.iter().map(|b| b.len()).collect::<Vec<_>>(),
-                plan.invalidate
-            ));
-        }
-        let base = self.layout.data_off(s);
-        let sbase = self.layout.slot_off(s);
-        let total_send: usize = plan.sends.iter().map(|b| b.len()).sum();
-        if rec.len() > self.layout.data_size() || total_send > self.layout.send_area {
-            let e = c
-                .proto
-                .call_error(slot.call.xid, rpcrdma_xdr::v2::ERR_SYSTEM, &mut self.stats);
-            self.send_ctrl(k, e);
-            self.free_slot(k, s);
-            return;
-        }
-        c.qp.buf_mut()[base..base + rec.len()].copy_from_slice(&rec);
-        let mut ops = Vec::new();
-        for w in &plan.writes {
-            ops.push(SendOp::Write {
-                off: base + w.src.start,
-                len: w.src.len(),
-                rkey: w.rkey,
-                addr: w.addr,
-            });
-        }
-        let mut at = sbase;
-        let n = plan.sends.len();
-        for (i, b) in plan.sends.iter().enumerate() {
-            c.qp.buf_mut()[at..at + b.len()].copy_from_slice(b);
-            let last = i + 1 == n;
-            // After the RDMA Writes (posted first, in order on the QP),
-            // when the client's credits allow.
-            c.outq.push_back(Out::Slot(SendOp::Send {
-                off: at,
-                len: b.len(),
-                inv: if last { plan.invalidate } else { None },
-                signal: last.then_some(wr(K_SLOT, s)),
-            }));
-            at += b.len();
-            count_sent(&mut self.stats, b);
-        }
-        if plan.invalidate.is_some() {
-            self.stats.invalidations += 1;
-        }
-        if let Some(p) = plan.path {
-            let inline = total_send;
-            self.stats.count_reply(p, inline, plan.written);
-        }
-        if let Err(e) = c.qp.post(&ops) {
-            self.close(k, &format!("post reply: {e}"));
-            return;
-        }
-        if n == 0 {
-            self.free_slot(k, s);
-            return;
-        }
-        self.flush_out(k);
-    }
-
-    fn free_slot(&mut self, k: usize, s: usize) {
-        let Some(c) = self.conns.get_mut(&k) else {
-            return;
-        };
-        if c.slots[s].take().is_none() {
-            return;
-        }
-        c.free.push(s);
-        if let Some(call) = c.waiting.pop_front() {
-            self.start_call(k, call);
-        }
-    }
-}
-
-fn count_sent(st: &mut Stats, b: &[u8]) {
-    st.msgs_sent += 1;
-    match nfs::word_at(b, 12) {
-        Some(0) => st.msg_sent += 1,
-        Some(1) => st.nomsg_sent += 1,
-        _ => {}
     }
 }
 

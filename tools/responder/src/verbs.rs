@@ -232,6 +232,9 @@ pub struct Qp {
     chan: *mut sys::ibv_comp_channel,
     cq: *mut sys::ibv_cq,
     mr: *mut sys::ibv_mr,
+    /// iWARP only: the buffer registered again, with remote write, as the
+    /// sink of our RDMA Reads (null on InfiniBand and RoCE; see `new`).
+    read_sink_mr: *mut sys::ibv_mr,
     buf: Box<[u8]>,
     qp_ready: bool,
     owns_id: bool,
@@ -240,7 +243,22 @@ pub struct Qp {
 impl Qp {
     /// Builds the resources for connect request `id`: a `buf_len`-byte
     /// buffer registered for local access only (the client never gets an
-    /// rkey of ours), `sq` Send and `rq` Receive work requests.
+    /// rkey of ours; on iWARP see below), `sq` Send and `rq` Receive work
+    /// requests.
+    ///
+    /// iWARP: an RDMA Read Request carries the STag of its sink and the
+    /// Read Response is a tagged write into it (RFC 5040), so the sink
+    /// must be registered with remote write access (the kernel's rw API
+    /// does the same for svcrdma: `rdma_rw_init_one_mr()` adds
+    /// `IB_ACCESS_REMOTE_WRITE` when `rdma_protocol_iwarp()`). On an
+    /// iWARP device the buffer is registered a second time with
+    /// `IBV_ACCESS_REMOTE_WRITE` and that registration is used only as the
+    /// sink of RDMA Reads; Sends, Receives and RDMA Write sources keep the
+    /// local-only one. The client sees that STag in our Read Requests and
+    /// could write into the buffer with it while the connection lasts:
+    /// acceptable for this test responder, whose client is the
+    /// implementation under test. InfiniBand and RoCE sinks need only
+    /// local write and get no second registration.
     pub fn new(id: usize, buf_len: usize, sq: u32, rq: u32) -> io::Result<Self> {
         let id = id as *mut sys::rdma_cm_id;
         let mut me = Self {
@@ -249,6 +267,7 @@ impl Qp {
             chan: ptr::null_mut(),
             cq: ptr::null_mut(),
             mr: ptr::null_mut(),
+            read_sink_mr: ptr::null_mut(),
             buf: vec![0u8; buf_len].into_boxed_slice(),
             qp_ready: false,
             owns_id: false,
@@ -294,9 +313,28 @@ impl Qp {
             if me.mr.is_null() {
                 return Err(last_err("ibv_reg_mr"));
             }
+            if (*(*verbs).device).transport_type == sys::ibv_transport_type::IBV_TRANSPORT_IWARP {
+                me.read_sink_mr = sys::ibv_reg_mr(
+                    me.pd,
+                    me.buf.as_mut_ptr().cast(),
+                    me.buf.len(),
+                    (sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0
+                        | sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0)
+                        as i32,
+                );
+                if me.read_sink_mr.is_null() {
+                    return Err(last_err("ibv_reg_mr (iWARP RDMA Read sink)"));
+                }
+            }
         }
         me.owns_id = true;
         Ok(me)
+    }
+
+    /// Whether RDMA Reads land in a registration with remote write access
+    /// (iWARP; see `new`).
+    pub fn read_sink_remote_write(&self) -> bool {
+        !self.read_sink_mr.is_null()
     }
 
     /// The cm id key.
@@ -402,12 +440,18 @@ impl Qp {
         }
         // SAFETY: `mr` is valid.
         let lkey = unsafe { (*self.mr).lkey };
+        // RDMA Read sinks: the remote-write registration on iWARP (`new`).
+        let sink_lkey = if self.read_sink_mr.is_null() {
+            lkey
+        } else {
+            // SAFETY: non-null, so registered in `new` and valid until drop.
+            unsafe { (*self.read_sink_mr).lkey }
+        };
         let mut sges = Vec::with_capacity(ops.len());
         for op in ops {
-            let (off, len) = match *op {
-                SendOp::Write { off, len, .. }
-                | SendOp::Read { off, len, .. }
-                | SendOp::Send { off, len, .. } => (off, len),
+            let (off, len, lkey) = match *op {
+                SendOp::Read { off, len, .. } => (off, len, sink_lkey),
+                SendOp::Write { off, len, .. } | SendOp::Send { off, len, .. } => (off, len, lkey),
             };
             self.check(off, len)?;
             sges.push(sys::ibv_sge {
@@ -452,6 +496,18 @@ impl Qp {
                     if let Some(rkey) = inv {
                         w.opcode = sys::ibv_wr_opcode::IBV_WR_SEND_WITH_INV;
                         w.imm_data_invalidated_rkey_union.invalidated_rkey = rkey;
+                        // rdma-core's siw provider takes the STag to
+                        // invalidate from `wr.rdma.rkey`, not from
+                        // `invalidate_rkey` (providers/siw/siw.c,
+                        // push_send_wqe(), copies `wr.rdma.rkey` into the
+                        // SQE for every opcode); without this siw sends
+                        // STag 0 and the client answers with a TERMINATE
+                        // ("cannot invalidate"). Other providers ignore
+                        // `wr.rdma` for a Send.
+                        w.wr.rdma = sys::rdma_t {
+                            remote_addr: 0,
+                            rkey,
+                        };
                     }
                     if let Some(id) = signal {
                         w.wr_id = id;
@@ -512,6 +568,9 @@ impl Drop for Qp {
         unsafe {
             if self.qp_ready {
                 sys::rdma_destroy_qp(self.id);
+            }
+            if !self.read_sink_mr.is_null() {
+                sys::ibv_dereg_mr(self.read_sink_mr);
             }
             if !self.mr.is_null() {
                 sys::ibv_dereg_mr(self.mr);

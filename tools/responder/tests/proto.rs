@@ -5,7 +5,8 @@
 //! version-two-00 (shared/reference/rpcrdma-v2-00.x) and RFC 8166.
 
 use rpcrdma_responder::nfs::{self, NFS3_READ, NFS_PROGRAM};
-use rpcrdma_responder::proto::{Action, Call, ConnProto, GrantMode, Options};
+use rpcrdma_responder::proto::call::Call;
+use rpcrdma_responder::proto::{Action, ConnProto, GrantMode, Options};
 use rpcrdma_responder::stats::{Path, Stats};
 use rpcrdma_xdr::chunk::{ChunkLists, ReadSegment, Segment};
 use rpcrdma_xdr::header::{self, Flags, MsgKind, MsgSpec, Protocol};
@@ -570,7 +571,10 @@ fn cb_null_probe_answered_and_counted_not_forwarded() {
     let m = words(&p.cb_null(0x4000_0000).unwrap());
     // RDMA2_MSG without F_RESPONSE, then CALL of CB_NULL (program, 1, 0)
     let xid = m[0];
-    assert_eq!(xid & 0xff00_0000, rpcrdma_responder::proto::PROBE_XID);
+    assert_eq!(
+        xid & 0xff00_0000,
+        rpcrdma_responder::proto::reverse::PROBE_XID
+    );
     assert_eq!(&m[3..5], &[0, 0]);
     assert_eq!(&m[9..15], &[xid, 0, 2, 0x4000_0000, 1, 0]);
     let answer = |p: &mut ConnProto, st: &mut Stats, x: u32, accept: u32| {
@@ -914,7 +918,7 @@ fn err_nth_bodies_describe_the_call() {
 
 #[test]
 fn err_calls_counts_only_that_kind_and_err_nth_repeats() {
-    use rpcrdma_responder::proto::CallKind;
+    use rpcrdma_responder::proto::call::CallKind;
     let mut st = Stats::default();
     let mut p = v2_conn(Options {
         err_nth: vec![(1, 2), (2, 42)],
@@ -1048,6 +1052,66 @@ fn grant_prompt_only_while_a_continued_call_waits() {
     let g = bytes(&[0, 2, (32 << 16) | 1, 1, 0, 0, 0, 0, 0]);
     assert_eq!(p.on_receive(&g, &mut st), vec![Action::Nothing]);
     assert_eq!(st.grants_sent, 1);
+}
+
+/// A version 2 connection without CONNPROP, returning credits by `grant`.
+fn granting(grant: GrantMode) -> ConnProto {
+    let opts = Options {
+        no_connprop: true,
+        grant,
+        ..Options::default()
+    };
+    ConnProto::new(opts, client(4096))
+}
+
+#[test]
+fn prompt_tops_up_returns_when_a_message_leaves() {
+    let mut st = Stats::default();
+    let mut p = granting(GrantMode::Prompt);
+    let a = p.on_receive(
+        &call_msg(
+            Protocol::V2,
+            0x31,
+            0,
+            ChunkLists::EMPTY,
+            &rpc_call(0x31, 3, 0),
+        ),
+        &mut st,
+    );
+    let c = the_call(&a);
+    let pl = p.plan_reply(&c, &bytes(&[0x31, 1, 0, 0, 0, 0]), None, &mut st);
+    // Built: returns its Call's credit.
+    assert_eq!(words(&pl.sends[0])[2], (32 << 16) | 1);
+    // Nothing more is owed until the client sends again.
+    assert_eq!(p.top_up(u16::MAX), 0);
+    // Two pieces of a continued Call arrive before the reply leaves:
+    // the reply returns them too, exactly once, within the room given.
+    let _ = continued_call(&mut p, &mut st, 0x32, 3);
+    assert_eq!(p.top_up(1), 1);
+    assert_eq!(p.top_up(u16::MAX), 1);
+    assert_eq!(p.top_up(u16::MAX), 0);
+}
+
+#[test]
+fn error_returns_exactly_one_credit() {
+    let mut st = Stats::default();
+    let mut p = granting(GrantMode::Prompt);
+    let _ = continued_call(&mut p, &mut st, 0x33, 3);
+    // Two spare pieces and the admitted Call are owed; an RDMA2_ERROR
+    // answering it returns one (its receiver counts one), the rest stay.
+    let e = p.call_error(0x33, rpcrdma_xdr::v2::ERR_SYSTEM, &mut st);
+    assert_eq!(words(&e)[2], (32 << 16) | 1);
+    assert_eq!(p.top_up(u16::MAX), 2);
+}
+
+#[test]
+fn tops_up_nothing_with_other_grant_patterns() {
+    let mut st = Stats::default();
+    for mode in [GrantMode::Exact, GrantMode::Lazy] {
+        let mut p = granting(mode);
+        let _ = continued_call(&mut p, &mut st, 0x34, 3);
+        assert_eq!(p.top_up(u16::MAX), 0, "{mode:?}");
+    }
 }
 
 #[test]

@@ -250,7 +250,7 @@ run_perf() {
 			[ -e "/results/server/perftest-$name.ready" ] && break
 			sleep 0.2
 		done
-		timeout -k 5 $((RUNTIME + 60)) "$name" -d rxe0 -R -F -p "$port" "$@" "$SERVER_IP" \
+		timeout -k 5 $((RUNTIME + 60)) "$name" -d "${RDMA_DEV:-rxe0}" -R -F -p "$port" "$@" "$SERVER_IP" \
 			>"$OUT/$out" 2>&1 || rc=$?
 		((rc == 0)) && break
 		cp "$OUT/$out" "$OUT/$out.attempt$try"

@@ -71,7 +71,7 @@ perf_loop() {
 	while :; do
 		rm -f "$ready" "$restart"
 		echo "=== $(date +%T) $name -p $port $*"
-		"$name" -d rxe0 -R -F -p "$port" "$@" &
+		"$name" -d "${RDMA_DEV:-rxe0}" -R -F -p "$port" "$@" &
 		local pid=$! i
 		for ((i = 0; i < 300; i++)); do
 			if rdma resource show cm_id 2>/dev/null | grep -qE "state LISTEN.*:$port( |$)"; then

@@ -19,7 +19,11 @@
 #      pieces (dir=call); mountstats counts continued replies (field 38)
 #      and, with frwr=0, continued Calls (field 39); no reply error and
 #      no kernel warning is logged;
-#   3. afterwards the responders' counters show continued replies,
+#   3. eight RPCs in flight at once on an inline-only 256 KiB mount
+#      (fio, a verifying writer and a reader): continued Calls and
+#      replies interleave and both sides run out of each other's
+#      credits; no stall, no error, no reconnect;
+#   4. afterwards the responders' counters show continued replies,
 #      continued Call pieces reassembled, the asynchronous credit grants
 #      of their patterns, rpcrdma2's own grants received, replies that
 #      waited for rpcrdma2's credits, and no malformed message.
@@ -111,6 +115,40 @@ done
 one_case 20081 4.1 0
 one_case 20082 4.1 0
 one_case 20083 3 0
+
+# Many continued messages in flight both ways at once: inline only
+# (frwr=0), 256 KiB rsize/wsize, so every WRITE is a continued Call of 64
+# pieces and every READ a continued reply of 256 pieces of 1 KiB, from
+# eight RPCs in flight (a writing job with verify and a reading job,
+# iodepth 4 each). Each side keeps running out of the other's credits;
+# this stalled for good until the responder returned credits when its
+# messages left rather than when they were built (issue 11).
+concurrent_case() { # PORT
+	local port=$1 dir
+	tb_log "=== port $port: continued Calls and replies from 8 RPCs in flight (fio, frwr=0, 256 KiB)"
+	echo 0 >/sys/module/rpcrdma2/parameters/frwr
+	dmesg -C
+	echo >/sys/kernel/tracing/trace
+	NFS_RDMA_PORT=$port tb_mount 4.1 rdma "$MNT" rsize=262144,wsize=262144
+	dir=$MNT/conc-$port
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	timeout 300 fio --directory="$dir" --size=8m --bs=256k --iodepth=4 --ioengine=libaio \
+		--direct=1 --name=w --rw=randwrite --verify=crc32c --verify_fatal=1 \
+		--name=r --rw=randread --output=/tmp/fio-conc.txt ||
+		tb_die "port $port: fio failed or stalled (exit $?): $(tail -n 5 /tmp/fio-conc.txt)"
+	grep -E "^ +(READ|WRITE):" /tmp/fio-conc.txt || true
+	[ -n "$(tb_trace_events piece 'dir=call .*more=1')" ] ||
+		tb_die "port $port: no continued Call piece traced"
+	[ -n "$(tb_trace_events piece 'dir=reply .*more=1')" ] ||
+		tb_die "port $port: no continued reply piece traced"
+	[ -z "$(tb_trace_events disconnect)" ] ||
+		tb_die "port $port: the connection was dropped: $(tb_trace_events disconnect | head -n 3)"
+	tb_log "port $port: waits for credits traced: $(tb_trace_events credit_wait | wc -l)"
+	rm -rf "$dir"
+	tb_umount "$MNT"
+}
+concurrent_case 20080
 echo 1 >/sys/module/rpcrdma2/parameters/frwr
 sleep 2
 for port in 20080 20081 20082 20083; do

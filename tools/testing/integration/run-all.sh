@@ -124,7 +124,7 @@ fi
 # The user-space responder (tools/responder) runs in the server guest from
 # the host's build; build it (seconds when up to date). A failure here
 # fails the tests that start it (their server script finds no binary).
-if grep -lq 'server/responder' "${tests[@]}"; then
+if grep -lqE 'server/(responder|soak)' "${tests[@]}"; then
 	"$RPCRDMA2_TOP/tools/responder/build.sh" >/dev/null ||
 		log "integration: building the responder failed (tools/responder/build.sh)"
 fi

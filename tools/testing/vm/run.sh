@@ -3,18 +3,19 @@
 # shellcheck source-path=SCRIPTDIR
 #
 # Two-guest testbed: boot a server and a client guest (QEMU TCG) of the
-# testbed kernel on a private L2, bring up soft-RoCE on both, start stock
-# nfsd (TCP 2049, RDMA 20049) on the server and run CLIENT_SCRIPT in the
-# client.  See Documentation/testing.rst.
+# testbed kernel on a private L2, bring up a software RDMA device on both
+# (soft-RoCE rxe0 by default, soft-iWARP siw0 with --provider siw), start
+# stock nfsd (TCP 2049, RDMA 20049) on the server and run CLIENT_SCRIPT in
+# the client.  See Documentation/testing.rst.
 #
 #   run.sh [options] CLIENT_SCRIPT [ARGS...]
 #   run.sh [options] --cmd 'COMMAND'
 #   run.sh [options] --shell
 #
 # Exit status: the client script's, or 124 (timeout), 125 (the testbed
-# failed: missing tool, kernel not built, guest did not boot, rxe or nfsd did
-# not come up, ...), 2 (usage); 1 if the script passed but the client kernel
-# log has warnings (unless --allow-kernel-warnings).
+# failed: missing tool, kernel not built, guest did not boot, the RDMA device
+# or nfsd did not come up, ...), 2 (usage); 1 if the script passed but the
+# client kernel log has warnings (unless --allow-kernel-warnings).
 
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -47,9 +48,10 @@ usage: ${0##*/} [options] CLIENT_SCRIPT [ARGS...]
        ${0##*/} [options] --cmd 'COMMAND'
        ${0##*/} [options] --shell
 
-Boots a server and a client guest, soft-RoCE on a private L2, stock nfsd
-on the server (tcp $NFS_TCP_PORT, rdma $NFS_RDMA_PORT), then runs
-CLIENT_SCRIPT (a bash file on the host) with ARGS in the client guest.
+Boots a server and a client guest, a software RDMA device (soft-RoCE rxe0,
+or soft-iWARP siw0) on a private L2, stock nfsd on the server (tcp
+$NFS_TCP_PORT, rdma $NFS_RDMA_PORT), then runs CLIENT_SCRIPT (a bash file
+on the host) with ARGS in the client guest.
 
 options:
   --timeout SECS            limit for the whole run (default 600; --shell 3600)
@@ -69,25 +71,29 @@ options:
                             mods/ and build/ (default: build.sh --kdir's parent)
   --append 'ARGS'           extra kernel command line for both guests
   --mem MB                  memory per guest (default 2048)
+  --provider rxe|siw        the RDMA device both guests create on eth0:
+                            rxe (soft-RoCE, rxe0; the default) or siw
+                            (soft-iWARP, siw0)
   --quiet                   do not stream the client script's output
   -h, --help                this text
 
 exit status: the script's; 124 timeout; 125 testbed failure; 2 usage;
 1 if the script passed but the client kernel log has warnings.
 environment: RPCRDMA2_CACHE, RPCRDMA2_KERNEL_DIR (= --kernel),
-RPCRDMA2_KERNEL_VARIANT (= --variant), RPCRDMA2_BOOT_TIMEOUT (90 s),
-RPCRDMA2_DEBUG_SLOWDOWN (4: the debug kernel's time limits are that many
-times longer, --timeout and the boot timeout included),
-RPCRDMA2_VM_INJECT_FAIL=ROLE:STEP (self-test).
+RPCRDMA2_PROVIDER (= --provider), RPCRDMA2_KERNEL_VARIANT (= --variant),
+RPCRDMA2_BOOT_TIMEOUT (90 s), RPCRDMA2_DEBUG_SLOWDOWN (4: the debug kernel's
+time limits are that many times longer, --timeout and the boot timeout
+included), RPCRDMA2_VM_INJECT_FAIL=ROLE:STEP (self-test).
 Client scripts get SERVER_IP CLIENT_IP NFS_SERVER NFS_EXPORT NFS_RDMA_PORT
-NFS_TCP_PORT RESULTS SRC MODS KREL TESTBED_LIB RPCRDMA2_KO RPCRDMA2_KUNIT_KO
-RPCRDMA2_KERNEL_VARIANT (Documentation/testing.rst).
+NFS_TCP_PORT RESULTS SRC MODS KREL TESTBED_LIB RDMA_PROVIDER RDMA_DEV
+RPCRDMA2_KO RPCRDMA2_KUNIT_KO RPCRDMA2_KERNEL_VARIANT
+(Documentation/testing.rst); server scripts get RDMA_PROVIDER RDMA_DEV too.
 EOF
 }
 
 timeout=600 timeout_set=0 results='' check_warnings=1 allow_autoload=0
 cmd='' shell=0 server_script='' append='' mem=2048 kroot=${RPCRDMA2_KERNEL_DIR:-}
-quiet=0 boot_timeout=${RPCRDMA2_BOOT_TIMEOUT:-90}
+quiet=0 boot_timeout=${RPCRDMA2_BOOT_TIMEOUT:-90} provider=${RPCRDMA2_PROVIDER:-rxe}
 while (($#)); do
 	[[ $1 == --*=* ]] && set -- "${1%%=*}" "${1#*=}" "${@:2}"
 	case $1 in
@@ -102,6 +108,7 @@ while (($#)); do
 	--variant) RPCRDMA2_KERNEL_VARIANT=${2:?--variant needs NAME}; shift 2 ;;
 	--append) append=${2?--append needs ARGS}; shift 2 ;;
 	--mem) mem=${2:?--mem needs MB}; shift 2 ;;
+	--provider) provider=${2:?--provider needs rxe or siw}; shift 2 ;;
 	--quiet) quiet=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	--) shift; break ;;
@@ -124,6 +131,12 @@ else
 fi
 [[ $timeout =~ ^[0-9]+$ ]] || { echo "${0##*/}: --timeout: not a number: $timeout" >&2; exit 2; }
 [[ $mem =~ ^[0-9]+$ ]] || { echo "${0##*/}: --mem: not a number: $mem" >&2; exit 2; }
+case $provider in
+rxe | siw) ;;
+*) echo "${0##*/}: --provider (or RPCRDMA2_PROVIDER): rxe or siw, not '$provider'" >&2; exit 2 ;;
+esac
+# The device both guests create on eth0 (tools/testing/vm/guest/stage2.sh).
+readonly RDMA_DEV=${provider}0
 [ "$RPCRDMA2_KERNEL_VARIANT" = default ] ||
 	[ -f "$RPCRDMA2_TOP/tools/testing/kernel/$RPCRDMA2_KERNEL_VARIANT.fragment" ] ||
 	{ echo "${0##*/}: no kernel variant '$RPCRDMA2_KERNEL_VARIANT'" >&2; exit 2; }
@@ -255,7 +268,8 @@ fi
 		NFS_TCP_PORT "$NFS_TCP_PORT" TB_TIMEOUT "$timeout" \
 		TB_ALLOW_RPCRDMA_AUTOLOAD "$allow_autoload" TB_SCRIPT "$gscript" \
 		TB_SERVER_SCRIPT "$gserver_script" TB_INTERACTIVE "$shell" \
-		TB_INJECT_FAIL "${RPCRDMA2_VM_INJECT_FAIL:-}" \
+		TB_INJECT_FAIL "${RPCRDMA2_VM_INJECT_FAIL:-}" TB_PROVIDER "$provider" \
+		TB_RDMA_DEV "$RDMA_DEV" \
 		TB_KERNEL_VARIANT "$RPCRDMA2_KERNEL_VARIANT" TB_SLOW "$slow" \
 		TB_KO "/src/$(module_ko "$RPCRDMA2_KERNEL_VARIANT")" \
 		TB_KUNIT_KO "/src/$(module_ko "$RPCRDMA2_KERNEL_VARIANT" kunit)"
@@ -329,17 +343,17 @@ launch() { # ROLE PEER MAC
 }
 
 vm_log "results: $RES"
-vm_log "kernel $KREL ($kroot, variant $RPCRDMA2_KERNEL_VARIANT), client script: ${gscript:-interactive shell} ${*}"
+vm_log "kernel $KREL ($kroot, variant $RPCRDMA2_KERNEL_VARIANT), RDMA provider $provider ($RDMA_DEV), client script: ${gscript:-interactive shell} ${*}"
 launch server client 52:54:00:52:44:01
 launch client server 52:54:00:52:44:02
 echo "server ${PID[server]} client ${PID[client]}" >"$RES/qemu.pids"
 
 # --- supervise -------------------------------------------------------------------
 
-readonly PHASES=(server.booted client.booted server.rxe client.rxe server.ready
+readonly PHASES=(server.booted client.booted server.rdma client.rdma server.ready
 	client.started client.finished)
 declare -A DESC=([server.booted]="server booted" [client.booted]="client booted"
-	[server.rxe]="server rxe0 ACTIVE" [client.rxe]="client rxe0 ACTIVE"
+	[server.rdma]="server $RDMA_DEV ACTIVE" [client.rdma]="client $RDMA_DEV ACTIVE"
 	[server.ready]="server ready: nfsd tcp/$NFS_TCP_PORT rdma/$NFS_RDMA_PORT"
 	[client.started]="client script started" [client.finished]="client finished")
 declare -A T=()
@@ -483,7 +497,7 @@ fi
 
 maxt() { local a=${T[$1]:-0} b=${T[$2]:-0}; echo $((a > b ? a : b)); }
 timings="boot $(fmt "$(maxt server.booted client.booted)")"
-timings+=", rxe up $(fmt "$(maxt server.rxe client.rxe)")"
+timings+=", $RDMA_DEV up $(fmt "$(maxt server.rdma client.rdma)")"
 timings+=", server ready $(fmt "${T[server.ready]:-0}")"
 t_fin=${T[client.finished]} t_start=${T[client.started]:-0}
 timings+=", script $(fmt $((t_fin - t_start)))"

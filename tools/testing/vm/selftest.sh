@@ -3,9 +3,10 @@
 # shellcheck source-path=SCRIPTDIR
 #
 # Self-test of the two-guest testbed (run.sh): the environment a client
-# script gets, exit-status passing, the kernel-log check, and that every
-# failure (guest setup step, panic, no boot, timeout) is reported with the
-# right exit status, a message naming it, and no QEMU left running.
+# script gets (rxe0 by default, siw0 with --provider siw), exit-status
+# passing, the kernel-log check, and that every failure (guest setup step,
+# panic, no boot, timeout, bad --provider) is reported with the right exit
+# status, a message naming it, and no QEMU left running.
 # About 2-3 minutes; ends with 'N passed, N failed'.
 #
 #   selftest.sh [CASE...]
@@ -56,6 +57,7 @@ set -euo pipefail
 [ -f "$SRC/tools/testing/vm/run.sh" ] || tb_die "repository not at $SRC"
 ! touch "$SRC/.rw-test" 2>/dev/null || tb_die "repository is writable"
 [ "$(uname -r)" = "$KREL" ] && [ -d "$MODS/lib/modules/$KREL" ] || tb_die "modules"
+[ "$RDMA_PROVIDER" = rxe ] && [ "$RDMA_DEV" = rxe0 ] || tb_die "provider '$RDMA_PROVIDER' device '$RDMA_DEV'"
 rdma link show rxe0/1 | grep -q ACTIVE || tb_die "rxe0 not ACTIVE"
 [ "$(cat /sys/class/net/eth0/mtu)" = 9000 ] || tb_die "mtu"
 [ -e /run/testbed/block-rpcrdma ] || tb_die "rpcrdma autoload not blocked"
@@ -65,6 +67,14 @@ echo "env ok"
 EOF
 
 check env 0 'env ok' "$WORK/env.sh" 'a b' 'c"d' "e'f"
+# --provider siw: siw0 (iWARP) on eth0 in both guests, no rxe device.
+check siw 0 'siw ok' --provider siw --cmd '
+	[ "$RDMA_PROVIDER" = siw ] && [ "$RDMA_DEV" = siw0 ] || exit 11
+	rdma link show siw0/1 | grep -q "state ACTIVE.*netdev eth0" || exit 12
+	ibv_devinfo -d siw0 | grep -q "transport:.*iWARP" || exit 13
+	! rdma link show rxe0/1 >/dev/null 2>&1 || exit 14
+	echo "siw ok"'
+check bad-provider 2 "--provider .*rxe or siw, not 'roce'" --provider roce --cmd true
 check exit-status 3 'exit status 3' --cmd 'echo hello; exit 3'
 check warning 1 'client.console:.*WARNING: selftest' \
 	--cmd 'echo "WARNING: selftest fake warning" >/dev/kmsg'

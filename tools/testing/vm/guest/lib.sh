@@ -8,6 +8,8 @@
 #   SERVER_IP CLIENT_IP NFS_SERVER NFS_EXPORT NFS_RDMA_PORT NFS_TCP_PORT
 #   RESULTS (this run's client results dir, also the cwd) SRC (repository,
 #   read-only) MODS (modules_install tree) KREL (uname -r) TESTBED_LIB TESTBED=1
+#   RDMA_PROVIDER (rxe or siw, run.sh --provider) RDMA_DEV (rxe0 or siw0,
+#   the RDMA device on eth0)
 
 TB_SKIP=77
 

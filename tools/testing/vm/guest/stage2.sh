@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck source-path=SCRIPTDIR
 #
-# Stage 2 of a testbed guest (bash, host /usr): network, modules, soft-RoCE,
-# then the role's own setup (server.sh or client.sh).  Started by /init, which
+# Stage 2 of a testbed guest (bash, host /usr): network, modules, the
+# software RDMA device (soft-RoCE rxe0 or soft-iWARP siw0), then the role's
+# own setup (server.sh or client.sh).  Started by /init, which
 # powers the guest off when this returns.
 
 set -eEuo pipefail
@@ -30,7 +31,10 @@ else
 	TB_MY_IP=$CLIENT_IP
 fi
 KREL=$(uname -r)
-export KREL SERVER_IP CLIENT_IP
+# The RDMA provider run.sh --provider chose, and the device it gets on eth0.
+RDMA_PROVIDER=${TB_PROVIDER:-rxe}
+RDMA_DEV=${TB_RDMA_DEV:-${RDMA_PROVIDER}0}
+export KREL SERVER_IP CLIENT_IP RDMA_PROVIDER RDMA_DEV
 
 mkdir -p /root /var/tmp /var/lib /var/log /run/testbed
 chmod 1777 /var/tmp
@@ -62,15 +66,31 @@ step "network: lo" ip link set lo up
 step "network: eth0 up, mtu $TB_MTU" ip link set eth0 mtu "$TB_MTU" up
 step "network: eth0 address" ip addr add "$TB_MY_IP/$TB_PREFIX" dev eth0
 
-# Soft-RoCE on eth0.
-step "rxe: modprobe rdma_rxe" modprobe rdma_rxe
-step "rxe: rdma link add rxe0" rdma link add rxe0 type rxe netdev eth0
-rxe_active() { rdma link show rxe0/1 | grep -q 'state ACTIVE'; }
-wait_for $((20 * ${TB_SLOW:-1})) "rxe: rxe0 ACTIVE (rdma link)" rxe_active
-step "rxe: ibv_devices lists rxe0" bash -c 'ibv_devices | grep -qw rxe0'
-step "rxe: ibv_devinfo" ibv_devinfo -d rxe0
-log "rxe0: $(rdma link show rxe0/1 | tr -s ' '), active_mtu $(ibv_devinfo -d rxe0 | awk '/active_mtu/ {print $2}')"
-mark rxe
+# The RDMA device on eth0: soft-RoCE (rdma_rxe) or soft-iWARP (siw).  The
+# step names start with the provider ("rxe: ...", "siw: ..."), which
+# RPCRDMA2_VM_INJECT_FAIL matches.
+case $RDMA_PROVIDER in
+rxe) rdma_mod=rdma_rxe ;;
+siw) rdma_mod=siw ;;
+*) fail "RDMA provider" "unknown provider '$RDMA_PROVIDER' (rxe or siw)" ;;
+esac
+P=$RDMA_PROVIDER D=$RDMA_DEV
+step "$P: modprobe $rdma_mod" modprobe "$rdma_mod"
+step "$P: rdma link add $D" rdma link add "$D" type "$P" netdev eth0
+rdma_active() { rdma link show "$D/1" | grep -q 'state ACTIVE'; }
+wait_for $((20 * ${TB_SLOW:-1})) "$P: $D ACTIVE (rdma link)" rdma_active
+step "$P: ibv_devices lists $D" bash -c "ibv_devices | grep -qw $D"
+step "$P: ibv_devinfo" ibv_devinfo -d "$D"
+# The device must be the provider's: transport InfiniBand (RoCE) or iWARP.
+case $P in
+rxe) want_transport=InfiniBand ;;
+siw) want_transport=iWARP ;;
+esac
+have_transport=$(ibv_devinfo -d "$D" | awk '/transport:/ {print $2; exit}')
+[ "$have_transport" = "$want_transport" ] ||
+	fail "$P: $D transport" "ibv_devinfo says '$have_transport', expected '$want_transport'"
+log "$D: $(rdma link show "$D/1" | tr -s ' '), transport $have_transport, active_mtu $(ibv_devinfo -d "$D" | awk '/active_mtu/ {print $2}')"
+mark rdma
 
 # shellcheck source=/dev/null
 . "/testbed/$TB_ROLE.sh"

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Setting a connection up ([`Conn::establish`], the transport's connect
+//! worker): address and route resolution, the sizing of the QP, the MR
+//! pool and the Send and Receive buffers (all allocated and DMA-mapped
+//! here, so the data path never allocates), the CM handshake, and the
+//! version 2 probe with our `RDMA2_CONNPROP`.
+
+use super::*;
+
+/// Most MRs in one connection's pool.
+const MR_POOL_MAX: usize = 256;
+
+impl Conn {
+    /// Connects to `dst` and returns the established connection
+    /// (process context; sleeps). `proto` gives the plan: the version of
+    /// the first message, the Receives to post, our private data.
+    pub fn establish(
+        net: &Net,
+        dst: &SockAddr,
+        xprt: &dyn Fn() -> XprtRef,
+        proto_state: &Arc<ProtoState>,
+        stats: &Arc<ConnStats>,
+        bc: &Arc<Backchannel>,
+    ) -> Result<Conn> {
+        let id = trace::next_conn_id();
+        let mut step = c"setup";
+        let r = Self::establish_as(id, &mut step, net, dst, xprt, proto_state, stats, bc);
+        if let Err(e) = &r {
+            trace::connect_error(dst, step, e.to_errno());
+        }
+        r
+    }
+
+    /// [`Conn::establish`] of connection `id`; `step` names the step in
+    /// progress, for the tracepoint of a failure.
+    #[allow(clippy::too_many_arguments)]
+    fn establish_as(
+        id: u32,
+        step: &mut &'static CStr,
+        net: &Net,
+        dst: &SockAddr,
+        xprt: &dyn Fn() -> XprtRef,
+        proto_state: &Arc<ProtoState>,
+        stats: &Arc<ConnStats>,
+        bc: &Arc<Backchannel>,
+    ) -> Result<Conn> {
+        let (config, plan) = {
+            let mut p = proto_state.lock();
+            (*p.config(), p.connect())
+        };
+        xprt().set_cwnd(plan.credits.credits, true);
+
+        let why = Arc::new(CloseWhy::default(), GFP_KERNEL)?;
+        let cm = ConnCm::new(xprt(), why.clone())?;
+        let conn_id = id;
+        let id = CmId::new(net, cm.clone())?;
+        *step = c"address resolution";
+        id.resolve_addr(None, dst, RESOLVE_TIMEOUT_MS)?;
+        cm.wait_for(Step::AddrResolved, "address resolution")?;
+        *step = c"route resolution";
+        id.resolve_route(RESOLVE_TIMEOUT_MS)?;
+        cm.wait_for(Step::RouteResolved, "route resolution")?;
+        *step = c"resources";
+
+        // FRWR for chunks; without it (or with frwr=N) the connection is
+        // inline only.
+        let frwr = id
+            .device()
+            .filter(|_| crate::compat::params::frwr())
+            .and_then(|d| FrwrCaps::query(d).ok());
+        let max_wr = id
+            .device()
+            .map_or(0, |d| d.max_qp_wr().min(d.max_cqe()).max(0) as u32);
+        let segs = frwr.map_or(0, |c| {
+            proto::Limits::segs_for_depth(mr::page_size() as u32, c.depth).min(c.max_segs)
+        });
+        proto_state.lock().set_max_segs(segs);
+        // One Read chunk and one Reply chunk per RPC at most.
+        let mrs_per_rpc = 2 * segs as usize;
+
+        let nrecv = config.recv_queue_depth();
+        let nsend = config.max_requests as usize + 2;
+        // Each RPC: its Send, and a REG_MR and a LOCAL_INV per MR.
+        let send_wr = (nsend * (1 + 2 * mrs_per_rpc))
+            .min(max_wr.saturating_sub(1) as usize)
+            .max(nsend);
+        let caps = QpCaps {
+            max_send_wr: send_wr as u32,
+            max_recv_wr: nrecv,
+            max_send_sge: 1,
+            max_recv_sge: 1,
+        };
+        let qp = ConnQp::new(
+            xprt(),
+            conn_id,
+            nsend,
+            nrecv as usize,
+            proto_state.clone(),
+            stats.clone(),
+            bc.clone(),
+            why,
+            cm.clone(),
+            RegSizing {
+                slots: config.max_requests as usize,
+                mrs_per_rpc,
+                depth: frwr.map_or(0, |c| c.depth as usize),
+            },
+        )?;
+        let ep = Endpoint::new(id, &caps, PollContext::Workqueue, qp)?;
+        if let Some(frwr) = frwr.filter(|_| segs > 0) {
+            // The C client registers at most a few hundred MRs per
+            // connection up front; a Send that finds none waits.
+            let size = (config.max_requests as usize * segs as usize).clamp(1, MR_POOL_MAX);
+            let pool = MrPool::new(ep.pd(), frwr, size)?;
+            stats.mrs_allocated.fetch_add(size as u64, Relaxed);
+            let c = Arc::new(Chunking { caps: frwr, pool }, GFP_KERNEL)?;
+            *ep.qp().handler().0.chunking.lock() = Some(c);
+        }
+
+        // Buffers: every Receive buffer and Send buffer of the connection
+        // is allocated and DMA-mapped now; the data path never allocates.
+        let state = &ep.qp().handler().0;
+        for _ in 0..nrecv {
+            let buf = DmaBuf::new(
+                ep.pd(),
+                config.recv_buffer_size() as usize,
+                DmaDir::FromDevice,
+                GFP_KERNEL,
+            )?;
+            if state.recvs.lock().push(RecvBuf(buf)).is_err() {
+                break;
+            }
+        }
+        for _ in 0..nsend {
+            let buf = DmaBuf::new(
+                ep.pd(),
+                config.inline_send as usize,
+                DmaDir::ToDevice,
+                GFP_KERNEL,
+            )?;
+            if state.sends.lock().push(SendBuf { buf, len: 0 }).is_err() {
+                break;
+            }
+        }
+        // The peer's first message needs somewhere to land.
+        state.post_receives(ep.qp(), plan.post_receives);
+
+        let pd = config.private_data_bytes();
+        *step = c"connection";
+        ep.connect(&ConnParam::rpcrdma_client(ep.device(), &pd))?;
+        cm.wait_for(Step::Established, "connection")?;
+
+        // RFC 8797: the peer's sizes cap ours; absent or invalid private
+        // data means the defaults of the version in use.
+        let peer = cm.peer();
+        trace::pvtdata(conn_id, &peer);
+        let limits = proto_state.lock().established(peer);
+        trace::connect(
+            conn_id,
+            dst,
+            plan.protocol,
+            limits.send,
+            limits.recv,
+            config.max_requests,
+        );
+        match plan.protocol {
+            Protocol::V2 => pr_info!(
+                "connected to {} (conn {}): probing RPC-over-RDMA version 2 (inline send {} recv {}, {} credits max)\n",
+                dst, conn_id, limits.send, limits.recv, config.max_requests
+            ),
+            Protocol::V1 => {
+                trace::version(conn_id, Protocol::V1, c"version 1 from the start");
+                pr_info!(
+                    "connected to {} (conn {}): RPC-over-RDMA version 1 (inline send {} recv {}, {} credits max)\n",
+                    dst, conn_id, limits.send, limits.recv, config.max_requests
+                )
+            }
+        }
+        let conn = Conn {
+            ep,
+            limits,
+            id: conn_id,
+        };
+        if plan.protocol == Protocol::V2 {
+            *step = c"version 2 probe";
+            conn.probe(proto_state, &cm)?;
+            // The peer's segment properties may leave room for less than
+            // a full payload: lower the transport's, before the upper
+            // layer sizes its I/O (NFS reads it at mount).
+            let depth = frwr.map_or(1, |c| c.depth);
+            let max = proto_state
+                .lock()
+                .max_payload(mr::page_size() as u32, depth);
+            if let Some(bytes) = max {
+                if xprt().lower_max_payload(bytes as usize) {
+                    pr_info!(
+                        "conn {}: the server's segment limits allow RPC payloads of {} bytes at most\n",
+                        conn_id,
+                        bytes
+                    );
+                }
+            }
+        }
+        Ok(conn)
+    }
+
+    /// Sends our `RDMA2_CONNPROP` as the version 2 probe and waits for
+    /// the server's answer (see `proto::connprop`), unless this transport
+    /// probes with its first RPC. `EAGAIN` when the probe is not answered
+    /// in time (the server is remembered as not answering CONNPROP: the
+    /// next connection probes with an RPC) or the connection fails
+    /// meanwhile: SUNRPC then connects again.
+    fn probe(&self, proto_state: &Arc<ProtoState>, cm: &ConnCm) -> Result {
+        let Some(plan) = proto_state.lock().connprop_probe() else {
+            return Ok(());
+        };
+        if trace::connprop_enabled() {
+            let mut sent = crate::xdr::props::TransportProperties::DEFAULTS;
+            for p in &plan.props {
+                sent.apply(p);
+            }
+            trace::connprop(self.id, c"sent", &sent);
+        }
+        if let Err(e) = self.post_send(|buf| plan.encode(buf).map_err(|_| EINVAL)) {
+            pr_err!(
+                "conn {}: posting the RDMA2_CONNPROP probe failed ({:?})\n",
+                self.id,
+                e
+            );
+            return Err(EAGAIN);
+        }
+        match cm.wait_probe_answer(proto::connprop::PROBE_TIMEOUT_MS) {
+            Ok(true) => Ok(()),
+            Ok(false) => {
+                if !proto_state.lock().probe_timed_out() {
+                    // Answered just now.
+                    return Ok(());
+                }
+                pr_warn!(
+                    "conn {}: no answer to the RPC-over-RDMA version 2 probe (RDMA2_CONNPROP) in {} ms: reconnecting; this server's connections will probe with their first RPC\n",
+                    self.id,
+                    proto::connprop::PROBE_TIMEOUT_MS
+                );
+                self.disconnect(Why::ProbeTimeout);
+                Err(EAGAIN)
+            }
+            Err(e) => {
+                pr_warn!(
+                    "conn {}: the connection failed while probing for version 2 ({:?})\n",
+                    self.id,
+                    e
+                );
+                Err(EAGAIN)
+            }
+        }
+    }
+}

@@ -1,0 +1,379 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The send path of a connection: [`Conn::send`] plans an RPC with the
+//! protocol state, registers its chunks (REG_MR WRs chained before the
+//! signalled Send) and posts it; [`Conn::release`] invalidates and gives
+//! back what a request slot still has registered.
+
+use super::*;
+
+impl Conn {
+    /// Marshals `rqst` (in request slot `slot`) and posts it: inline as
+    /// `RDMA_MSG` / `RDMA2_MSG`, or with a Reply chunk over the whole
+    /// receive buffer (Long Reply) and/or as `RDMA_NOMSG` with a
+    /// Position-Zero Read chunk over the whole Call (Long Call). The MRs
+    /// are registered by REG_MR WRs chained before the signalled Send.
+    pub fn send(&self, rqst: &Rqst, slot: u16, stats: &ConnStats) -> Result {
+        let q = &self.ep.qp().handler().0;
+        // Registrations left from an earlier transmission on this
+        // connection (the v2 probe sent again in v1) go first.
+        self.release(slot);
+        let xid = u32::from_be(rqst.xid());
+        if let Some(e) = self.blocked_by_continued(xid) {
+            return Err(e);
+        }
+        if self.continuing() {
+            return self.send_continued(rqst, xid, stats);
+        }
+        let chunking = q.chunking();
+        // Receive pages the upper layer left to the transport.
+        rqst.fill_sparse_pages()?;
+        let mut rpc = rqst.chunk_rpc();
+        rpc.ddp_allowed &= crate::compat::params::ddp();
+        let page_size = mr::page_size() as u32;
+        let depth = chunking.as_ref().map_or(1, |c| c.caps.depth);
+        // A resend after a transport error is planned as its recovery says.
+        let recovery = q.recovery.lock().begin(usize::from(slot), xid);
+        let hints = recovery.hints();
+        // The MRs must be there before the Call is counted as sent: a
+        // Send that finds too few free waits for space (an RPC ending
+        // frees its MRs). Only this sender takes MRs from the pool, so
+        // the count cannot shrink before they are taken.
+        let mrs_free = chunking.as_ref().map_or(usize::MAX, |c| c.pool.available());
+        let plan = q
+            .proto
+            .lock()
+            .prepare_rpc_within(xid, &rpc, page_size, depth, &hints, mrs_free);
+        let (plan, chunks) = match plan {
+            Ok(p) => p,
+            Err(CallError::NoMrs { .. }) => {
+                stats.no_mrs.fetch_add(1, Relaxed);
+                return Err(crate::compat::errno::enobufs());
+            }
+            Err(CallError::NoCredits) => {
+                stats.no_credits.fetch_add(1, Relaxed);
+                let c = *q.proto.lock().credits();
+                trace::credit_wait(self.id, xid, &c);
+                return Err(crate::compat::errno::enobufs());
+            }
+            Err(CallError::NotConnected) => return Err(crate::compat::errno::enotconn()),
+            Err(CallError::TooBig(t)) => {
+                stats.too_big.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "send: {:?} of {} bytes exceeds the inline limit of {} and this connection has no chunks (-EMSGSIZE)\n",
+                        t.direction, t.len, t.limit
+                    );
+                }
+                return Err(crate::compat::errno::emsgsize());
+            }
+            Err(CallError::Plan(proto::PlanError::TooBig(t)))
+                if chunking.is_none() && t.direction == proto::Direction::Call =>
+            {
+                // Inline only: a version 2 connection continues the Call
+                // (-00 §4.5.2); version 1 cannot.
+                return self.send_continued(rqst, xid, stats);
+            }
+            Err(CallError::Plan(e)) => {
+                stats.too_big.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "send: xid {:#010x} cannot be sent: {:?} ({})\n",
+                        xid,
+                        e,
+                        e.errno().to_kernel()
+                    );
+                }
+                return Err(Error::from_errno(e.errno().to_kernel()));
+            }
+        };
+        trace::marshal(
+            self.id,
+            rqst.task_id(),
+            xid,
+            chunks.protocol(),
+            &chunks,
+            u32::try_from(rqst.call_len()).unwrap_or(u32::MAX),
+            plan.probe,
+            &recovery,
+        );
+        let Some(mut sb) = q.sends.lock().pop() else {
+            return Err(crate::compat::errno::enobufs());
+        };
+        let n = chunks.ranges().len();
+        if n > 0 {
+            if let Err(e) = self.register(rqst, slot, xid, &chunks, chunking.as_deref()) {
+                let _ = q.sends.lock().push(sb);
+                self.release(slot);
+                return Err(e);
+            }
+        }
+        let r = (|| {
+            let g = q.regs.lock();
+            let segs = match g.get(usize::from(slot)) {
+                Some(r) if n > 0 => r.segs.get(..r.nsegs).ok_or(EINVAL)?,
+                _ => &[],
+            };
+            let remote_inv = q.proto.lock().thresholds().remote_invalidation;
+            let lists = chunks.chunk_lists(segs, remote_inv).map_err(|_| EINVAL)?;
+            let spec = crate::xdr::header::MsgSpec {
+                kind: chunks.kind(),
+                chunks: lists.lists(),
+                inv_handle: lists.inv_handle(),
+                ..plan.msg_spec(xid)
+            };
+            let buf = sb.buf.as_mut_slice();
+            let hdr = header::encode_msg(buf, plan.protocol, &spec).map_err(|_| EINVAL)?;
+            drop(g);
+            let layout = chunks.send_layout();
+            if layout.is_empty() {
+                return Ok(hdr);
+            }
+            let total = hdr.checked_add(layout.len() as usize).ok_or(EINVAL)?;
+            let body = buf.get_mut(hdr..total).ok_or(EINVAL)?;
+            rqst.copy_call_layout(body, &layout)?;
+            Ok(total)
+        })();
+        let total = match r {
+            Ok(t) => t,
+            Err(e) => {
+                let _ = q.sends.lock().push(sb);
+                self.release(slot);
+                return Err(e);
+            }
+        };
+        sb.len = total;
+        sb.buf.sync_for_device(total);
+        if chunks.call() == proto::CallForm::Long {
+            stats.nomsg_calls.fetch_add(1, Relaxed);
+        }
+        let sum = |r: &[proto::Range]| r.iter().map(|r| u64::from(r.len)).sum::<u64>();
+        stats
+            .read_chunks
+            .fetch_add(chunks.read_ranges().len() as u64, Relaxed);
+        stats
+            .write_chunks
+            .fetch_add(chunks.write_ranges().len() as u64, Relaxed);
+        stats
+            .reply_chunks
+            .fetch_add(chunks.reply_ranges().len() as u64, Relaxed);
+        stats.rdma_request.fetch_add(
+            sum(chunks.write_ranges()) + sum(chunks.reply_ranges()),
+            Relaxed,
+        );
+        stats
+            .req_bytes
+            .fetch_add(u64::from(chunks.send_layout().len()), Relaxed);
+        self.post_with_regs(slot, n, sb)
+    }
+
+    /// Maps every range of `chunks` into an MR from the pool and keeps
+    /// the MRs and their segments in `slot`.
+    fn register(
+        &self,
+        rqst: &Rqst,
+        slot: u16,
+        xid: u32,
+        chunks: &ChunkPlan,
+        chunking: Option<&Chunking>,
+    ) -> Result {
+        let q = &self.ep.qp().handler().0;
+        let c = chunking.ok_or(EIO)?;
+        let i = usize::from(slot);
+        let mut pages = {
+            let mut g = q.regs.lock();
+            let r = g.activate(i, xid).ok_or(EINVAL)?;
+            r.plan = Some(*chunks);
+            core::mem::take(&mut r.pages)
+        };
+        let ret = self.register_ranges(rqst, slot, xid, chunks, c, &mut pages);
+        if let Some(r) = q.regs.lock().get_mut(i) {
+            r.pages = pages;
+        }
+        ret
+    }
+
+    fn register_ranges(
+        &self,
+        rqst: &Rqst,
+        slot: u16,
+        xid: u32,
+        chunks: &ChunkPlan,
+        c: &Chunking,
+        pages: &mut KVec<PageSeg>,
+    ) -> Result {
+        let q = &self.ep.qp().handler().0;
+        let i = usize::from(slot);
+        let nread = chunks.read_ranges().len();
+        for (k, range) in chunks.ranges().iter().enumerate() {
+            if range.part == Part::WritePad {
+                return Err(EINVAL);
+            }
+            let Some(mut mr) = c.pool.get() else {
+                return Err(crate::compat::errno::enobufs());
+            };
+            let (side, access) = if k < nread {
+                (XdrSide::Call, MrAccess::RemoteRead)
+            } else {
+                (XdrSide::Reply, MrAccess::RemoteWrite)
+            };
+            if let Err(e) = rqst.map_range(side, range, &mut mr, access, xid, pages) {
+                c.pool.put(mr);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "send: xid {:#010x}: mapping {:?} failed ({:?})\n",
+                        xid,
+                        range,
+                        e
+                    );
+                }
+                return Err(e);
+            }
+            let seg = mr.segment().ok_or(EIO)?;
+            trace::mr_reg(q.id, xid, seg.handle, seg.length, seg.offset);
+            let mut g = q.regs.lock();
+            let r = g.get_mut(i).ok_or(EINVAL)?;
+            let Some(place) = r.segs.get_mut(k) else {
+                drop(g);
+                c.pool.put(mr);
+                return Err(EINVAL);
+            };
+            *place = seg;
+            r.nsegs = k + 1;
+            if let Err(mr) = r.store(mr) {
+                drop(g);
+                c.pool.put(mr);
+                return Err(EINVAL);
+            }
+        }
+        Ok(())
+    }
+
+    /// Posts the REG_MRs of `slot`'s `n` MRs chained before the
+    /// signalled Send `sb`.
+    fn post_with_regs(&self, slot: u16, n: usize, sb: SendBuf) -> Result {
+        let q = &self.ep.qp().handler().0;
+        let qp = self.ep.qp();
+        if n == 0 {
+            return qp.post_send_one(SendWr::send(SendOpCtx::Buf(sb)).signaled());
+        }
+        let i = usize::from(slot);
+        let mut chain = match q.take_chain() {
+            Ok(c) => c,
+            Err(e) => {
+                // Nothing posted: the MRs stay in the slot until the
+                // next transmission releases them.
+                let _ = q.sends.lock().push(sb);
+                return Err(if e == ENOMEM {
+                    crate::compat::errno::enobufs()
+                } else {
+                    e
+                });
+            }
+        };
+        if let Some(r) = q.regs.lock().get_mut(i) {
+            r.in_flight = n as u32;
+        }
+        loop {
+            let next = q.regs.lock().get_mut(i).and_then(|r| r.take());
+            let Some(mr) = next else { break };
+            let wr = SendWr::reg_mr(SendOpCtx::Reg {
+                wr: MrWr::new(mr),
+                slot,
+            });
+            let _ = chain.push(wr);
+            if chain.len() + 1 == MAX_SEND_CHAIN {
+                // REG_MRs alone: retired by the Send's completion.
+                if let Err(e) = qp.post_send_chain(&mut chain) {
+                    q.put_chain(chain);
+                    let _ = q.sends.lock().push(sb);
+                    self.release(slot);
+                    return Err(e);
+                }
+            }
+        }
+        let _ = chain.push(SendWr::send(SendOpCtx::Buf(sb)).signaled());
+        let r = qp.post_send_chain(&mut chain);
+        q.put_chain(chain);
+        if r.is_err() {
+            // Everything came back as Aborted.
+            self.release(slot);
+        }
+        r
+    }
+
+    /// Invalidates and releases whatever `slot` still has registered
+    /// (an abandoned RPC, `buf_free`; or before sending again). Waits
+    /// for MRs still in the Send queue. Process context.
+    pub fn release(&self, slot: u16) {
+        let q = &self.ep.qp().handler().0;
+        let active = q
+            .regs
+            .lock()
+            .get(usize::from(slot))
+            .is_some_and(|r| r.active);
+        if active {
+            self.release_slot(slot);
+        }
+    }
+
+    /// [`Conn::release`] of a slot with registrations: out of line, as it
+    /// needs a few KiB of stack (a synchronous invalidation) that the
+    /// common path of [`Conn::send`] should not pay for.
+    #[inline(never)]
+    #[cold]
+    fn release_slot(&self, slot: u16) {
+        let q = &self.ep.qp().handler().0;
+        let i = usize::from(slot);
+        {
+            let mut g = q.regs.lock();
+            loop {
+                let busy = match g.get_mut(i) {
+                    Some(r) if r.active => {
+                        // Keeps a reply from starting an invalidation.
+                        r.releasing = true;
+                        r.in_flight > 0 || r.invalidating
+                    }
+                    _ => return,
+                };
+                if !busy {
+                    break;
+                }
+                // Every WR posted gets a completion, flushed if the QP
+                // goes to error (C: frwr_unmap_sync waits uninterruptibly
+                // on mr_linv_done the same way); reg_done and drain_slot
+                // notify.
+                q.regs_idle.wait(&mut g);
+            }
+        }
+        let mut mrs = KVec::new();
+        loop {
+            let next = q.regs.lock().get_mut(i).and_then(|r| r.take());
+            let Some(mr) = next else { break };
+            if mr.state() == MrState::Registered {
+                // Without memory the MR is dropped, which deregisters it.
+                let _ = mrs.push(mr, GFP_KERNEL);
+            } else {
+                q.put_mr(mr);
+            }
+        }
+        if !mrs.is_empty() {
+            let xid = q.regs.lock().get(i).map_or(0, |r| r.xid);
+            trace::mr_inv(
+                q.id,
+                xid,
+                c"sync",
+                0,
+                u32::try_from(mrs.len()).unwrap_or(u32::MAX),
+            );
+            match mr::inv::invalidate_sync(self.ep.qp(), mrs, SendOpCtx::SyncInv) {
+                Ok(back) | Err((_, back)) => {
+                    for mr in back {
+                        q.put_mr(mr);
+                    }
+                }
+            }
+        }
+        q.regs.lock().deactivate(i);
+    }
+}

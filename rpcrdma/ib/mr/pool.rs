@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A connection's pool of FRWR MRs ([`MrPool`]): an MR is taken for a
+//! chunk and given back once the peer can no longer reach it; broken ones
+//! are deregistered and replaced.
+
+use super::super::verbs::Pd;
+use super::caps::FrwrCaps;
+use super::{Mr, MrState};
+use core::sync::atomic::{AtomicUsize, Ordering};
+use kernel::prelude::*;
+use kernel::sync::{Arc, Mutex};
+
+/// A pool of FRWR MRs for one connection (one PD).
+///
+/// The C client keeps `re_max_rdma_segs` MRs per refresh and grows on
+/// demand; here the owner chooses the size (for example
+/// `max_requests * caps.max_segs`, bounded by memory). MRs that came back
+/// `Broken` or still registered are deregistered, not reused, and
+/// [`MrPool::refill`] replaces them (call it in process context, e.g. on
+/// reconnect). A new connection has a new PD and so a new pool.
+///
+/// # Invariants
+///
+/// Every MR in `free` is `Free` and belongs to `pd`.
+#[pin_data]
+pub struct MrPool {
+    pd: Arc<Pd>,
+    caps: FrwrCaps,
+    size: usize,
+    lost: AtomicUsize,
+    #[pin]
+    free: Mutex<FreeList>,
+}
+
+/// A stack of MRs in `size` preallocated slots: `slots[..n]` are `Some`,
+/// the rest `None` (so giving an MR back never allocates).
+struct FreeList {
+    slots: KVec<Option<Mr>>,
+    n: usize,
+}
+
+impl FreeList {
+    fn pop(&mut self) -> Option<Mr> {
+        let i = self.n.checked_sub(1)?;
+        let mr = self.slots.get_mut(i)?.take();
+        self.n = i;
+        mr
+    }
+
+    /// Gives `mr` back if there is a free slot.
+    fn push(&mut self, mr: Mr) -> core::result::Result<(), Mr> {
+        match self.slots.get_mut(self.n) {
+            Some(slot) => {
+                *slot = Some(mr);
+                self.n += 1;
+                Ok(())
+            }
+            None => Err(mr),
+        }
+    }
+}
+
+impl MrPool {
+    /// Allocates `size` MRs of `caps.depth` pages on `pd`.
+    pub fn new(pd: &Arc<Pd>, caps: FrwrCaps, size: usize) -> Result<Arc<MrPool>> {
+        let mut slots = KVec::with_capacity(size, GFP_KERNEL)?;
+        for _ in 0..size {
+            slots.push(Some(Mr::new(pd, &caps)?), GFP_KERNEL)?;
+        }
+        let v = FreeList { slots, n: size };
+        Arc::pin_init(
+            pin_init!(MrPool {
+                pd: pd.clone(),
+                caps,
+                size,
+                lost: AtomicUsize::new(0),
+                free <- kernel::new_mutex!(v, "rpcrdma2_mr_pool"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The sizing the MRs were made with.
+    pub fn caps(&self) -> &FrwrCaps {
+        &self.caps
+    }
+
+    /// Takes a `Free` MR; `None` when the pool is empty.
+    pub fn get(&self) -> Option<Mr> {
+        self.free.lock().pop()
+    }
+
+    /// Gives an MR back. A `Mapped` or `Invalidated` one is unmapped
+    /// first (its owned buffer, if any, is freed); any other state means
+    /// the peer may still reach it or its hardware state is unknown, so it
+    /// is deregistered and counted as lost until [`MrPool::refill`].
+    pub fn put(&self, mut mr: Mr) {
+        if !core::ptr::eq(&**mr.pd(), &*self.pd) {
+            pr_err!(
+                "MR {:#x} returned to the pool of another PD; deregistered\n",
+                mr.rkey()
+            );
+            return;
+        }
+        let reusable = match mr.state() {
+            MrState::Free => true,
+            MrState::Mapped | MrState::Invalidated => mr.unmap().is_ok(),
+            _ => false,
+        };
+        if reusable {
+            // A slot is free unless more MRs come back than were taken;
+            // an extra one is deregistered like a broken one.
+            if self.free.lock().push(mr).is_ok() {
+                return;
+            }
+        } else {
+            drop(mr);
+        }
+        self.lost.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The number of MRs the pool holds when all are back.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// MRs available now.
+    pub fn available(&self) -> usize {
+        self.free.lock().n
+    }
+
+    /// MRs deregistered by [`MrPool::put`] and not replaced yet.
+    pub fn lost(&self) -> usize {
+        self.lost.load(Ordering::Relaxed)
+    }
+
+    /// Allocates replacements for lost MRs; returns how many.
+    pub fn refill(&self) -> Result<usize> {
+        let mut done = 0;
+        while self.lost.load(Ordering::Relaxed) > 0 {
+            let mr = Mr::new(&self.pd, &self.caps)?;
+            self.lost.fetch_sub(1, Ordering::Relaxed);
+            // Dropped (deregistered) if there is no slot.
+            let _ = self.free.lock().push(mr);
+            done += 1;
+        }
+        Ok(done)
+    }
+}

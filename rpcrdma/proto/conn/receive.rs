@@ -1,0 +1,411 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The receive side of [`Transport`]: what one received message means
+//! ([`Transport::receive`], which returns an [`Outcome`]): version
+//! negotiation, credit grants, the reassembly of continued replies and of
+//! a continued `RDMA2_CONNPROP`, messages that do not decode.
+
+use super::super::connprop;
+use super::super::continuation::{Piece, Step};
+use super::super::credits::{CreditUpdate, Grant};
+use super::super::negotiate::{Phase, Verdict};
+use super::super::reply::{classify, Cause, Control, Reply};
+use super::super::xdr::header::{self, Body, Header, Protocol};
+use super::super::xdr::props::{TransportProperties, RVREQSUP_NONE};
+use super::super::xdr::v2;
+use super::Transport;
+
+/// Everything the transport does after one successful Receive.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcome<'a> {
+    /// What to do with the message.
+    pub reply: Reply<'a>,
+    /// The credit window changed: set `rb_credits` and `xprt->cwnd`.
+    pub credits: Option<CreditUpdate>,
+    /// The v2 message budget reopened: `xprt_write_space`.
+    pub wake_senders: bool,
+    /// Post this many Receives now (already counted as posted; report a
+    /// shortfall with [`Transport::receives_unposted`]).
+    pub post_receives: u32,
+    /// An asynchronous credit grant is due (-00 §6.4.2): the responder
+    /// has used half the credits we advertised since our last message and
+    /// may be waiting for them (for example in the middle of a continued
+    /// reply). With a Send buffer at hand, call
+    /// [`Transport::prepare_grant`] and send what it returns.
+    pub grant_due: bool,
+}
+
+impl Transport {
+    /// Handles one successful Receive: `buf` is exactly the received
+    /// bytes (`wc->byte_len`).
+    pub fn receive<'a>(&mut self, buf: &'a [u8]) -> Outcome<'a> {
+        self.credits.on_receive();
+        let (reply, grant) = match self.last_connprop_piece(buf) {
+            Some(r) => r,
+            None => match header::decode(buf) {
+                Ok(h) => self.on_header(&h),
+                Err(e) => self.on_decode_error(buf, e),
+            },
+        };
+        let mut out = Outcome {
+            reply,
+            credits: None,
+            wake_senders: false,
+            post_receives: 0,
+            grant_due: false,
+        };
+        if let Some(g) = grant {
+            if matches!(
+                g,
+                Grant::Ignored
+                    | Grant::V2 {
+                        answers_call: true,
+                        ..
+                    }
+            ) {
+                self.unanswered = self.unanswered.saturating_sub(1);
+            }
+            let effect = self.credits.on_grant(g);
+            out.credits = effect.update;
+            out.wake_senders = effect.wake;
+            if effect.bad_word {
+                self.stats.bad_credit = self.stats.bad_credit.wrapping_add(1);
+            }
+        }
+        if out.reply == Reply::Control(Control::Fallback) {
+            // Version 1 counts no messages: whoever waited may send.
+            out.wake_senders = true;
+        }
+        self.count(&out.reply);
+        if self.neg.phase() != Phase::Down {
+            out.post_receives = self.credits.replenish();
+        }
+        out.grant_due = self.grant_due();
+        out
+    }
+
+    /// The transport could not place a piece of continued Reply `xid`
+    /// ([`Reply::Piece`]): the rest of its sequence is dropped.
+    pub fn abandon_continuation(&mut self, xid: u32) {
+        self.cont.abandon(xid);
+    }
+
+    /// A Receive completed with an error (the connection is going away):
+    /// it is no longer posted.
+    pub fn receive_flushed(&mut self) {
+        self.credits.on_receive();
+    }
+
+    /// `n` of the Receives asked for were not posted.
+    pub fn receives_unposted(&mut self, n: u32) {
+        self.credits.unposted(n);
+    }
+
+    /// Runs a version 2 message through the reassembly of continued
+    /// replies; `None` when it is not part of a sequence.
+    fn continued<'a>(
+        &mut self,
+        p: &Piece<'a>,
+        h: &Header<'a>,
+    ) -> Option<(Reply<'a>, Option<Grant>)> {
+        let step = self.cont.on_message(p);
+        let answers_call = step.answers_call();
+        let reply = match step {
+            Step::Single => return None,
+            Step::Append {
+                xid,
+                offset,
+                payload,
+            } => Reply::Piece {
+                xid,
+                offset,
+                payload,
+                last: None,
+            },
+            Step::Last {
+                xid,
+                offset,
+                payload,
+                len,
+            } => Reply::Piece {
+                xid,
+                offset,
+                payload,
+                last: Some(len),
+            },
+            Step::Fail { xid, fault, .. } => Reply::fail_with(xid, Cause::Continuation(fault)),
+            Step::Drop { fault, .. } => Reply::Drop(Cause::Continuation(fault)),
+        };
+        let grant = match h.body {
+            // An RDMA2_ERROR's credit word is ignored (§6.4.3); it returns
+            // a credit only if it answers the Call (credit rule 3).
+            Body::Error(_) => answers_call.then_some(Grant::Ignored),
+            _ => Some(Grant::V2 {
+                credits: h.credits(),
+                answers_call,
+            }),
+        };
+        Some((reply, grant))
+    }
+
+    /// Takes the peer's property set `p` (from one `RDMA2_CONNPROP` or
+    /// reassembled): the thresholds follow it at once, chunk planning
+    /// from the next Call ([`Self::limits`]).
+    fn set_props(&mut self, p: TransportProperties) {
+        self.stats.connprop_applied = self.stats.connprop_applied.wrapping_add(1);
+        self.props = Some(p);
+        self.refresh_thresholds();
+    }
+
+    /// The peer announced `RVREQSUP_NONE` (-00 §5.2.5).
+    fn refuses_reverse_calls(&self) -> bool {
+        self.props
+            .is_some_and(|p| p.reverse_request_support == RVREQSUP_NONE)
+    }
+
+    /// Feeds one piece of a continued `RDMA2_CONNPROP` to the reassembly;
+    /// returns the complete set once the last piece is in.
+    fn connprop_piece(&mut self, xid: u32, body: &[u8], more: bool) -> Option<TransportProperties> {
+        if more && self.props_asm.xid().is_some_and(|x| x != xid) {
+            // A new set starts before the previous one ended.
+            self.stats.connprop_bad = self.stats.connprop_bad.wrapping_add(1);
+        }
+        match self.props_asm.piece(xid, body, more) {
+            connprop::Step::Pending => None,
+            connprop::Step::Done(p) => Some(p),
+            connprop::Step::Failed(_) => {
+                self.stats.connprop_bad = self.stats.connprop_bad.wrapping_add(1);
+                None
+            }
+        }
+    }
+
+    /// The last piece (no `F_MORE`) of a continued `RDMA2_CONNPROP` being
+    /// reassembled on a version 2 connection: its body is not a property
+    /// set of its own, so it does not go through the header decoder.
+    /// `None` for every other message.
+    fn last_connprop_piece<'a>(&mut self, buf: &[u8]) -> Option<(Reply<'a>, Option<Grant>)> {
+        let xid = self.props_asm.xid()?;
+        if self.neg.protocol() != Some(Protocol::V2) {
+            return None;
+        }
+        let (p, body) = v2::decode_prefix(buf).ok()?;
+        if p.htype != v2::RDMA2_CONNPROP || p.flags.has_more() || p.xid != xid {
+            return None;
+        }
+        let grant = Some(Grant::V2 {
+            credits: header::Credits::from_word(p.credit),
+            answers_call: false,
+        });
+        let reply = match self.connprop_piece(xid, body, false) {
+            Some(props) => {
+                self.set_props(props);
+                Reply::Control(Control::Properties(props))
+            }
+            None => Reply::Control(Control::PropertiesPart),
+        };
+        Some((reply, grant))
+    }
+
+    fn on_header<'a>(&mut self, h: &Header<'a>) -> (Reply<'a>, Option<Grant>) {
+        // Version 2 messages go through the reassembly first: pieces of a
+        // sequence, and whatever interrupts one.
+        let v2_conn = h.protocol == Protocol::V2 && self.neg.protocol() == Some(Protocol::V2);
+        let seen = v2_conn && self.cont.in_sequence();
+        if seen {
+            if let Some(r) = self.continued(&piece_of(h), h) {
+                return r;
+            }
+        }
+        let phase = self.neg.phase();
+        match self.neg.on_header(h, &mut self.memory) {
+            Verdict::NotConnected => (Reply::Drop(Cause::NotConnected), None),
+            Verdict::VersionMismatch { got } => {
+                (Reply::Disconnect(Cause::VersionMismatch { got }), None)
+            }
+            Verdict::StrayErrVers => (Reply::Drop(Cause::StrayErrVers), None),
+            Verdict::Resend { xid } => {
+                self.credits.set_protocol(Protocol::V1);
+                self.refresh_thresholds();
+                if xid == connprop::PROBE_XID && phase == (Phase::Probing { probe: Some(xid) }) {
+                    // Our CONNPROP was the probe: no RPC to send again.
+                    return (Reply::Control(Control::Fallback), Some(Grant::Ignored));
+                }
+                (Reply::Resend { xid }, Some(Grant::Ignored))
+            }
+            Verdict::ErrVers {
+                xid,
+                low,
+                high,
+                rejected,
+                settled,
+            } => {
+                let cause = Cause::ErrVers {
+                    low,
+                    high,
+                    rejected,
+                    settled,
+                };
+                let reply = Reply::Fail {
+                    xid,
+                    errno: cause.errno(),
+                    cause,
+                };
+                (reply, Some(Grant::Ignored))
+            }
+            Verdict::Accept => {
+                if phase != self.neg.phase() {
+                    // The probe was answered: settled on v2.
+                    self.refresh_thresholds();
+                }
+                if h.protocol == Protocol::V2 && !seen {
+                    if let Some(r) = self.continued(&piece_of(h), h) {
+                        return r;
+                    }
+                }
+                let mut reply = classify(h);
+                if let Reply::Fail {
+                    cause: Cause::Chunks(_),
+                    xid,
+                    ..
+                } = reply
+                {
+                    if self.config.max_segs > 0 {
+                        // Chunks are offered: the transport checks the
+                        // reply against what the RPC registered.
+                        reply = Reply::Chunked { xid, header: *h };
+                    }
+                }
+                match reply {
+                    Reply::Control(Control::Properties(p)) => {
+                        self.props_asm.reset();
+                        self.set_props(p);
+                    }
+                    Reply::Control(Control::PropertiesPart) => {
+                        if let Body::ConnPropPart(body) = h.body {
+                            self.connprop_piece(h.xid, body, true);
+                        }
+                    }
+                    Reply::ReverseCall { .. } if self.refuses_reverse_calls() => {
+                        // -00 §5.2.5: the peer said it sends no
+                        // reverse-direction requests (so it takes no
+                        // replies): do not answer one.
+                        self.stats.reverse_refused = self.stats.reverse_refused.wrapping_add(1);
+                        reply = Reply::Drop(Cause::ReverseRefused);
+                    }
+                    _ => {}
+                }
+                // The answer to our CONNPROP probe returns its credit
+                // whatever its credit word says (rule 3 of
+                // super::credits: it answers the probe).
+                let answers_probe = phase
+                    == (Phase::Probing {
+                        probe: Some(connprop::PROBE_XID),
+                    })
+                    && self.neg.phase() == Phase::Settled(Protocol::V2);
+                let grant = match (h.protocol, &h.body) {
+                    // A v1 reverse-direction Call carries the server's
+                    // backchannel grant, not one for our Calls (RFC 8167;
+                    // the C client ignores it too).
+                    (Protocol::V1, _) if matches!(reply, Reply::ReverseCall { .. }) => {
+                        return (reply, None);
+                    }
+                    // v1 errors too, as the C client does.
+                    (Protocol::V1, _) => Grant::V1(h.credit),
+                    (Protocol::V2, Body::Error(_)) => Grant::Ignored,
+                    (Protocol::V2, _) => Grant::V2 {
+                        credits: h.credits(),
+                        answers_call: reply.answers_call() || answers_probe,
+                    },
+                };
+                (reply, Some(grant))
+            }
+        }
+    }
+
+    fn on_decode_error<'a>(
+        &mut self,
+        buf: &'a [u8],
+        e: super::super::xdr::Error,
+    ) -> (Reply<'a>, Option<Grant>) {
+        let Ok(c) = header::peek(buf) else {
+            return (Reply::Drop(Cause::Malformed(e)), None);
+        };
+        if c.vers == v2::VERSION
+            && self.neg.protocol() == Some(Protocol::V2)
+            && self.cont.in_sequence()
+        {
+            // A message that does not decode interrupts a sequence (or
+            // ends one being discarded). Its credit word is not trusted.
+            let flags = buf
+                .get(16..)
+                .and_then(|b| b.first_chunk::<4>())
+                .map_or(0, |w| u32::from_be_bytes(*w));
+            let p = Piece {
+                xid: c.xid,
+                htype: c.htype,
+                more: flags & v2::F_MORE != 0,
+                response: flags & v2::F_RESPONSE != 0,
+                chunks: false,
+                valid: false,
+                payload: &[],
+            };
+            let step = self.cont.on_message(&p);
+            let grant = step.answers_call().then_some(Grant::Ignored);
+            match step {
+                Step::Fail { xid, fault, .. } => {
+                    return (Reply::fail_with(xid, Cause::Continuation(fault)), grant);
+                }
+                Step::Drop { .. } => return (Reply::Drop(Cause::Malformed(e)), grant),
+                _ => {}
+            }
+        }
+        match self.neg.on_malformed(c.xid, c.vers) {
+            // A malformed version 2 message that answers no Call: a
+            // CONNPROP, or any message with XID 0 (-00 §6.4.2). Counted
+            // and dropped; it must not fail the RPC that has XID 0.
+            Verdict::Accept
+                if c.vers == v2::VERSION && (c.xid == 0 || c.htype == v2::RDMA2_CONNPROP) =>
+            {
+                (Reply::Drop(Cause::Malformed(e)), None)
+            }
+            Verdict::Accept => {
+                let grant = if c.xid != 0 {
+                    Some(Grant::Ignored)
+                } else {
+                    None
+                };
+                let cause = Cause::Malformed(e);
+                let reply = Reply::Fail {
+                    xid: c.xid,
+                    errno: cause.errno(),
+                    cause,
+                };
+                (reply, grant)
+            }
+            Verdict::VersionMismatch { got } => {
+                (Reply::Disconnect(Cause::VersionMismatch { got }), None)
+            }
+            _ => (Reply::Drop(Cause::NotConnected), None),
+        }
+    }
+}
+
+/// The facts the reassembly needs about a decoded version 2 header.
+fn piece_of<'a>(h: &Header<'a>) -> Piece<'a> {
+    let (htype, chunks, payload) = match h.body {
+        Body::Msg(ref m) => (v2::RDMA2_MSG, !m.chunks.is_empty(), m.payload),
+        Body::NoMsg(ref n) => (v2::RDMA2_NOMSG, !n.chunks.is_empty(), &[][..]),
+        Body::Error(_) => (v2::RDMA2_ERROR, false, &[][..]),
+        Body::ConnProp(_) | Body::ConnPropPart(_) => (v2::RDMA2_CONNPROP, false, &[][..]),
+    };
+    Piece {
+        xid: h.xid,
+        htype,
+        more: h.flags.has_more(),
+        response: h.flags.is_response(),
+        chunks,
+        valid: true,
+        payload,
+    }
+}

@@ -1,0 +1,639 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! `struct rpc_rqst` and `rpc_task` behind the safe [`Rqst`] and [`Task`],
+//! and request slots.
+//!
+//! # Memory layout
+//!
+//! A [`SlotBox<S>`] is an `rpc_rqst` followed by the transport's
+//! per-request state `S`; `alloc_slot` hands its `rpc_rqst` to SUNRPC and
+//! every later callback maps the `rpc_rqst` back to its `SlotBox` (what C
+//! does with `container_of`).
+
+use super::xprt::{spin_lock, spin_unlock, Xprt};
+use crate::bindings;
+use core::pin::Pin;
+use core::ptr::addr_of_mut;
+use kernel::alloc::{flags::GFP_KERNEL, KBox};
+use kernel::init::PinInit;
+use kernel::prelude::*;
+use kernel::types::Opaque;
+
+/// Which `xdr_buf` of a request: the Call (`rq_snd_buf`) or the Reply
+/// (`rq_rcv_buf`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XdrSide {
+    /// `rq_snd_buf`.
+    Call,
+    /// `rq_rcv_buf` (whose memory `rq_private_buf` shares).
+    Reply,
+}
+
+/// An RPC request, seen from SUNRPC: the `struct rpc_rqst`.
+///
+/// # Invariants
+///
+/// The wrapped `rpc_rqst` is alive.
+#[repr(transparent)]
+pub struct Rqst(Opaque<bindings::rpc_rqst>);
+
+impl Rqst {
+    /// # Safety
+    ///
+    /// `ptr` points to a live `rpc_rqst` for the lifetime `'a`.
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_rqst) -> &'a Rqst {
+        // SAFETY: transparent wrapper; validity per the caller.
+        unsafe { &*ptr.cast::<Rqst>() }
+    }
+
+    pub(super) fn raw(&self) -> *mut bindings::rpc_rqst {
+        self.0.get()
+    }
+
+    /// The raw pointer, for calls into SUNRPC.
+    pub fn as_raw(&self) -> *mut bindings::rpc_rqst {
+        self.raw()
+    }
+
+    /// The XID in network byte order, as it is on the wire.
+    pub fn xid(&self) -> u32 {
+        // SAFETY: the rqst is alive (type invariant).
+        unsafe { (*self.raw()).rq_xid }
+    }
+
+    /// The `tk_pid` of the task that owns the request (0 if none).
+    pub fn task_id(&self) -> u32 {
+        // SAFETY: the rqst is alive (type invariant); `rq_task` is set
+        // while a task owns it and is then alive.
+        unsafe {
+            let task = (*self.raw()).rq_task;
+            if task.is_null() {
+                0
+            } else {
+                u32::from((*task).tk_pid)
+            }
+        }
+    }
+
+    /// The length of the RPC Call message in `rq_snd_buf`.
+    pub fn call_len(&self) -> usize {
+        // SAFETY: the rqst is alive (type invariant).
+        unsafe { (*self.raw()).rq_snd_buf.len as usize }
+    }
+
+    /// The capacity of the reply buffer (`rq_rcv_buf.buflen`).
+    pub fn reply_buflen(&self) -> usize {
+        // SAFETY: the rqst is alive (type invariant).
+        unsafe { (*self.raw()).rq_rcv_buf.buflen as usize }
+    }
+
+    fn xdr_buf(&self, side: XdrSide) -> *mut bindings::xdr_buf {
+        // SAFETY: the rqst is alive (type invariant); only the address is
+        // taken.
+        unsafe {
+            match side {
+                XdrSide::Call => addr_of_mut!((*self.raw()).rq_snd_buf),
+                XdrSide::Reply => addr_of_mut!((*self.raw()).rq_rcv_buf),
+            }
+        }
+    }
+
+    /// The geometry of both `xdr_buf`s and their DDP eligibility, for
+    /// chunk planning: the Call's pages are NFS WRITE data when
+    /// `rq_snd_buf` is flagged `XDRBUF_WRITE`, the Reply's pages receive
+    /// READ (or READLINK) data when `rq_rcv_buf` is flagged
+    /// `XDRBUF_READ`; DDP is off under GSS integrity and privacy.
+    pub fn chunk_rpc(&self) -> crate::proto::Rpc {
+        let flags = |side| {
+            // SAFETY: as below.
+            unsafe { (*self.xdr_buf(side)).flags }
+        };
+        let geo = |side| {
+            // SAFETY: the rqst is alive and owned by the sending task,
+            // which does not change its buffers while it is being sent.
+            let b = unsafe { &*self.xdr_buf(side) };
+            let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+            crate::proto::Geometry {
+                head: len(b.head[0].iov_len),
+                page_base: b.page_base,
+                page_len: b.page_len,
+                tail: len(b.tail[0].iov_len),
+            }
+        };
+        // SAFETY: the rqst is alive and has a credential while it is being
+        // sent (`rq_cred` is set in `rpc_init_task`/`call_refresh`).
+        let ddp_allowed = unsafe { bindings::rpcrdma2_shim_rqst_ddp_allowed(self.raw()) };
+        crate::proto::Rpc {
+            call: geo(XdrSide::Call),
+            call_ddp: flags(XdrSide::Call) & bindings::XDRBUF_WRITE != 0,
+            reply: geo(XdrSide::Reply),
+            reply_buflen: u32::try_from(self.reply_buflen()).unwrap_or(u32::MAX),
+            reply_ddp: flags(XdrSide::Reply) & bindings::XDRBUF_READ != 0,
+            ddp_allowed,
+        }
+    }
+
+    /// Allocates the missing pages of a receive buffer flagged
+    /// `XDRBUF_SPARSE_PAGES` (the upper layer frees them); `ENOBUFS` when
+    /// a page cannot be had without sleeping.
+    pub fn fill_sparse_pages(&self) -> Result {
+        // SAFETY: the rqst is alive and owned by the sending task.
+        let ret =
+            unsafe { bindings::rpcrdma2_shim_fill_sparse_pages(self.xdr_buf(XdrSide::Reply)) };
+        kernel::error::to_result(ret)
+    }
+
+    /// Copies the inline part of the Call described by `layout` (head
+    /// bytes, the pages or none of them, then tail bytes from
+    /// `tail_offset`) into `out`, which must be exactly `layout.len()`
+    /// bytes.
+    pub fn copy_call_layout(&self, out: &mut [u8], layout: &crate::proto::SendLayout) -> Result {
+        if out.len() != layout.len() as usize {
+            return Err(EINVAL);
+        }
+        // SAFETY: the rqst is alive and owned by the sending task.
+        let (head_len, page_len) = unsafe {
+            let b = &*self.xdr_buf(XdrSide::Call);
+            (
+                u32::try_from(b.head[0].iov_len).map_err(|_| EINVAL)?,
+                b.page_len,
+            )
+        };
+        if layout.head > head_len || (layout.pages != 0 && layout.pages != page_len) {
+            return Err(EINVAL);
+        }
+        let tail_at = head_len
+            .checked_add(page_len)
+            .and_then(|n| n.checked_add(layout.tail_offset))
+            .ok_or(EINVAL)?;
+        let parts = [
+            (0, layout.head),
+            (head_len, layout.pages),
+            (tail_at, layout.tail),
+        ];
+        let mut at = 0usize;
+        for (base, len) in parts {
+            if len == 0 {
+                continue;
+            }
+            let dst = out.get_mut(at..at + len as usize).ok_or(EINVAL)?;
+            // SAFETY: the rqst is alive; `dst` is valid for `len` bytes
+            // and `read_bytes_from_xdr_buf` checks the range against the
+            // buffer.
+            let ret = unsafe {
+                bindings::read_bytes_from_xdr_buf(
+                    addr_of_mut!((*self.raw()).rq_snd_buf),
+                    base,
+                    dst.as_mut_ptr().cast(),
+                    len,
+                )
+            };
+            kernel::error::to_result(ret)?;
+            at += len as usize;
+        }
+        Ok(())
+    }
+
+    /// Starts assembling a Reply whose payload the responder wrote into
+    /// the reply pages through a Write chunk: `head` goes to the start of
+    /// the receive buffer (a head shorter than `head[0].iov_len` trims
+    /// `head[0]`, in `rq_rcv_buf` and `rq_private_buf` alike, so that the
+    /// pages follow it directly, as C `rpcrdma_inline_fixup` does), and the
+    /// `written` payload bytes are already in the pages. The `tail_len`
+    /// inline bytes after the payload belong right after the payload and
+    /// its XDR roundup, where a contiguous Reply has them; that offset
+    /// (which may lie in the pages) and the Reply's length for
+    /// [`Rqst::complete`] are returned. The caller writes the tail there
+    /// with [`Rqst::write_reply_at`] once the pages are no longer mapped
+    /// for DMA (unmapping a bounce-buffered mapping copies the device's
+    /// view back over the pages).
+    ///
+    /// `EINVAL` if `written` exceeds the pages or the parts do not fit.
+    pub fn place_written(&self, head: &[u8], written: u32, tail_len: u32) -> Result<(u32, u32)> {
+        let h = u32::try_from(head.len()).map_err(|_| EINVAL)?;
+        // SAFETY: the rqst is alive and pinned by the caller of
+        // `with_rqst`; no one else touches its receive buffer until it is
+        // completed.
+        unsafe {
+            let rcv = addr_of_mut!((*self.raw()).rq_rcv_buf);
+            let private = addr_of_mut!((*self.raw()).rq_private_buf);
+            if written > (*rcv).page_len {
+                return Err(EINVAL);
+            }
+            let planned = (*rcv).head[0].iov_len;
+            if head.len() < planned {
+                if tail_len != 0 {
+                    return Err(EINVAL);
+                }
+                let delta = planned - head.len();
+                for b in [rcv, private] {
+                    (*b).head[0].iov_len = head.len();
+                    (*b).buflen = (*b).buflen.saturating_sub(delta as u32);
+                }
+            } else if head.len() != planned {
+                return Err(EINVAL);
+            }
+        }
+        let payload_end = h
+            .checked_add(written.checked_next_multiple_of(4).ok_or(EINVAL)?)
+            .ok_or(EINVAL)?;
+        let total = payload_end.checked_add(tail_len).ok_or(EINVAL)?;
+        if total as usize > self.reply_buflen() {
+            return Err(crate::compat::errno::emsgsize());
+        }
+        self.write_reply_at(0, head)?;
+        Ok((payload_end, total))
+    }
+
+    /// Writes `bytes` at offset `at` of the Reply (`rq_private_buf`,
+    /// which shares its memory with `rq_rcv_buf`); `EMSGSIZE` past its
+    /// end.
+    pub fn write_reply_at(&self, at: u32, bytes: &[u8]) -> Result {
+        let len = u32::try_from(bytes.len()).map_err(|_| EINVAL)?;
+        if len == 0 {
+            return Ok(());
+        }
+        if at as usize + bytes.len() > self.reply_buflen() {
+            return Err(crate::compat::errno::emsgsize());
+        }
+        // SAFETY: the rqst is alive and pinned by the caller of
+        // `with_rqst`; `bytes` is valid for `len` bytes; the function
+        // checks the range against the xdr_buf.
+        let ret = unsafe {
+            bindings::write_bytes_to_xdr_buf(
+                addr_of_mut!((*self.raw()).rq_private_buf),
+                at,
+                bytes.as_ptr().cast_mut().cast(),
+                len,
+            )
+        };
+        kernel::error::to_result(ret)
+    }
+
+    /// Maps `range` of the `side` buffer into `mr` for the peer to access
+    /// as `access` (the iova tagged with `xid`, host order), building the
+    /// page list in `pages` (which needs room for the range's pages: the
+    /// chunk plan sizes ranges by the FRWR depth, and the caller sizes
+    /// `pages` by it, so no allocation happens here). `EINVAL` for a range
+    /// outside the buffer, `ENOMEM` if `pages` is too small, `EIO` if the
+    /// MR took only part of it.
+    ///
+    /// The caller must invalidate (or drop) the MR before the request is
+    /// completed or its buffers freed: the memory belongs to the request.
+    pub fn map_range(
+        &self,
+        side: XdrSide,
+        range: &crate::proto::Range,
+        mr: &mut crate::ib::mr::Mr,
+        access: crate::ib::mr::MrAccess,
+        xid: u32,
+        pages: &mut KVec<crate::ib::mr::PageSeg>,
+    ) -> Result {
+        use crate::proto::Part;
+        // SAFETY: as in `chunk_rpc`.
+        let b = unsafe { &*self.xdr_buf(side) };
+        let off = range.offset as usize;
+        let len = range.len as usize;
+        let end = off.checked_add(len).ok_or(EINVAL)?;
+        match range.part {
+            Part::Head | Part::Tail => {
+                let iov = if range.part == Part::Head {
+                    &b.head[0]
+                } else {
+                    &b.tail[0]
+                };
+                if iov.iov_base.is_null() || end > iov.iov_len || len == 0 {
+                    return Err(EINVAL);
+                }
+                // The kvec is kmalloc'ed memory of the request
+                // (`rq_buffer` / `rq_rbuffer`), valid until `buf_free`.
+                // SAFETY: `[off, end)` lies in that kvec; the caller
+                // invalidates the MR before `buf_free` (see above).
+                unsafe {
+                    mr.map_kva(
+                        iov.iov_base.cast::<u8>().cast_const().add(off),
+                        len,
+                        access,
+                        xid,
+                    )
+                }
+            }
+            Part::Pages => {
+                if end > b.page_len as usize || len == 0 || b.pages.is_null() {
+                    return Err(EINVAL);
+                }
+                let ps = crate::ib::mr::page_size();
+                let start = (b.page_base as usize).checked_add(off).ok_or(EINVAL)?;
+                let (mut idx, mut in_page) = (start / ps, start % ps);
+                let npages = (in_page + len).div_ceil(ps);
+                if npages > pages.capacity() {
+                    return Err(ENOMEM);
+                }
+                // SAFETY: 0 is within the capacity; `PageSeg` is `Copy`, so
+                // the old entries need no drop.
+                unsafe { pages.set_len(0) };
+                let segs = pages;
+                let mut left = len;
+                while left > 0 {
+                    let take = (ps - in_page).min(left);
+                    // SAFETY: `idx` indexes the page array, which covers
+                    // `page_base + page_len` bytes (checked above).
+                    let page = unsafe { *b.pages.add(idx) };
+                    segs.push(
+                        crate::ib::mr::PageSeg {
+                            page,
+                            offset: in_page as u32,
+                            len: take as u32,
+                        },
+                        // Within the capacity checked above: never allocates.
+                        kernel::alloc::flags::GFP_NOWAIT,
+                    )?;
+                    left -= take;
+                    idx += 1;
+                    in_page = 0;
+                }
+                // SAFETY: the pages belong to the request until it
+                // completes; the caller invalidates the MR before that.
+                let n = unsafe { mr.map_pages(segs, access, xid)? };
+                if n != segs.len() {
+                    let _ = mr.unmap();
+                    return Err(EIO);
+                }
+                Ok(())
+            }
+            Part::WritePad => Err(EINVAL),
+        }
+    }
+
+    /// The call and reply sizes SUNRPC asks `buf_alloc` for.
+    pub fn buffer_sizes(&self) -> (usize, usize) {
+        // SAFETY: the rqst is alive (type invariant).
+        unsafe { ((*self.raw()).rq_callsize, (*self.raw()).rq_rcvsize) }
+    }
+
+    /// Sets `rq_buffer`/`rq_rbuffer` (the Call encode and Reply decode
+    /// buffers).
+    ///
+    /// # Safety
+    ///
+    /// The buffers must hold `rq_callsize` and `rq_rcvsize` bytes and stay
+    /// valid until `buf_free`.
+    pub unsafe fn set_buffers(&self, send: *mut u8, recv: *mut u8) {
+        // SAFETY: the rqst is alive; buffer validity per the caller.
+        unsafe {
+            (*self.raw()).rq_buffer = send.cast();
+            (*self.raw()).rq_rbuffer = recv.cast();
+        }
+    }
+
+    /// Copies the whole RPC Call (`rq_snd_buf`: head, pages, tail) into
+    /// `out`, which must hold exactly [`Rqst::call_len`] bytes.
+    pub fn copy_call(&self, out: &mut [u8]) -> Result {
+        if out.len() != self.call_len() {
+            return Err(EINVAL);
+        }
+        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
+        // SAFETY: the rqst is alive; `out` is valid for `len` bytes and
+        // `read_bytes_from_xdr_buf` checks the range against the buffer.
+        let ret = unsafe {
+            bindings::read_bytes_from_xdr_buf(
+                addr_of_mut!((*self.raw()).rq_snd_buf),
+                0,
+                out.as_mut_ptr().cast(),
+                len,
+            )
+        };
+        kernel::error::to_result(ret)
+    }
+
+    /// Copies bytes `offset..offset + out.len()` of the RPC Call
+    /// (`rq_snd_buf`) into `out` (a piece of a continued Call).
+    pub fn copy_call_range(&self, out: &mut [u8], offset: u32) -> Result {
+        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end as usize > self.call_len() {
+            return Err(EINVAL);
+        }
+        // SAFETY: the rqst is alive and owned by the sending task; `out`
+        // is valid for `len` bytes and `read_bytes_from_xdr_buf` checks the
+        // range against the buffer.
+        let ret = unsafe {
+            bindings::read_bytes_from_xdr_buf(
+                addr_of_mut!((*self.raw()).rq_snd_buf),
+                offset,
+                out.as_mut_ptr().cast(),
+                len,
+            )
+        };
+        kernel::error::to_result(ret)
+    }
+
+    /// Copies a received RPC Reply into the request's receive buffer
+    /// (`rq_private_buf`, which shares its memory with `rq_rcv_buf`).
+    /// Fails with `EMSGSIZE` if it does not fit.
+    pub fn copy_reply(&self, data: &[u8]) -> Result {
+        self.write_reply_at(0, data)
+    }
+
+    /// Completes the request with a reply of `len` bytes (or a negative
+    /// errno as status), waking its task. Takes `queue_lock`.
+    pub fn complete(&self, xprt: &Xprt, len: i32) {
+        // SAFETY: the rqst is alive and pinned; `xprt_complete_rqst`
+        // requires `queue_lock`, held across the call.
+        unsafe {
+            let lock = addr_of_mut!((*xprt.as_raw()).queue_lock);
+            spin_lock(lock);
+            bindings::xprt_complete_rqst((*self.raw()).rq_task, len);
+            spin_unlock(lock);
+        }
+    }
+
+    /// Ends the RPC with the transport error `errno` (a bad or
+    /// RDMA_ERROR reply): the task exits with `errno`, exactly once.
+    ///
+    /// The error is recorded as the task's terminal `tk_rpc_status`, not
+    /// in `tk_status` as the C client's `out_badheader` does: a reply may
+    /// be handled before the task has run `call_transmit_status()`, which
+    /// clears `tk_status`; the RPC would then look unanswered and be sent
+    /// again on a new connection. `__rpc_execute()` ends a task whose
+    /// `tk_rpc_status` is set before its next action, whatever that is.
+    /// The request is then completed with no reply bytes, which takes it
+    /// off the receive queue and wakes the task.
+    pub fn fail(&self, xprt: &Xprt, errno: i32) {
+        // SAFETY: the rqst is alive and pinned; its task is alive while
+        // the request is queued for a reply, and the shim only does an
+        // atomic compare-and-exchange on its `tk_rpc_status`.
+        unsafe { bindings::rpcrdma2_shim_task_set_rpc_status((*self.raw()).rq_task, errno) };
+        self.complete(xprt, 0);
+    }
+
+    /// Completes the request without a reply so that SUNRPC transmits it
+    /// again: `errno` (`-EAGAIN`) is its status; if the send path clears
+    /// that status first, the missing reply makes `call_decode()` retry
+    /// all the same. For Calls the server did not execute (the v2 probe
+    /// answered by ERR_VERS); see [`Rqst::allow_resend`].
+    pub fn retry(&self, xprt: &Xprt, errno: i32) {
+        // SAFETY: the rqst is alive and pinned; its task is alive while
+        // the request is queued for a reply.
+        unsafe { (*(*self.raw()).rq_task).tk_status = errno };
+        self.complete(xprt, 0);
+    }
+
+    /// Lets the next transmission of this request through the
+    /// same-connection retransmit check: used when the server rejected
+    /// the previous one without executing it (the v2 probe answered by
+    /// ERR_VERS), so credit accounting is not at stake.
+    pub fn allow_resend(&self, xprt: &Xprt) {
+        // SAFETY: the rqst is alive and pinned; its task waits for the
+        // reply, so no transmission races with this store.
+        unsafe { (*self.raw()).rq_connect_cookie = xprt.connect_cookie().wrapping_sub(1) };
+    }
+
+    /// Forgets the request's congestion-window slot: credits are valid for
+    /// one connection only, and the next connection starts with `cong = 0`
+    /// (RFC 8166 §3.3.3). Without this, releasing the slot later would
+    /// underflow `xprt->cong` and block every send.
+    pub fn reset_cong(&self) {
+        // SAFETY: the rqst is alive (slots live as long as the transport);
+        // called from close, under XPRT_LOCKED, as the C client does.
+        unsafe { (*self.raw()).rq_cong = 0 };
+    }
+
+    /// The connect cookie recorded when the request was last sent.
+    pub fn connect_cookie(&self) -> u32 {
+        // SAFETY: the rqst is alive (type invariant).
+        unsafe { (*self.raw()).rq_connect_cookie }
+    }
+
+    /// Records a transmission: time stamp and bytes sent.
+    pub fn mark_sent(&self, bytes: usize) {
+        // SAFETY: the rqst is alive; the transport holds the send lock.
+        unsafe {
+            (*self.raw()).rq_xtime = bindings::ktime_get();
+            (*self.raw()).rq_xmit_bytes_sent += bytes;
+        }
+    }
+
+    /// Does the RPC expect a reply?
+    pub fn reply_expected(&self) -> bool {
+        // SAFETY: the rqst and its task are alive while it is being sent.
+        unsafe { bindings::rpcrdma2_shim_rpc_reply_expected((*self.raw()).rq_task) != 0 }
+    }
+}
+
+/// An RPC task, seen from the transport.
+///
+/// # Invariants
+///
+/// The wrapped `rpc_task` is alive.
+#[repr(transparent)]
+pub struct Task(Opaque<bindings::rpc_task>);
+
+impl Task {
+    /// # Safety
+    ///
+    /// `ptr` points to a live `rpc_task` for the lifetime `'a`.
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_task) -> &'a Task {
+        // SAFETY: transparent wrapper; validity per the caller.
+        unsafe { &*ptr.cast::<Task>() }
+    }
+
+    pub(super) fn raw(&self) -> *mut bindings::rpc_task {
+        self.0.get()
+    }
+
+    /// Sets `tk_status`.
+    pub fn set_status(&self, status: i32) {
+        // SAFETY: the task is alive and owned by the caller's context.
+        unsafe { (*self.raw()).tk_status = status };
+    }
+
+    /// The task's request.
+    pub fn rqst(&self) -> Option<&Rqst> {
+        // SAFETY: the task is alive; `tk_rqstp` is NULL or a live rqst
+        // owned by the task.
+        let rq = unsafe { (*self.raw()).tk_rqstp };
+        // SAFETY: non-NULL `tk_rqstp` is live while the task holds it.
+        (!rq.is_null()).then(|| unsafe { Rqst::from_raw(rq) })
+    }
+}
+
+/// A request slot: an `rpc_rqst` followed by the transport's state `S`.
+///
+/// Pinned: SUNRPC holds pointers to the `rpc_rqst` while a task owns it.
+#[repr(C)]
+#[pin_data]
+pub struct SlotBox<S> {
+    rqst: Opaque<bindings::rpc_rqst>,
+    /// The transport's per-request state.
+    #[pin]
+    pub data: S,
+}
+
+// SAFETY: the `rpc_rqst` is only touched by SUNRPC under its own rules
+// (one task owns a request at a time) and by the transport on that task's
+// behalf; `S` carries its own synchronisation.
+unsafe impl<S: Send> Send for SlotBox<S> {}
+// SAFETY: as above.
+unsafe impl<S: Sync> Sync for SlotBox<S> {}
+
+impl<S> SlotBox<S> {
+    /// Allocates a pinned slot with a zeroed `rpc_rqst`.
+    pub fn new<E>(data: impl PinInit<S, E>) -> Result<Pin<KBox<Self>>>
+    where
+        Error: From<E>,
+    {
+        KBox::try_pin_init(
+            try_pin_init!(SlotBox {
+                rqst: Opaque::new(bindings::rpc_rqst::default()),
+                data <- data,
+            }? Error),
+            GFP_KERNEL,
+        )
+    }
+
+    /// The slot's request.
+    pub fn rqst(&self) -> &Rqst {
+        // SAFETY: the rqst is owned by this box and alive with it.
+        unsafe { Rqst::from_raw(self.rqst.get()) }
+    }
+
+    /// Zeroes the `rpc_rqst` for reuse, as the C client does on release.
+    pub fn reset(&self) {
+        // SAFETY: the slot is not in use by SUNRPC (it is being returned
+        // to the pool), so nothing else accesses the rqst.
+        unsafe { core::ptr::write_bytes(self.rqst.get(), 0, 1) };
+    }
+
+    /// # Safety
+    ///
+    /// `rq` must be the `rpc_rqst` of a live `SlotBox<S>`.
+    pub(super) unsafe fn from_rqst<'a>(rq: *mut bindings::rpc_rqst) -> &'a SlotBox<S> {
+        // SAFETY: `rqst` is at offset 0 of the `#[repr(C)]` box.
+        unsafe { &*rq.cast::<SlotBox<S>>() }
+    }
+}
+
+/// Sets a task's request to `slot` (what `alloc_slot` does on success).
+pub fn task_set_slot<S>(task: &Task, slot: &SlotBox<S>) {
+    // SAFETY: the task is alive; the transport keeps every slot alive
+    // until `destroy`, after the last task released it.
+    unsafe {
+        (*task.raw()).tk_rqstp = slot.rqst.get();
+        (*task.raw()).tk_status = 0;
+    }
+}
+
+/// Queues a task on the transport's backlog (no slot free right now).
+pub fn task_add_backlog(xprt: &Xprt, task: &Task) {
+    task.set_status(-(bindings::EAGAIN as i32));
+    // SAFETY: both are alive.
+    unsafe { bindings::xprt_add_backlog_noncongested(xprt.as_raw(), task.raw()) };
+}
+
+/// Hands `slot` to a task waiting on the backlog; returns whether one
+/// took it.
+pub fn wake_up_backlog<S>(xprt: &Xprt, slot: &SlotBox<S>) -> bool {
+    // SAFETY: both are alive; the slot is free (owned by the caller).
+    unsafe { bindings::xprt_wake_up_backlog(xprt.as_raw(), slot.rqst.get()) }
+}

@@ -1,0 +1,392 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The `rpc_xprt_ops` table as trampolines into a safe [`Transport`] trait.
+//!
+//! SUNRPC calls a transport through the `rpc_xprt_ops` table that
+//! [`XprtBox::create`] installs; each `unsafe extern "C"` trampoline here
+//! maps its raw arguments back to the [`XprtBox`] and [`SlotBox`] they
+//! live in and calls the [`Transport`] method of the same name.
+
+use super::rqst::{Rqst, SlotBox, Task};
+use super::xprt_box::{free_addresses, XprtBox};
+use crate::bindings;
+use core::marker::PhantomData;
+use core::ptr::addr_of_mut;
+use core::sync::atomic::Ordering;
+use kernel::alloc::KBox;
+use kernel::prelude::*;
+
+/// A `seq_file` the transport prints statistics to.
+pub struct SeqFile<'a>(*mut bindings::seq_file, PhantomData<&'a ()>);
+
+impl SeqFile<'_> {
+    /// Writes `s` to the file.
+    pub fn write_str(&mut self, s: &str) {
+        // SAFETY: the seq_file is valid for the duration of print_stats;
+        // `s` is valid for its length.
+        unsafe { bindings::seq_write(self.0, s.as_ptr().cast(), s.len()) };
+    }
+}
+
+impl core::fmt::Write for SeqFile<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        SeqFile::write_str(self, s);
+        Ok(())
+    }
+}
+
+/// What a transport implements; the `rpc_xprt_ops` trampolines call it.
+///
+/// Each method mirrors the op of the same name in `struct rpc_xprt_ops`
+/// (include/linux/sunrpc/xprt.h) and is called in the same context.
+pub trait Transport: Sized + Send + Sync + 'static {
+    /// Per-request state stored after each `rpc_rqst`.
+    type Slot: Send + Sync;
+
+    /// Gives `task` a slot ([`task_set_slot`](super::rqst::task_set_slot))
+    /// or queues it on the backlog.
+    fn alloc_slot(this: &XprtBox<Self>, task: &Task);
+    /// Takes back a slot SUNRPC is done with.
+    fn free_slot(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>);
+    /// rpcbind found the server's port.
+    fn set_port(this: &XprtBox<Self>, port: u16);
+    /// Starts (re)connecting; the connect lock is the caller's to take.
+    fn connect(this: &XprtBox<Self>, task: &Task);
+    /// Sets up the request's Call and Reply buffers.
+    fn buf_alloc(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>) -> Result;
+    /// Releases what `buf_alloc` set up.
+    fn buf_free(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>);
+    /// Marshals and sends the request (errno contract as in xprt.h).
+    fn send_request(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>) -> Result;
+    /// An RPC timed out while connected.
+    fn timer(this: &XprtBox<Self>);
+    /// Closes the connection (autoclose or device removal).
+    fn close(this: &XprtBox<Self>);
+    /// Adjusts connect timeouts (jiffies).
+    fn set_connect_timeout(this: &XprtBox<Self>, connect: usize, reconnect: usize);
+    /// Prints the mountstats `xprt:` line.
+    fn print_stats(this: &XprtBox<Self>, seq: &mut SeqFile<'_>);
+    /// Simulates a connection loss.
+    fn inject_disconnect(this: &XprtBox<Self>);
+    /// The connect worker runs (process context, may sleep).
+    fn connect_worker(this: &XprtBox<Self>);
+    /// Tears down the transport's state before the memory is freed.
+    fn destroy(this: &XprtBox<Self>);
+    /// Largest backchannel (NFSv4.1 callback) message.
+    fn bc_max_payload(this: &XprtBox<Self>) -> usize;
+    /// Backchannel slots to offer in CREATE_SESSION.
+    fn bc_num_slots(this: &XprtBox<Self>) -> u32;
+    /// An NFSv4.1 session wants a backchannel of (at least) `min_reqs`
+    /// requests (`bc_setup`; may sleep).
+    fn bc_setup(_this: &XprtBox<Self>, _min_reqs: u32) -> Result {
+        Ok(())
+    }
+    /// Sends the reply of a reverse-direction Call: `rqst` is a
+    /// [`super::bc::BcRqst`] whose `rq_snd_buf` holds the RPC Reply
+    /// (`send_request` of a backchannel request; errno contract as for
+    /// `send_request`).
+    fn bc_send_reply(_this: &XprtBox<Self>, _rqst: &Rqst) -> Result {
+        Err(EIO)
+    }
+    /// SUNRPC is done with backchannel request `rq` (`bc_free_rqst`).
+    fn bc_free_rqst(_this: &XprtBox<Self>, rq: KBox<super::bc::BcRqst>) {
+        drop(rq);
+    }
+    /// The last session using the backchannel is gone (`bc_destroy`).
+    fn bc_destroy(_this: &XprtBox<Self>) {}
+}
+
+/// The `rpc_xprt_ops` of transport type `T`.
+pub(super) struct OpsTable<T>(PhantomData<T>);
+
+impl<T: Transport> OpsTable<T> {
+    pub(super) const OPS: bindings::rpc_xprt_ops = bindings::rpc_xprt_ops {
+        reserve_xprt: Some(bindings::xprt_reserve_xprt_cong),
+        release_xprt: Some(bindings::xprt_release_xprt_cong),
+        alloc_slot: Some(alloc_slot::<T>),
+        free_slot: Some(free_slot::<T>),
+        rpcbind: Some(bindings::rpcb_getport_async),
+        set_port: Some(set_port::<T>),
+        connect: Some(connect::<T>),
+        buf_alloc: Some(buf_alloc::<T>),
+        buf_free: Some(buf_free::<T>),
+        send_request: Some(send_request::<T>),
+        wait_for_reply_request: Some(bindings::xprt_wait_for_reply_request_def),
+        timer: Some(timer::<T>),
+        release_request: Some(bindings::xprt_release_rqst_cong),
+        close: Some(close::<T>),
+        destroy: Some(destroy::<T>),
+        set_connect_timeout: Some(set_connect_timeout::<T>),
+        print_stats: Some(print_stats::<T>),
+        enable_swap: None,
+        disable_swap: None,
+        inject_disconnect: Some(inject_disconnect::<T>),
+        bc_setup: Some(bc_setup::<T>),
+        bc_maxpayload: Some(bc_maxpayload::<T>),
+        bc_num_slots: Some(bc_num_slots::<T>),
+        bc_free_rqst: Some(bc_free_rqst::<T>),
+        bc_destroy: Some(bc_destroy::<T>),
+        // SAFETY: all-zero is "not implemented" (NULL) for the remaining
+        // optional ops (set_buffer_size, get_srcaddr, backchannel, ...).
+        ..unsafe { core::mem::MaybeUninit::zeroed().assume_init() }
+    };
+}
+
+// The trampolines. SUNRPC calls each with an `rpc_xprt` (or a task or
+// rqst of one) that belongs to this class, i.e. lives in an `XprtBox<T>`
+// (the ops table is installed only by `XprtBox::<T>::create`), and every
+// `rpc_rqst` it passes came from `T::alloc_slot`, i.e. is a
+// `SlotBox<T::Slot>` -- except the backchannel requests of
+// `super::bc`, which reach `send_request` and `bc_free_rqst` only and are
+// told apart by their RPC_BC_PA_IN_USE bit. Those are the safety
+// arguments below.
+
+/// # Safety
+///
+/// `rq` belongs to an `XprtBox<T>` and came from its `alloc_slot`.
+unsafe fn slot_of<'a, T: Transport>(
+    rq: *mut bindings::rpc_rqst,
+) -> (&'a XprtBox<T>, &'a SlotBox<T::Slot>) {
+    // SAFETY: per the function's contract.
+    unsafe {
+        (
+            XprtBox::<T>::from_xprt((*rq).rq_xprt),
+            SlotBox::from_rqst(rq),
+        )
+    }
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn alloc_slot<T: Transport>(
+    x: *mut bindings::rpc_xprt,
+    task: *mut bindings::rpc_task,
+) {
+    // SAFETY: see above; the task is alive for the call.
+    unsafe { T::alloc_slot(XprtBox::from_xprt(x), Task::from_raw(task)) }
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn free_slot<T: Transport>(
+    x: *mut bindings::rpc_xprt,
+    rq: *mut bindings::rpc_rqst,
+) {
+    // SAFETY: see above.
+    unsafe { T::free_slot(XprtBox::from_xprt(x), SlotBox::from_rqst(rq)) }
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn set_port<T: Transport>(x: *mut bindings::rpc_xprt, port: u16) {
+    // SAFETY: see above.
+    unsafe { T::set_port(XprtBox::from_xprt(x), port) }
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn connect<T: Transport>(
+    x: *mut bindings::rpc_xprt,
+    task: *mut bindings::rpc_task,
+) {
+    // SAFETY: see above.
+    unsafe { T::connect(XprtBox::from_xprt(x), Task::from_raw(task)) }
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn buf_alloc<T: Transport>(task: *mut bindings::rpc_task) -> i32 {
+    // SAFETY: SUNRPC calls buf_alloc with the task's rqst set.
+    let (this, slot) = unsafe { slot_of::<T>((*task).tk_rqstp) };
+    match T::buf_alloc(this, slot) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn buf_free<T: Transport>(task: *mut bindings::rpc_task) {
+    // SAFETY: SUNRPC calls buf_free with the task's rqst set.
+    let (this, slot) = unsafe { slot_of::<T>((*task).tk_rqstp) };
+    T::buf_free(this, slot)
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn send_request<T: Transport>(rq: *mut bindings::rpc_rqst) -> i32 {
+    // SAFETY: SUNRPC passes a live rqst.
+    if unsafe { super::bc::is_backchannel(rq) } {
+        // SAFETY: a backchannel request of this transport (see above); it
+        // is alive while its task sends it.
+        let r = unsafe { T::bc_send_reply(XprtBox::from_xprt((*rq).rq_xprt), Rqst::from_raw(rq)) };
+        return match r {
+            Ok(()) => 0,
+            Err(e) => e.to_errno(),
+        };
+    }
+    // SAFETY: see above.
+    let (this, slot) = unsafe { slot_of::<T>(rq) };
+    match T::send_request(this, slot) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn timer<T: Transport>(
+    x: *mut bindings::rpc_xprt,
+    _task: *mut bindings::rpc_task,
+) {
+    // SAFETY: see above.
+    unsafe { T::timer(XprtBox::from_xprt(x)) }
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn close<T: Transport>(x: *mut bindings::rpc_xprt) {
+    // SAFETY: see above.
+    unsafe { T::close(XprtBox::from_xprt(x)) }
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn set_connect_timeout<T: Transport>(
+    x: *mut bindings::rpc_xprt,
+    connect: usize,
+    reconnect: usize,
+) {
+    // SAFETY: see above.
+    unsafe { T::set_connect_timeout(XprtBox::from_xprt(x), connect, reconnect) }
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn print_stats<T: Transport>(
+    x: *mut bindings::rpc_xprt,
+    seq: *mut bindings::seq_file,
+) {
+    let mut seq = SeqFile(seq, PhantomData);
+    // SAFETY: see above; the seq_file is valid for the call.
+    unsafe { T::print_stats(XprtBox::from_xprt(x), &mut seq) }
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn inject_disconnect<T: Transport>(x: *mut bindings::rpc_xprt) {
+    // SAFETY: see above.
+    unsafe { T::inject_disconnect(XprtBox::from_xprt(x)) }
+}
+
+// The backchannel (NFSv4.1 callbacks): see `super::bc` and the transport.
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn bc_setup<T: Transport>(x: *mut bindings::rpc_xprt, min_reqs: u32) -> i32 {
+    // SAFETY: see above.
+    match unsafe { T::bc_setup(XprtBox::from_xprt(x), min_reqs) } {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn bc_maxpayload<T: Transport>(x: *mut bindings::rpc_xprt) -> usize {
+    // SAFETY: see above.
+    unsafe { T::bc_max_payload(XprtBox::from_xprt(x)) }
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn bc_num_slots<T: Transport>(x: *mut bindings::rpc_xprt) -> u32 {
+    // SAFETY: see above.
+    unsafe { T::bc_num_slots(XprtBox::from_xprt(x)) }
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table (from `xprt_release` of a
+/// backchannel task or `svc_process_bc`), with a request of `super::bc`.
+unsafe extern "C" fn bc_free_rqst<T: Transport>(rq: *mut bindings::rpc_rqst) {
+    // SAFETY: per the function's contract: a `BcRqst` this transport
+    // queued, coming back once.
+    let x = unsafe { super::bc::xprt_of(rq) };
+    // SAFETY: as above.
+    let r = unsafe { super::bc::BcRqst::from_returned(rq) };
+    // SAFETY: the transport is alive: the request holds a reference.
+    T::bc_free_rqst(unsafe { XprtBox::from_xprt(x) }, r);
+    // The reference `super::bc::BcRqst::queue` took; may free the
+    // transport, so it comes last.
+    // SAFETY: that reference is ours to drop.
+    unsafe { super::bc::xprt_put(x) };
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+unsafe extern "C" fn bc_destroy<T: Transport>(x: *mut bindings::rpc_xprt, _max_reqs: u32) {
+    // SAFETY: see above.
+    unsafe { T::bc_destroy(XprtBox::from_xprt(x)) }
+}
+
+/// # Safety
+///
+/// Called by SUNRPC through the ops table, see above.
+pub(super) unsafe extern "C" fn destroy<T: Transport>(x: *mut bindings::rpc_xprt) {
+    // Stop the connect worker, let T tear down, drop T in place, free the
+    // strings and the allocation (kfree_rcu), drop the module reference
+    // taken in `create`.
+    // SAFETY: see above; SUNRPC makes no further calls with `x`.
+    unsafe {
+        let this = XprtBox::<T>::from_xprt(x);
+        bindings::rpcrdma2_shim_cancel_connect_work(this.connect_work.get());
+        T::destroy(this);
+        // Handlers of a torn-down connection may still be finishing; wait
+        // (bounded) for their back-references. If one never goes away,
+        // leak the transport rather than free memory still referenced.
+        let refs: *mut usize = this.refs.as_ptr();
+        let timeout = isize::try_from(kernel::time::msecs_to_jiffies(5000)).unwrap_or(isize::MAX);
+        if bindings::rpcrdma2_shim_wait_zero(refs.cast(), timeout) == 0 {
+            // Keep the module reference too: code of this module may
+            // still run through those references.
+            pr_err!(
+                "destroy: {} connection references still held after 5 s; leaking the transport and pinning the module\n",
+                this.refs.load(Ordering::Relaxed)
+            );
+            return;
+        }
+        core::ptr::drop_in_place(addr_of_mut!((*x.cast::<XprtBox<T>>()).data));
+        free_addresses(x);
+        bindings::xprt_free(x);
+        bindings::rpcrdma2_shim_module_put();
+    }
+}
+
+/// The connect worker's entry for transport type `T`.
+///
+/// # Safety
+///
+/// `dwork` is the `connect_work` of a live `XprtBox<T>`.
+pub unsafe fn connect_worker_entry<T: Transport>(dwork: *mut bindings::delayed_work) {
+    let off = core::mem::offset_of!(XprtBox<T>, connect_work);
+    // SAFETY: container_of: `dwork` is the field at `off` in the box.
+    let this = unsafe { &*dwork.cast::<u8>().sub(off).cast::<XprtBox<T>>() };
+    T::connect_worker(this)
+}

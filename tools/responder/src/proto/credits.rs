@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The credit accounting of a connection in both directions: the
+//! client's credit limit and the messages it holds, the credit word of
+//! our messages, and asynchronous credit grants by [`GrantMode`].
+
+use rpcrdma_xdr::chunk::ChunkLists;
+use rpcrdma_xdr::header::{self, Credits, Flags, MsgKind, MsgSpec, Protocol};
+
+use super::{Action, ConnProto, GrantMode, LAZY_GRANT};
+use crate::stats::Stats;
+
+impl ConnProto {
+    /// Applies the credit word of a v2 message from the client (not an
+    /// `RDMA2_ERROR`, whose word means nothing): the high half is its
+    /// limit, the low half returns our messages (-00 §4.3.1; a zero limit
+    /// is ignored, a zero low half returns nothing).
+    pub fn client_credit(&mut self, word: u32) {
+        let c = Credits::from_word(word);
+        if !c.is_valid() {
+            return;
+        }
+        self.client_limit = u32::from(c.max);
+        self.client_returned = self
+            .client_sent
+            .min(self.client_returned + u64::from(c.granted));
+    }
+
+    /// The client's credit limit (0 until it has told).
+    pub fn client_limit(&self) -> u32 {
+        self.client_limit
+    }
+
+    /// v2: the client's messages whose credit we owe, and its Calls
+    /// admitted and not answered (each answer returns one).
+    pub fn owed(&self) -> (u32, u32) {
+        (self.unreturned, self.unanswered)
+    }
+
+    /// Our messages the client holds (sent, not returned).
+    pub fn client_outstanding(&self) -> u64 {
+        self.client_sent - self.client_returned
+    }
+
+    /// True if one more message may go to the client now: v2 honours its
+    /// credit limit ("A sender MUST NOT send RDMA messages in excess of
+    /// the receiver's granted credit limit"), plus, for a credit grant,
+    /// the one Receive -00 tells every receiver to keep for grants.
+    pub fn may_send_client(&self, grant: bool) -> bool {
+        if self.version != Some(Protocol::V2) || self.client_limit == 0 {
+            return true;
+        }
+        let limit = u64::from(self.client_limit) + u64::from(grant);
+        self.client_outstanding() < limit
+    }
+
+    /// One message went to the client.
+    pub fn sent_client(&mut self) {
+        self.client_sent += 1;
+    }
+
+    /// The spare credits to add, when a message built earlier leaves now,
+    /// to the `granted` half it already carries (at most `room`): with
+    /// `--grant prompt` every message returns all that is owed when it
+    /// is sent, not only what was owed when it was built. A message that
+    /// waited for the client's credits behind others (the pieces of a
+    /// long continued reply) would otherwise leave credits the client
+    /// needs unreturned until the next one, and the client, which may
+    /// send just one credit grant beyond our limit, can wait for them
+    /// for good while we wait for its grant (issue 11's stall). Returns
+    /// 0 for version 1 and the other grant patterns (whose returns are
+    /// the point of them).
+    pub fn top_up(&mut self, room: u16) -> u16 {
+        if self.version != Some(Protocol::V2) || self.opts.grant != GrantMode::Prompt {
+            return 0;
+        }
+        let n = u16::try_from(self.spare()).unwrap_or(u16::MAX).min(room);
+        self.unreturned = self.unreturned.saturating_sub(u32::from(n));
+        n
+    }
+
+    /// Credits owed that no answer will return.
+    fn spare(&self) -> u32 {
+        self.unreturned.saturating_sub(self.unanswered)
+    }
+
+    /// An asynchronous credit grant (`RDMA2_NOMSG`, XID 0, empty chunk
+    /// lists) returning `n` spare credits.
+    fn grant_msg(&mut self, n: u32, stats: &mut Stats) -> Vec<u8> {
+        let n = n.min(self.spare()).max(1);
+        self.unreturned = self.unreturned.saturating_sub(n);
+        let spec = MsgSpec {
+            xid: 0,
+            credit: Credits {
+                granted: u16::try_from(n).unwrap_or(u16::MAX),
+                max: self.opts.credits.max(1),
+            }
+            .to_word(),
+            kind: MsgKind::NoMsg,
+            flags: Flags::NONE,
+            inv_handle: 0,
+            chunks: ChunkLists::EMPTY,
+        };
+        let mut buf = vec![0u8; 64];
+        let len = header::encode_msg(&mut buf, Protocol::V2, &spec).unwrap_or(0);
+        buf.truncate(len);
+        stats.grants_sent += 1;
+        buf
+    }
+
+    /// The asynchronous credit grants due after a received message, by
+    /// [`GrantMode`].
+    pub(super) fn grants_due(&mut self, stats: &mut Stats) -> Vec<Action> {
+        if self.version != Some(Protocol::V2) {
+            return Vec::new();
+        }
+        let spare = self.spare();
+        let credits = u32::from(self.opts.credits.max(1));
+        let mut out = Vec::new();
+        match self.opts.grant {
+            GrantMode::Prompt => {
+                if self.cont.is_some() && spare >= credits.div_ceil(2) {
+                    out.push(Action::Send(self.grant_msg(spare, stats)));
+                }
+            }
+            GrantMode::Exact => {
+                for _ in 0..spare {
+                    out.push(Action::Send(self.grant_msg(1, stats)));
+                }
+            }
+            GrantMode::Lazy => {
+                if spare >= LAZY_GRANT.min(credits) {
+                    out.push(Action::Send(self.grant_msg(spare, stats)));
+                }
+            }
+        }
+        out
+    }
+
+    /// The credit word for our next message. `answers`: the message
+    /// answers an admitted Call (a reply, or an error for it).
+    ///
+    /// Version 2 (Documentation/wire-formats.rst): high half the credit
+    /// limit; low half the credits returned. Every Receive is reposted
+    /// before its message is processed, so each received message is a
+    /// credit to return, exactly once: an answer returns its Call's credit
+    /// plus those of the messages no answer will return (continuation
+    /// pieces, grants, CONNPROP, messages answered by nothing); a message
+    /// that answers nothing returns only the latter, which may be none: a
+    /// zero low half (§4.3.1 forbids a zero limit, not a zero return;
+    /// returning credits ahead of their messages, as this did until
+    /// 2026-11-24, let a requester that clamps returns at what it has
+    /// outstanding starve when the advance was withheld later).
+    ///
+    /// With `--grant exact` or `lazy` every answer returns exactly its
+    /// Call's credit and another message at most one spare credit; the
+    /// rest go in asynchronous grants ([`GrantMode`]).
+    pub fn credit_word(&mut self, answers: bool) -> u32 {
+        match self.version {
+            Some(Protocol::V2) => {
+                if answers {
+                    self.unanswered = self.unanswered.saturating_sub(1);
+                }
+                let spare = self.unreturned.saturating_sub(self.unanswered);
+                let owed = match (self.opts.grant, answers) {
+                    (GrantMode::Prompt, true) => spare.max(1),
+                    (GrantMode::Prompt, false) => spare,
+                    (_, true) => 1,
+                    (_, false) => spare.min(1),
+                };
+                let granted = u16::try_from(owed).unwrap_or(u16::MAX);
+                self.unreturned = self.unreturned.saturating_sub(u32::from(granted));
+                Credits {
+                    granted,
+                    max: self.opts.credits.max(1),
+                }
+                .to_word()
+            }
+            _ => u32::from(self.opts.credits),
+        }
+    }
+
+    /// The credit word of a version 2 `RDMA2_ERROR`: its receiver ignores
+    /// the word and counts the message as returning exactly one credit
+    /// (the requester's reading, Documentation/wire-formats.rst), so that
+    /// is what it returns here, whatever is owed.
+    pub(super) fn error_credit_word(&mut self, answers: bool) -> u32 {
+        if answers {
+            self.unanswered = self.unanswered.saturating_sub(1);
+        }
+        self.unreturned = self.unreturned.saturating_sub(1);
+        Credits {
+            granted: 1,
+            max: self.opts.credits.max(1),
+        }
+        .to_word()
+    }
+
+    /// Forgets an admitted Call that will get no answer (a dropped reply).
+    pub fn forget_call(&mut self) {
+        self.unanswered = self.unanswered.saturating_sub(1);
+    }
+}

@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Reverse-direction Calls: nfsd's callbacks relayed to the client
+//! ([`ConnProto::reverse_call`]), our CB_NULL probes
+//! ([`ConnProto::cb_null`]), and the client's replies to them.
+
+use rpcrdma_xdr::chunk::ChunkLists;
+use rpcrdma_xdr::header::{self, Body, Flags, MsgKind, MsgSpec, Protocol};
+
+use super::ConnProto;
+
+/// XIDs of the responder's own CB_NULL probes: `PROBE_XID | n` (nfsd's
+/// callback XIDs are another counter; a clash would only misroute one
+/// reply).
+pub const PROBE_XID: u32 = 0xcb00_0000;
+
+impl ConnProto {
+    /// The client's reply to one of our reverse-direction Calls: an
+    /// inline RPC Reply (v2: `F_RESPONSE` set; v1: the message type word),
+    /// when relaying is on.
+    pub(super) fn reverse_reply(&self, h: &header::Header<'_>) -> Option<Vec<u8>> {
+        if !self.opts.relay_callbacks {
+            return None;
+        }
+        let Body::Msg(m) = h.body else { return None };
+        let is_reply = crate::nfs::word_at(m.payload, 4) == Some(crate::nfs::RPC_REPLY)
+            && crate::nfs::word_at(m.payload, 0) == Some(h.xid);
+        let v2_ok = h.protocol != Protocol::V2 || h.flags.is_response();
+        (is_reply && v2_ok && m.chunks.is_empty() && !h.flags.has_more())
+            .then(|| m.payload.to_vec())
+    }
+
+    /// Frames nfsd's callback Call `rpc` as a reverse-direction Call
+    /// (RDMA_MSG / RDMA2_MSG without `F_RESPONSE`, no chunks), or `None`
+    /// if relaying is off or it does not fit the client's receive size.
+    pub fn reverse_call(&mut self, rpc: &[u8]) -> Option<Vec<u8>> {
+        if !self.opts.relay_callbacks || self.version.is_none() {
+            return None;
+        }
+        let proto = self.version?;
+        let xid = crate::nfs::word_at(rpc, 0)?;
+        let spec = MsgSpec {
+            xid,
+            credit: 0,
+            kind: MsgKind::Msg,
+            flags: Flags::NONE,
+            inv_handle: 0,
+            chunks: ChunkLists::EMPTY,
+        };
+        let hdr_len = spec.encoded_len(proto)?;
+        if hdr_len.saturating_add(rpc.len()) > self.client_recv() {
+            return None;
+        }
+        let spec = MsgSpec {
+            credit: self.credit_word(false),
+            ..spec
+        };
+        let mut buf = vec![0u8; hdr_len];
+        let n = header::encode_msg(&mut buf, proto, &spec).ok()?;
+        buf.truncate(n);
+        buf.extend_from_slice(rpc);
+        Some(buf)
+    }
+
+    /// A CB_NULL probe of callback program `prog` (version 1, as nfsd's
+    /// probes), framed as [`Self::reverse_call`] frames nfsd's callbacks;
+    /// its reply is counted (`cb_null_replies`, `cb_null_failed`) and not
+    /// handed to nfsd. `None` unless `probe_callbacks` and relaying are on
+    /// and the version is settled.
+    pub fn cb_null(&mut self, prog: u32) -> Option<Vec<u8>> {
+        if !self.opts.probe_callbacks {
+            return None;
+        }
+        let xid = PROBE_XID | (self.probes_sent & 0x00ff_ffff);
+        let m = self.reverse_call(&crate::nfs::null_call(xid, prog, 1))?;
+        self.probes_sent = self.probes_sent.wrapping_add(1);
+        if self.probes.len() >= 64 {
+            self.probes.remove(0); // never answered: forget the oldest
+        }
+        self.probes.push(xid);
+        Some(m)
+    }
+}

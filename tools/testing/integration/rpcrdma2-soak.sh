@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# integration-test: soak (short): fio with verify over rpcrdma2 (NFSv3 and v4.1; svcrdma in version 1 and the responder in version 2) while faults are injected on a schedule: disconnects, nfsd and responder restarts; no verify or I/O error, no kernel warning, I/O resumes after every fault
+# run.sh-options: --timeout 1500 --server-script tools/testing/integration/server/soak.sh
+# run.sh-args: 40
+#
+# Client script for tools/testing/vm/run.sh; `make soak` runs it longer.
+# Arguments: SECONDS per phase (default 40), EVERY seconds a fault
+# (default 8), DEVICE_REMOVAL (1: add the device fault below; default 0),
+# MAX_STALL seconds (default 60), LINK_BOUNCE (1: add the link fault
+# below; default 0).
+# Four phases, one per (NFS version, server): 3 and 4.1, each to svcrdma
+# (port 20049, version 1) and to the responder (port 20050, version 2).
+# In each, a verifying fio writer (verify_backlog: written blocks are read
+# back and checked all along) and a reader run on a hard mount for the
+# phase's length, while every EVERY seconds the
+# next fault of the server's list is injected:
+#   svcrdma:   fail_sunrpc disconnect, nfsd restart
+#   responder: fail_sunrpc disconnect, responder killed and restarted
+# and, with LINK_BOUNCE=1, the server's eth0 down for 3 s (known to leave
+# rpcrdma2 unable to reconnect to the responder: Documentation/testing.rst,
+# "Soak"), with DEVICE_REMOVAL=1 the client's RDMA device deleted under
+# the live mount and added back (rdma link delete/add).
+# A monitor samples the mount's byte counters every 0.5 s; the longest
+# time without progress in a phase is its stall (faults cause them). Figures, one
+# line per phase and a total, go to /results/soak.txt: bytes moved,
+# faults, reconnects (mountstats connect count), longest stall, fio errors.
+# Fails on any fio error (I/O or verify), a stall longer than
+# MAX_STALL seconds (default 60: a hang, not a slow recovery; the
+# goal of 10 s is reported, not enforced), no progress in a phase, or a
+# kernel warning (run.sh).
+
+set -euo pipefail
+# shellcheck source=../vm/guest/lib.sh
+. "$TESTBED_LIB"
+
+SECS=${1:-40}
+EVERY=${2:-8}
+DEVICE_REMOVAL=${3:-0}
+MAX_STALL=${4:-60}
+LINK_BOUNCE=${5:-0}
+KO=$RPCRDMA2_KO
+MNT=/mnt/nfs
+F=/sys/kernel/debug/fail_sunrpc
+CTL=/results/ctl
+OUT=/results/soak.txt
+[ -f "$KO" ] || tb_die "$KO is not built (make modules)"
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+[ -d "$F" ] || tb_die "no $F: the kernel lacks CONFIG_FAIL_SUNRPC"
+tb_step "insmod rpcrdma2.ko" insmod "$KO"
+: >"$OUT"
+REQ=0
+
+server_do() { # ACTION...: ask the server (soak.sh) and wait for it
+	local name=$$.$((REQ += 1)) i
+	# Written aside and renamed: the server must never see half a request.
+	echo "$*" >"$CTL/soak-tmp.$name"
+	mv "$CTL/soak-tmp.$name" "$CTL/soak-req.$name"
+	for ((i = 0; i < 300; i++)); do
+		if [ -e "$CTL/soak-done.$name" ]; then
+			[ "$(cat "$CTL/soak-done.$name")" = ok ] ||
+				tb_die "server: $(cat "$CTL/soak-done.$name")"
+			return 0
+		fi
+		sleep 0.1
+	done
+	tb_die "server did not serve '$*' within 30 s"
+}
+
+disconnect() { # one injected disconnect at the next transmission
+	echo 0 >"$F/verbose"
+	echo 0 >"$F/probability"
+	echo 1 >"$F/interval"
+	echo 1 >"$F/times"
+	echo 100 >"$F/probability"
+}
+
+device_readd() {
+	rdma link delete rxe0
+	sleep 2
+	rdma link add rxe0 type rxe netdev eth0
+}
+
+# progress: the mount's bytes moved so far (mountstats "bytes:" line).
+progress() {
+	awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "bytes:" {print $2 + $3 + $4 + $5; exit}' \
+		/proc/self/mountstats
+}
+# connects: the mount's transport connect count.
+connects() {
+	awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $5; exit}' \
+		/proc/self/mountstats
+}
+
+# monitor FILE: every 0.5 s, "LONGEST CURRENT" to FILE: the longest time
+# (ms) without progress so far, and the current one.
+monitor() {
+	local file=$1 last now t t_last worst=0
+	last=$(progress)
+	t_last=$(date +%s%3N)
+	while [ ! -e "$file.stop" ]; do
+		sleep 0.5
+		now=$(progress)
+		t=$(date +%s%3N)
+		if [ "$now" != "$last" ]; then
+			last=$now
+			((t - t_last > worst)) && worst=$((t - t_last))
+			t_last=$t
+		fi
+		echo "$worst $((t - t_last))" >"$file.tmp"
+		mv "$file.tmp" "$file"
+	done
+}
+
+phase() { # VERS PORT LABEL
+	local vers=$1 port=$2 label=$3 dir faults=() n=0 fio_rc=0 c0 c1 b0 b1 stall cur mon
+	case $label in
+	svcrdma) faults=(disconnect nfsd-restart) ;;
+	responder) faults=(disconnect responder-restart) ;;
+	esac
+	[ "$LINK_BOUNCE" = 1 ] && faults+=(link-bounce)
+	[ "$DEVICE_REMOVAL" = 1 ] && faults+=(device-readd)
+	tb_log "=== phase vers=$vers $label (port $port): $SECS s, a fault every $EVERY s: ${faults[*]}"
+	NFS_RDMA_PORT=$port tb_mount "$vers" rdma "$MNT" hard,timeo=100
+	tb_assert_proto "$MNT" rdma
+	dir=$MNT/soak-$label-$vers
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	c0=$(connects) b0=$(progress)
+	mon=/tmp/soak-mon
+	rm -f "$mon" "$mon.stop"
+	echo "0 0" >"$mon"
+	monitor "$mon" &
+	fio --directory="$dir" --size=16m --bsrange=4k-256k --ioengine=libaio --iodepth=8 \
+		--direct=1 --time_based --runtime="$SECS" \
+		--name=writer --rw=randwrite --verify=crc32c --verify_backlog=32 --verify_fatal=1 \
+		--name=reader --rw=randread \
+		--output=/tmp/fio-soak.txt &
+	local fio_pid=$! start
+	start=$(date +%s)
+	sleep "$EVERY"
+	while kill -0 "$fio_pid" 2>/dev/null && (($(date +%s) + EVERY / 2 < start + SECS)); do
+		local f=${faults[n % ${#faults[@]}]}
+		n=$((n + 1))
+		tb_log "fault $n: $f"
+		case $f in
+		disconnect) disconnect ;;
+		nfsd-restart | responder-restart) server_do "$f" ;;
+		link-bounce) server_do link-bounce 3 ;;
+		device-readd) device_readd ;;
+		esac
+		sleep "$EVERY"
+	done
+	wait "$fio_pid" || fio_rc=$?
+	touch "$mon.stop"
+	wait
+	read -r stall cur <"$mon" || tb_die "vers=$vers $label: the progress monitor left no figures"
+	((cur > stall)) && stall=$cur
+	c1=$(connects) b1=$(progress)
+	local moved=$((b1 - b0)) errs
+	errs=$(grep -oE "err= *[0-9]+" /tmp/fio-soak.txt | awk '{s += $NF} END {print s + 0}')
+	printf '%-6s %-9s bytes=%s faults=%s reconnects=%s longest_stall_ms=%s fio_rc=%s fio_errors=%s\n' \
+		"$vers" "$label" "$moved" "$n" "$((c1 - c0))" "$stall" "$fio_rc" "$errs" | tee -a "$OUT"
+	grep -E "^ +(READ|WRITE):" /tmp/fio-soak.txt || true
+	((fio_rc == 0)) || { tail -n 20 /tmp/fio-soak.txt; tb_die "vers=$vers $label: fio failed (exit $fio_rc): an I/O or verify error"; }
+	((errs == 0)) || tb_die "vers=$vers $label: fio counted $errs errors"
+	((moved > 0)) || tb_die "vers=$vers $label: no I/O"
+	((n > 0)) || tb_die "vers=$vers $label: no fault was injected ($SECS s is too short for one every $EVERY s)"
+	((stall <= MAX_STALL * 1000)) ||
+		tb_die "vers=$vers $label: I/O stalled for $stall ms after a fault (limit $MAX_STALL s)"
+	rm -rf "$dir"
+	tb_umount "$MNT"
+}
+
+for vers in 3 4.1; do
+	phase "$vers" 20049 svcrdma
+	phase "$vers" 20050 responder
+done
+tb_log "soak figures ($SECS s per phase):"
+cat "$OUT"
+awk '{for (i = 3; i <= NF; i++) {split($i, kv, "="); s[kv[1]] += kv[2]; if (kv[1] == "longest_stall_ms" && kv[2] > m) m = kv[2]}}
+	END {printf "total  bytes=%d faults=%d reconnects=%d longest_stall_ms=%d fio_errors=%d\n", s["bytes"], s["faults"], s["reconnects"], m, s["fio_errors"]}' \
+	"$OUT" | tee -a "$OUT"
+tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
+tb_log "soak: all checks passed"
