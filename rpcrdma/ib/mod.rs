@@ -155,6 +155,15 @@ impl Device {
         unsafe { bindings::rpcrdma2_shim_uses_virt_dma(self.as_ptr()) }
     }
 
+    /// Whether the device is an iWARP RNIC (`RDMA_NODE_RNIC`: siw, cxgb4,
+    /// irdma in iWARP mode), for the loopback suites' iWARP outcomes
+    /// (KUnit variant only).
+    #[cfg(rpcrdma2_kunit)]
+    pub fn is_iwarp(&self) -> bool {
+        // SAFETY: as in `max_qp_rd_atom`.
+        u32::from(unsafe { (*self.as_ptr()).node_type }) == bindings::RDMA_NODE_RNIC
+    }
+
     /// The first IPv4 address of the network device under `port`, in
     /// network byte order as four bytes (RoCE and iWARP devices only).
     /// For the loopback suites (KUnit variant only).

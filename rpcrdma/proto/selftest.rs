@@ -47,6 +47,7 @@ pub const SELF_TESTS: &[SelfTest] = &[
     case!(lost_probes_bound_the_loop),
     case!(probe_too_big_opens_v1),
     case!(prepare_rpc_long_call_and_reply),
+    case!(prepare_rpc_waits_for_mrs),
     case!(v1_credit_window),
     case!(v2_credit_accounting),
     case!(v2_advertisement),
@@ -513,30 +514,8 @@ fn prepare_rpc_long_call_and_reply() -> TestResult {
         matches!(r, Ok((c, p)) if p.is_inline() && c.hdr_len == 28 && p.kind() == header::MsgKind::Msg)
     );
     // An 8 KiB Call and a 68 KiB Reply buffer: Long Call + Long Reply.
-    let big = Rpc {
-        call: Geometry {
-            head: 200,
-            page_base: 0,
-            page_len: 8192,
-            tail: 0,
-        },
-        reply: Geometry {
-            head: 4096,
-            page_base: 0,
-            page_len: 65536,
-            tail: 0,
-        },
-        reply_buflen: 4096 + 65536,
-        ..Rpc::default()
-    };
-    // Its four segments need four MRs: with three free it waits, and
-    // nothing is counted as sent.
-    let before = t.credits().outstanding();
-    let r = t.prepare_rpc_within(XID + 1, &big, 4096, 32, &Hints::NONE, 3);
-    check!(r == Err(CallError::NoMrs { needed: 4 }));
-    check!(CallError::NoMrs { needed: 4 }.errno() == Errno::EAGAIN);
-    check!(t.credits().outstanding() == before);
-    let r = t.prepare_rpc_within(XID + 1, &big, 4096, 32, &Hints::NONE, 4);
+    let big = long_rpc();
+    let r = t.prepare_rpc(XID + 1, &big, 4096, 32);
     check!(r.is_ok());
     let Ok((call, plan)) = r else {
         return Ok(());
@@ -590,6 +569,49 @@ fn prepare_rpc_long_call_and_reply() -> TestResult {
         t.prepare_rpc(x, &big, 4096, 32),
         Err(CallError::Plan(PlanError::TooBig(_)))
     ));
+    Ok(())
+}
+
+/// An 8 KiB Call and a 68 KiB Reply buffer: with 4096-byte thresholds,
+/// a Long Call and a Long Reply (two segments each).
+fn long_rpc() -> Rpc {
+    Rpc {
+        call: Geometry {
+            head: 200,
+            page_base: 0,
+            page_len: 8192,
+            tail: 0,
+        },
+        reply: Geometry {
+            head: 4096,
+            page_base: 0,
+            page_len: 65536,
+            tail: 0,
+        },
+        reply_buflen: 4096 + 65536,
+        ..Rpc::default()
+    }
+}
+
+/// An RPC whose chunks need more MRs than are free waits (planned once,
+/// nothing counted as sent).
+fn prepare_rpc_waits_for_mrs() -> TestResult {
+    let v1 = Config {
+        policy: VersionPolicy::ForceV1,
+        ..Config::default()
+    };
+    let mut t = up(v1, peer(4096, 4096, false));
+    t.set_max_segs(8);
+    // Four segments, four MRs.
+    let big = long_rpc();
+    let before = t.credits().outstanding();
+    let r = t.prepare_rpc_within(XID, &big, 4096, 32, &Hints::NONE, 3);
+    check!(r == Err(CallError::NoMrs { needed: 4 }));
+    check!(CallError::NoMrs { needed: 4 }.errno() == Errno::EAGAIN);
+    check!(t.credits().outstanding() == before);
+    let r = t.prepare_rpc_within(XID, &big, 4096, 32, &Hints::NONE, 4);
+    check!(matches!(r, Ok((_, ref p)) if p.ranges().len() == 4));
+    check!(t.credits().outstanding() == before.wrapping_add(1));
     Ok(())
 }
 

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Run rpcrdma2's KUnit suites in the client guest of the two-guest testbed
-# (rxe is up, so suites that need an RDMA device have one) and judge the
-# KTAP on the host with ktap-check.sh. Extra arguments go to vm/run.sh.
+# (rxe0 is up, or siw0 with --provider siw, so suites that need an RDMA
+# device have one) and judge the KTAP on the host with ktap-check.sh.
+# Extra arguments go to vm/run.sh.
 # The suites are in the module's KUnit variant, build/kunit/rpcrdma2.ko
 # (make modules-kunit); the production rpcrdma2.ko has none.  With
 # RPCRDMA2_KERNEL_VARIANT=debug the debug kernel boots and
