@@ -145,6 +145,11 @@ unsigned long rpcrdma2_shim_jiffies(void)
 	return jiffies;
 }
 
+bool rpcrdma2_shim_task_gfp_is_kernel(void)
+{
+	return rpc_task_gfp_mask() == GFP_KERNEL;
+}
+
 static void rpcrdma2_connect_work_fn(struct work_struct *work)
 {
 	rpcrdma2_rs_connect_worker(to_delayed_work(work));

@@ -47,6 +47,8 @@ int rpcrdma2_shim_rpc_reply_expected(struct rpc_task *task);
 bool rpcrdma2_shim_task_set_rpc_status(struct rpc_task *task, int status);
 
 unsigned long rpcrdma2_shim_jiffies(void);
+/* Whether rpc_task_gfp_mask() is plain GFP_KERNEL (not an rpciod worker). */
+bool rpcrdma2_shim_task_gfp_is_kernel(void);
 
 struct rpc_rqst;
 struct xdr_buf;

@@ -271,17 +271,29 @@ impl Transport for RdmaXprt {
 
     fn buf_alloc(this: &XprtBox<Self>, slot: &SlotBox<Slot>) -> Result {
         let (call, reply) = slot.rqst().buffer_sizes();
-        let mut guard = slot.data.bufs.lock();
-        let bufs = &mut *guard;
-        for (buf, want) in [(&mut bufs.send, call), (&mut bufs.recv, reply)] {
-            if buf.len() < want {
-                *buf = KVec::from_elem(0, want, GFP_KERNEL).map_err(|_| ENOMEM)?;
-                this.data.stats.hardway.fetch_add(want as u64, Relaxed);
+        // Grow a buffer outside the slot's spinlock: the allocation may
+        // sleep (GFP_KERNEL in a synchronous task's context).
+        let (have_send, have_recv) = {
+            let bufs = slot.data.bufs.lock();
+            (bufs.send.len(), bufs.recv.len())
+        };
+        let gfp = rqst::task_gfp();
+        let grow = |have: usize, want: usize| -> Result<Option<KVec<u8>>> {
+            if have >= want {
+                return Ok(None);
             }
-        }
-        let mut bufs = guard;
+            let v = KVec::from_elem(0, want, gfp).map_err(|_| ENOMEM)?;
+            this.data.stats.hardway.fetch_add(want as u64, Relaxed);
+            Ok(Some(v))
+        };
+        let new_send = grow(have_send, call)?;
+        let new_recv = grow(have_recv, reply)?;
+        let mut bufs = slot.data.bufs.lock();
+        let old_send = new_send.map(|v| core::mem::replace(&mut bufs.send, v));
+        let old_recv = new_recv.map(|v| core::mem::replace(&mut bufs.recv, v));
         let (send, recv) = (bufs.send.as_mut_ptr(), bufs.recv.as_mut_ptr());
         drop(bufs);
+        drop((old_send, old_recv));
         // SAFETY: the buffers live in the slot, hold at least the requested
         // sizes, and only this slot's owner replaces them (in the next
         // buf_alloc, which SUNRPC issues only after buf_free).

@@ -637,3 +637,23 @@ pub fn wake_up_backlog<S>(xprt: &Xprt, slot: &SlotBox<S>) -> bool {
     // SAFETY: both are alive; the slot is free (owned by the caller).
     unsafe { bindings::xprt_wake_up_backlog(xprt.as_raw(), slot.rqst.get()) }
 }
+
+/// The allocation flags for memory a running task needs (an RPC's
+/// buffers in `buf_alloc`), after C's `rpc_task_gfp_mask()`.
+///
+/// In the task's own context (a synchronous RPC, e.g. `mount`) that is
+/// `GFP_KERNEL`. In an rpciod worker C uses `GFP_KERNEL | __GFP_NORETRY |
+/// __GFP_NOWARN`, so that an allocation cannot stall the workqueue that
+/// writeback depends on; 6.12's `kernel::alloc::Flags` has no
+/// `__GFP_NORETRY`, so this is `GFP_NOWAIT | __GFP_NOWARN` there, which
+/// never sleeps. Either way a failure is `ENOMEM`, which `call_allocate`
+/// retries after a short delay.
+pub fn task_gfp() -> kernel::alloc::Flags {
+    use kernel::alloc::flags::{__GFP_NOWARN, GFP_NOWAIT};
+    // SAFETY: FFI call without preconditions (it reads `current->flags`).
+    if unsafe { bindings::rpcrdma2_shim_task_gfp_is_kernel() } {
+        GFP_KERNEL
+    } else {
+        GFP_NOWAIT | __GFP_NOWARN
+    }
+}
