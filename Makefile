@@ -7,7 +7,13 @@
 #   make modules-kunit   build the KUnit variant (the suites, self-tests and
 #                        test-only code) as build/kunit/rpcrdma2.ko
 #   make kernel          build (or reuse) the cached testbed kernel
+#   make kernel-debug    ... its debug variant (KASAN, lockdep, kmemleak, ...)
+#   make modules-debug   build rpcrdma2.ko for the debug kernel as
+#                        build/debug/rpcrdma2.ko (KDIR_DEBUG)
+#   make modules-kunit-debug  ... the KUnit variant, build/kunit-debug/
 #   make check           every test: host, KUnit in a guest, guest integration
+#   make check-debug     the debug kernel's phases of check.sh: kernel,
+#                        module builds, KUnit and an integration subset
 #   make clippy          the module under clippy with the kernel's lints
 #   make install         install rpcrdma2.ko (modules_install, depmod) and
 #                        the modprobe.d snippet; INSTALL_MOD_PATH= and
@@ -20,8 +26,10 @@
 #                        (SOAK_SECONDS per phase, default 300)
 #   make clean
 
-# Default KDIR: the testbed kernel cached outside the repository.
-KDIR ?= $(shell tools/testing/kernel/build.sh --kdir)
+# Default KDIR: the testbed kernel cached outside the repository; the
+# debug variant's for the *-debug targets.
+KDIR ?= $(shell tools/testing/kernel/build.sh --variant default --kdir)
+KDIR_DEBUG ?= $(shell tools/testing/kernel/build.sh --variant debug --kdir)
 LLVM ?= -15
 RUSTC ?= /usr/bin/rustc
 BINDGEN ?= $(shell command -v bindgen 2>/dev/null || echo $(HOME)/.cargo/bin/bindgen)
@@ -46,8 +54,30 @@ KUNIT_BUILD := build/kunit
 KMAKE_KUNIT = $(MAKE) -C $(KDIR) M=$(CURDIR)/$(KUNIT_BUILD) LLVM=$(LLVM) $(KMAKE_LLVM) RUSTC=$(RUSTC) \
 	BINDGEN=$(BINDGEN) RPCRDMA2_KUNIT=1
 
+# The same two variants for the debug kernel, each from its own copy
+# (tools/testing/lib.sh module_build_dir says where the testbed finds them).
+DEBUG_BUILD := build/debug
+KUNIT_DEBUG_BUILD := build/kunit-debug
+KMAKE_DEBUG = $(MAKE) -C $(KDIR_DEBUG) LLVM=$(LLVM) $(KMAKE_LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN)
+
+# copy-tree DIR: the module's sources into DIR (for KUNIT_BUILD and the
+# debug builds). Sources deleted or moved since the last copy must not
+# linger; cp -p keeps mtimes, so rebuilds are incremental.
+define copy-tree
+	@mkdir -p $(1)
+	@find $(1) -path $(1)/rpcrdma/bindings_generated.rs -prune -o -type f \
+		\( -name '*.rs' -o -name '*.c' -o -name '*.h' \) -print | xargs -r rm -f
+	@find Kbuild rpcrdma xdr/src -type f \( -name Kbuild -o -name '*.rs' -o -name '*.c' -o -name '*.h' \) \
+		! -name bindings_generated.rs -exec cp -p --parents -t $(1)/ {} +
+endef
+
+define check-kdir
+	@test -f $(1)/Makefile || { echo "error: no kernel build tree at $(1): run 'make $(2)' or pass KDIR=/KDIR_DEBUG=" >&2; exit 1; }
+endef
+
 .PHONY: all modules modules-kunit kunit-tree clippy clippy-kunit install kernel check demo bench \
-	host-test kunit integration fuzz soak clean
+	host-test kunit integration fuzz soak clean kernel-debug modules-debug modules-kunit-debug \
+	check-debug
 
 all: modules
 
@@ -57,12 +87,7 @@ modules:
 
 kunit-tree:
 	@test -f $(KDIR)/Makefile || { echo "error: no kernel build tree at KDIR=$(KDIR): run 'make kernel' or pass KDIR=" >&2; exit 1; }
-	@mkdir -p $(KUNIT_BUILD)
-	@# Sources deleted or moved since the last copy must not linger.
-	@find $(KUNIT_BUILD) -path $(KUNIT_BUILD)/rpcrdma/bindings_generated.rs -prune -o -type f \
-		\( -name '*.rs' -o -name '*.c' -o -name '*.h' \) -print | xargs -r rm -f
-	@find Kbuild rpcrdma xdr/src -type f \( -name Kbuild -o -name '*.rs' -o -name '*.c' -o -name '*.h' \) \
-		! -name bindings_generated.rs -exec cp -p --parents -t $(KUNIT_BUILD)/ {} +
+	$(call copy-tree,$(KUNIT_BUILD))
 
 modules-kunit: kunit-tree
 	$(KMAKE_KUNIT) modules
@@ -91,6 +116,22 @@ install: modules
 
 kernel:
 	tools/testing/kernel/build.sh
+
+kernel-debug:
+	tools/testing/kernel/build.sh --variant debug
+
+modules-debug:
+	$(call check-kdir,$(KDIR_DEBUG),kernel-debug)
+	$(call copy-tree,$(DEBUG_BUILD))
+	$(KMAKE_DEBUG) M=$(CURDIR)/$(DEBUG_BUILD) modules
+
+modules-kunit-debug:
+	$(call check-kdir,$(KDIR_DEBUG),kernel-debug)
+	$(call copy-tree,$(KUNIT_DEBUG_BUILD))
+	$(KMAKE_DEBUG) M=$(CURDIR)/$(KUNIT_DEBUG_BUILD) RPCRDMA2_KUNIT=1 modules
+
+check-debug:
+	tools/testing/check.sh kernel-debug module-debug kunit-debug integration-debug
 
 check:
 	tools/testing/check.sh
@@ -137,4 +178,4 @@ fuzz:
 clean:
 	@if test -f $(KDIR)/Makefile; then $(KMAKE) clean; fi
 	rm -f rpcrdma/bindings_generated.rs
-	rm -rf $(KUNIT_BUILD)
+	rm -rf $(KUNIT_BUILD) $(DEBUG_BUILD) $(KUNIT_DEBUG_BUILD)

@@ -3,22 +3,41 @@
 #
 # make check: every test of the project, in dependency order, with timings.
 #
-#   check.sh                 all phases
-#   check.sh PHASE...        only these (kernel host module kunit integration)
+#   check.sh                 all phases but the debug kernel's
+#   check.sh PHASE...        only these (kernel host module kunit integration,
+#                            and the debug kernel's: kernel-debug module-debug
+#                            kunit-debug integration-debug)
 #
 # A phase whose prerequisite phase failed is reported as failed too (never
 # silently skipped).  Ends with a "N passed, N failed" line; exits non-zero
 # if anything failed.
 
 set -uo pipefail
+# The phases name their kernel variant themselves.
+export RPCRDMA2_KERNEL_VARIANT=default
 . "$(dirname "$0")/lib.sh"
 cd "$RPCRDMA2_TOP"
 
 # The kernel phase comes first: it installs the toolchain and unpacks the
 # kernel source, whose tools/testing/kunit/kunit.py the host phase's KTAP
 # checker self-test needs on a cold machine.
+# The *-debug phases repeat kernel, module, KUnit and a subset of the
+# integration tests on the debug kernel (build.sh --variant debug: KASAN,
+# lockdep, kmemleak, ...; Documentation/testing.rst, "The debug kernel").
+# They run only when named (make check-debug): under TCG the debug kernel
+# is far too slow for make check's time budget (the figures are in
+# testing.rst).
 ALL=(kernel host module kunit integration)
-declare -A needs=([module]=kernel [kunit]=module [integration]=module)
+DEBUG_PHASES=(kernel-debug module-debug kunit-debug integration-debug)
+declare -A needs=([module]=kernel [kunit]=module [integration]=module
+	[module-debug]=kernel-debug [kunit-debug]=module-debug [integration-debug]=module-debug)
+# The integration tests integration-debug runs: rpcrdma2-kmemleak, which
+# covers module load and unload, the v1 (svcrdma) and v2 (responder) data
+# paths with every chunk type, injected reconnects, and the leak check.
+# RPCRDMA2_DEBUG_TESTS replaces the list; any test runs there with
+# RPCRDMA2_KERNEL_VARIANT=debug tools/testing/integration/run-all.sh TEST.
+# shellcheck disable=SC2206 # a list of names, split on purpose
+DEBUG_TESTS=(${RPCRDMA2_DEBUG_TESTS:-rpcrdma2-kmemleak})
 declare -A status=() took=()
 
 phase_host() {
@@ -64,6 +83,30 @@ phase_integration() {
 	tools/testing/integration/run-all.sh
 }
 
+phase_kernel_debug() {
+	tools/testing/kernel/build.sh --variant debug >/dev/null
+}
+
+phase_module_debug() {
+	local krel
+	step "module for the debug kernel" make -s modules-debug
+	step "KUnit variant for the debug kernel" make -s modules-kunit-debug
+	krel=$(cat "$(dirname "$(tools/testing/kernel/build.sh --variant debug --kdir)")/kernelrelease")
+	step "build/debug modules are for $krel" bash -c '
+		for ko in build/debug/rpcrdma2.ko build/kunit-debug/rpcrdma2.ko; do
+			v=$(modinfo -F vermagic "$ko") && [ "${v%% *}" = "$1" ] ||
+				{ echo "$ko: vermagic \"$v\", kernel $1" >&2; exit 1; }
+		done' _ "$krel"
+}
+
+phase_kunit_debug() {
+	RPCRDMA2_KERNEL_VARIANT=debug tools/testing/kunit/run.sh
+}
+
+phase_integration_debug() {
+	RPCRDMA2_KERNEL_VARIANT=debug tools/testing/integration/run-all.sh "${DEBUG_TESTS[@]}"
+}
+
 run_phase() {
 	local p=$1 dep=${needs[$1]:-} t0 rc
 	if [ -n "$dep" ] && [ "${status[$dep]:-}" = FAIL ]; then
@@ -73,7 +116,7 @@ run_phase() {
 	fi
 	log "===== phase $p ====="
 	t0=$(date +%s)
-	( "phase_$p" )
+	( "phase_${p//-/_}" )
 	rc=$?
 	took[$p]=$(($(date +%s) - t0))
 	if [ $rc = 0 ]; then status[$p]=PASS; else status[$p]=FAIL; fi
@@ -83,15 +126,15 @@ run_phase() {
 phases=("$@")
 ((${#phases[@]})) || phases=("${ALL[@]}")
 for p in "${phases[@]}"; do
-	declare -F "phase_$p" >/dev/null || die "unknown phase '$p' (have: ${ALL[*]})"
+	declare -F "phase_${p//-/_}" >/dev/null || die "unknown phase '$p' (have: ${ALL[*]} ${DEBUG_PHASES[*]})"
 done
 for p in "${phases[@]}"; do run_phase "$p"; done
 
 pass=0 fail=0
 echo
-echo "phase        result  seconds"
+echo "phase              result  seconds"
 for p in "${phases[@]}"; do
-	printf '%-12s %-7s %s\n' "$p" "${status[$p]}" "${took[$p]}"
+	printf '%-18s %-7s %s\n' "$p" "${status[$p]}" "${took[$p]}"
 	if [ "${status[$p]}" = PASS ]; then pass=$((pass + 1)); else fail=$((fail + 1)); fi
 done
 echo "check: $pass passed, $fail failed"

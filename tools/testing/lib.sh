@@ -11,6 +11,26 @@ RPCRDMA2_RUSTC=${RPCRDMA2_RUSTC:-/usr/bin/rustc}
 RPCRDMA2_BINDGEN=${RPCRDMA2_BINDGEN:-$(command -v bindgen 2>/dev/null || echo "$HOME/.cargo/bin/bindgen")}
 export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm-15/lib}
 
+# The testbed kernel variant (tools/testing/kernel/build.sh --variant):
+# "default", or "debug" (KASAN, lockdep, kmemleak, ...). build.sh, vm/run.sh,
+# integration/run-all.sh and kunit/run.sh all follow this variable.
+export RPCRDMA2_KERNEL_VARIANT=${RPCRDMA2_KERNEL_VARIANT:-default}
+
+# module_ko VARIANT [kunit]: the rpcrdma2.ko built for that kernel variant,
+# relative to the repository (Makefile): the production module is
+# rpcrdma2.ko (default) or build/VARIANT/rpcrdma2.ko, the KUnit variant
+# build/kunit/rpcrdma2.ko or build/kunit-VARIANT/rpcrdma2.ko.  A module
+# loads only into the kernel it was built for (the debug kernel has its
+# own release string).
+module_ko() {
+	case $1:${2:-} in
+	default:) echo rpcrdma2.ko ;;
+	default:kunit) echo build/kunit/rpcrdma2.ko ;;
+	*:kunit) echo "build/kunit-$1/rpcrdma2.ko" ;;
+	*) echo "build/$1/rpcrdma2.ko" ;;
+	esac
+}
+
 log()  { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die()  { printf '[%s] ERROR: %s\n' "$(date +%H:%M:%S)" "$*" >&2; exit 1; }
 

@@ -28,7 +28,7 @@ set -euo pipefail
 REPEATS=${1:-3}
 RUNTIME=${2:-8}
 SIZES=${3:-"8k 16k 32k 64k"}
-KO=$SRC/rpcrdma2.ko
+KO=$RPCRDMA2_KO
 MNT=/mnt/nfs
 P=/sys/module/rpcrdma2/parameters/frwr
 [ -f "$KO" ] || tb_die "$KO is not built (make modules)"

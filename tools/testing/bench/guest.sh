@@ -61,7 +61,7 @@ while (($#)); do
 done
 
 JOBS=(randread-4k seqread-1m seqwrite-1m)
-KO=$SRC/rpcrdma2.ko
+KO=$RPCRDMA2_KO
 MNT=/mnt/bench
 OUT=$RESULTS/bench
 RUNS=$OUT/runs.tsv
@@ -278,9 +278,9 @@ run_raw() {
 
 # --- main --------------------------------------------------------------------
 
-[ -f "$SRC/rpcrdma2.ko" ] || tb_die "$SRC/rpcrdma2.ko is not built (make modules)"
+[ -f "$RPCRDMA2_KO" ] || tb_die "$RPCRDMA2_KO is not built (make modules)"
 # Snapshot the module: the repository is shared and may be rebuilt meanwhile.
-cp "$SRC/rpcrdma2.ko" /tmp/rpcrdma2.ko || tb_die "cannot copy $SRC/rpcrdma2.ko"
+cp "$RPCRDMA2_KO" /tmp/rpcrdma2.ko || tb_die "cannot copy $RPCRDMA2_KO"
 KO=/tmp/rpcrdma2.ko
 tb_log "bench: repeats $REPEATS, runtime ${RUNTIME}s + ramp ${RAMP}s, file size $SIZE, configs: $CONFIGS"
 {

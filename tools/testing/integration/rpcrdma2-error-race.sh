@@ -25,7 +25,7 @@ set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
 . "$TESTBED_LIB"
 
-KO=$SRC/rpcrdma2.ko
+KO=$RPCRDMA2_KO
 MNT=/mnt/nfs
 FILES=30 WORKERS=8 ROUNDS=2
 [ -f "$KO" ] || tb_die "$KO is not built (make modules)"

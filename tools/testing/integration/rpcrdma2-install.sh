@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # integration-test: make install: modprobe rpcrdma2 and autoload by a proto=rdma mount from the installed tree, never rpcrdma
+# kernel-variant: default
 #
 # Client script for tools/testing/vm/run.sh (runs in the client guest).
 # tools/testing/install-check.sh (make check's module phase) ran
@@ -13,6 +14,7 @@
 #      snippet turns request_module("rpcrdma") into rpcrdma2); rpcrdma is
 #      not loaded; the mount works;
 #   3. umount, then modprobe -r rpcrdma2 unloads it.
+# Default kernel only: the staged tree holds the module built for it.
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh

@@ -17,7 +17,7 @@ set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
 . "$TESTBED_LIB"
 
-KO=$SRC/rpcrdma2.ko
+KO=$RPCRDMA2_KO
 [ -f "$KO" ] || tb_die "$KO is not built (make modules)"
 grep -q '^rpcrdma ' /proc/modules && tb_die "rpcrdma is loaded before the test"
 

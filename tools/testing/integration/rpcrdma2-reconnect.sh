@@ -17,7 +17,7 @@ set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
 . "$TESTBED_LIB"
 
-KO=$SRC/rpcrdma2.ko
+KO=$RPCRDMA2_KO
 MNT=/mnt/nfs
 F=/sys/kernel/debug/fail_sunrpc
 [ -f "$KO" ] || tb_die "$KO is not built (make modules)"

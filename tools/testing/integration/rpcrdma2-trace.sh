@@ -23,7 +23,7 @@ set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
 . "$TESTBED_LIB"
 
-KO=$SRC/rpcrdma2.ko
+KO=$RPCRDMA2_KO
 MNT=/mnt/nfs
 T=/sys/kernel/tracing
 EVENTS=(connect connect_error disconnect pvtdata version connprop credits

@@ -35,7 +35,7 @@ set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
 . "$TESTBED_LIB"
 
-KO=$SRC/rpcrdma2.ko
+KO=$RPCRDMA2_KO
 MNT=/mnt/nfs
 RESPONDER=$SRC/tools/responder/target/release/rpcrdma-responder
 [ -f "$KO" ] || tb_die "$KO is not built (make modules)"

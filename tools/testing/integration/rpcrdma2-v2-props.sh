@@ -36,7 +36,7 @@ set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
 . "$TESTBED_LIB"
 
-KO=$SRC/rpcrdma2.ko
+KO=$RPCRDMA2_KO
 MNT=/mnt/nfs
 F=/sys/kernel/debug/fail_sunrpc
 PROBE_XID=0x434f4e50

@@ -46,7 +46,7 @@ set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
 . "$TESTBED_LIB"
 
-KO=$SRC/rpcrdma2.ko
+KO=$RPCRDMA2_KO
 MNT=/mnt/nfs
 REF=/tmp/ref
 FILE=f262144

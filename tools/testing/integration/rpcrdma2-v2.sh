@@ -32,7 +32,7 @@ set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
 . "$TESTBED_LIB"
 
-KO=$SRC/rpcrdma2.ko
+KO=$RPCRDMA2_KO
 MNT=/mnt/nfs
 REF=/tmp/ref
 SIZES=(0 1 3000 4097 65537 1048589)

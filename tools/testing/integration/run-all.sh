@@ -5,17 +5,22 @@
 # Run the guest integration tests (tools/testing/vm/run.sh per test) and
 # close with the line 'N passed, N failed' (', N skipped' when some were).
 #
-#   run-all.sh [--list] [--no-kernel-build] [--allow-skips] [--results DIR] [TEST...]
+#   run-all.sh [--list] [--no-kernel-build] [--allow-skips] [--results DIR]
+#              [--variant NAME] [TEST...]
 #
 # A test is a client script in this directory with a line
 #   # integration-test: DESCRIPTION
 # and optionally
 #   # run.sh-options: OPTIONS...   (e.g. --timeout 900 --allow-rpcrdma-autoload)
 #   # run.sh-args: ARGS...         (passed to the script)
-# TEST names a test (file name with or without .sh); default: all of them.
-# A script exits 0 (pass), 77 (skipped) or anything else (fail). Skips
-# fail the run unless --allow-skips is given.  Without --no-kernel-build a missing testbed kernel
-# is built first (tools/testing/kernel/build.sh, ~20 min cold).
+#   # kernel-variant: NAME         (runs only on that testbed kernel variant)
+# TEST names a test (file name with or without .sh); default: all of them
+# that run on the kernel variant (--variant, or RPCRDMA2_KERNEL_VARIANT:
+# default or debug; the guests boot that kernel and load the rpcrdma2.ko
+# built for it).  A script exits 0 (pass), 77 (skipped) or anything else
+# (fail). Skips fail the run unless --allow-skips is given.  Without
+# --no-kernel-build a missing testbed kernel is built first
+# (tools/testing/kernel/build.sh, ~8-20 min cold).
 
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -30,17 +35,31 @@ while (($#)); do
 	--allow-skips) allow_skips=1; shift ;;
 	--no-kernel-build) build_kernel=0; shift ;;
 	--results) results=${2:?--results needs DIR}; shift 2 ;;
-	-h | --help) sed -n '3,18s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	--variant) RPCRDMA2_KERNEL_VARIANT=${2:?--variant needs NAME}; shift 2 ;;
+	-h | --help) sed -n '5,23s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	-*) echo "${0##*/}: unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
 done
 
-all_tests() {
-	grep -l '^# integration-test:' "$HERE"/*.sh 2>/dev/null | sort
-}
+variant=$RPCRDMA2_KERNEL_VARIANT
+[ "$variant" = default ] || [ -f "$RPCRDMA2_TOP/tools/testing/kernel/$variant.fragment" ] ||
+	{ echo "${0##*/}: no kernel variant '$variant'" >&2; exit 2; }
+export RPCRDMA2_KERNEL_VARIANT=$variant
+
 field() { # FILE KEY: the value of '# KEY: value' in FILE
 	sed -n "s/^# $2:[[:space:]]*//p" "$1" | head -n 1
+}
+runs_here() { # FILE: does the test run on this kernel variant?
+	local want
+	want=$(field "$1" kernel-variant)
+	[ -z "$want" ] || [ "$want" = "$variant" ]
+}
+all_tests() {
+	local f
+	for f in $(grep -l '^# integration-test:' "$HERE"/*.sh 2>/dev/null | sort); do
+		! runs_here "$f" || echo "$f"
+	done
 }
 
 tests=()
@@ -49,6 +68,10 @@ if (($#)); then
 		f=$HERE/${t%.sh}.sh
 		if ! [ -f "$f" ] || ! grep -q '^# integration-test:' "$f"; then
 			echo "${0##*/}: no integration test '$t'" >&2
+			exit 2
+		fi
+		if ! runs_here "$f"; then
+			echo "${0##*/}: $t runs on the $(field "$f" kernel-variant) kernel only (--variant), not on $variant" >&2
 			exit 2
 		fi
 		tests+=("$f")
@@ -69,7 +92,7 @@ closing() {
 	local line="$passed passed, $failed failed"
 	((skipped == 0)) || line+=", $skipped skipped"
 	echo
-	echo "integration tests (results: $results):"
+	echo "integration tests on the $variant kernel (results: $results):"
 	printf '  %s\n' "${summary[@]}"
 	echo "$line"
 }
@@ -82,7 +105,7 @@ results=$(cd "$results" && pwd)
 
 if ! "$KBUILD" --check; then
 	if ((build_kernel)); then
-		log "integration: testbed kernel not built yet; building it (~20 min cold)"
+		log "integration: testbed kernel ($variant) not built yet; building it (~8-20 min cold)"
 		if ! "$KBUILD" >"$results/kernel-build.log" 2>&1; then
 			tail -n 30 "$results/kernel-build.log" >&2
 			failed=${#tests[@]}
@@ -92,7 +115,7 @@ if ! "$KBUILD" --check; then
 		fi
 	else
 		failed=${#tests[@]}
-		summary=("FAIL all: testbed kernel not built (tools/testing/kernel/build.sh)")
+		summary=("FAIL all: testbed kernel not built (tools/testing/kernel/build.sh --variant $variant)")
 		closing
 		exit 1
 	fi

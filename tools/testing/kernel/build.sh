@@ -3,21 +3,30 @@
 #
 # Build (or reuse) the rpcrdma2 testbed kernel.
 #
-#   build.sh            install missing prerequisites, build, print KDIR
-#   build.sh --kdir     print the build directory for the current key (no build)
-#   build.sh --check    exit 0 iff the cached build for the current key exists
+#   build.sh [--variant V]           install missing prerequisites, build, print KDIR
+#   build.sh [--variant V] --kdir    print the build directory for the current key (no build)
+#   build.sh [--variant V] --check   exit 0 iff the cached build for the current key exists
 #
 # The kernel is Debian's linux-source-6.12 configured with allnoconfig plus
 # config.fragment, built with Debian's rustc and clang-15, and cached under
 # $RPCRDMA2_CACHE/kernel/<version>-<key>/ where <key> hashes the source
-# package version, the fragment, this script and the toolchain versions.
-# A cache entry is used only when its .complete stamp exists.
+# package version, the fragment, the recipe number below and the toolchain
+# versions. A cache entry is used only when its .complete stamp exists.
+#
+# Variants (--variant, default $RPCRDMA2_KERNEL_VARIANT or "default"):
+#   default  config.fragment
+#   debug    config.fragment, then debug.fragment on top (KASAN, lockdep,
+#            kmemleak, ...; Documentation/testing.rst), cached under
+#            $RPCRDMA2_CACHE/kernel/<version>-debug-<key>/; its key also
+#            hashes debug.fragment.  The default variant's key is computed
+#            exactly as before variants existed.
 
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 FRAGMENT=$HERE/config.fragment
+VARIANT=${RPCRDMA2_KERNEL_VARIANT:-default}
 DEB_PKGS=(linux-source-6.12 rustc-web rust-web-src clang-15 lld-15 llvm-15
 	  libclang-15-dev flex bison bc libelf-dev libssl-dev cpio kmod xz-utils
 	  make python3 rust-web-clippy)
@@ -36,12 +45,36 @@ cache_key() {
 		"$RPCRDMA2_RUSTC" --version 2>/dev/null || echo no-rustc
 		"clang$RPCRDMA2_LLVM" --version 2>/dev/null | head -1 || echo no-clang
 		"$RPCRDMA2_BINDGEN" --version 2>/dev/null || echo no-bindgen
+		# Appended only for other variants: the default key is unchanged.
+		if [ "$VARIANT" != default ]; then
+			echo "variant=$VARIANT"
+			cat "$HERE/$VARIANT.fragment"
+		fi
 	} | sha256sum | cut -c1-16
 }
 
 kernel_dir() {
-	local v; v=$(src_version); v=${v%%-*}
-	echo "$RPCRDMA2_CACHE/kernel/${v:-unknown}-$(cache_key)"
+	local v tag=
+	v=$(src_version); v=${v%%-*}
+	[ "$VARIANT" = default ] || tag=-$VARIANT
+	echo "$RPCRDMA2_CACHE/kernel/${v:-unknown}$tag-$(cache_key)"
+}
+
+# merged_fragment: the variant's fragments in order, each symbol once with
+# its last value (a later fragment overrides an earlier one, as
+# KCONFIG_ALLCONFIG does), so verify_config checks what was asked for.
+merged_fragment() {
+	local files=("$FRAGMENT")
+	[ "$VARIANT" = default ] || files+=("$HERE/$VARIANT.fragment")
+	cat "${files[@]}" | awk '
+		function sym(l, a) {
+			if (l ~ /^CONFIG_[A-Za-z0-9_]+=/) { sub(/=.*/, "", l); return l }
+			if (l ~ /^# CONFIG_[A-Za-z0-9_]+ is not set$/) { split(l, a, " "); return a[2] }
+			return ""
+		}
+		{ s = sym($0); if (s != "") { line[NR] = $0; name[NR] = s; last[s] = NR } }
+		END { for (i = 1; i <= NR; i++) if ((i in name) && last[name[i]] == i) print line[i] }
+	'
 }
 
 install_prereqs() {
@@ -73,8 +106,8 @@ unpack_source() {
 	echo "$src"
 }
 
-verify_config() {
-	local cfg=$1 bad=0 line sym want
+verify_config() { # CONFIG FRAGMENT
+	local cfg=$1 frag=$2 bad=0 line sym
 	while IFS= read -r line; do
 		case "$line" in
 		CONFIG_*=*)
@@ -85,7 +118,7 @@ verify_config() {
 			! grep -q "^$sym=" "$cfg" || { log "config: wanted $sym unset"; bad=1; }
 			;;
 		esac
-	done <"$FRAGMENT"
+	done <"$frag"
 	return $bad
 }
 
@@ -102,13 +135,18 @@ build() {
 	src=$(unpack_source)
 	out=$kdir/build
 	mkdir -p "$out"
+	local frag=$FRAGMENT
+	if [ "$VARIANT" != default ]; then
+		frag=$kdir/config.fragment
+		merged_fragment >"$frag"
+	fi
 	mapfile -t vars < <(kmake_vars)
 	local jobs=$(($(nproc) + 1))
 	step "rustavailable" make -s -C "$src" O="$out" "${vars[@]}" rustavailable
-	step "configure (allnoconfig + fragment)" make -s -C "$src" O="$out" "${vars[@]}" \
-		KCONFIG_ALLCONFIG="$FRAGMENT" allnoconfig
-	verify_config "$out/.config" || die "config fragment did not apply (see above)"
-	log "building kernel in $out with -j$jobs (a cold build takes ~10-20 min)"
+	step "configure (allnoconfig + fragment, variant $VARIANT)" make -s -C "$src" O="$out" "${vars[@]}" \
+		KCONFIG_ALLCONFIG="$frag" allnoconfig
+	verify_config "$out/.config" "$frag" || die "config fragment did not apply (see above)"
+	log "building the $VARIANT kernel in $out with -j$jobs (a cold build takes ~10-20 min)"
 	step "kernel build" make -s -C "$src" O="$out" "${vars[@]}" -j"$jobs" bzImage modules
 	rm -rf "$kdir/mods"
 	step "modules_install" make -s -C "$src" O="$out" "${vars[@]}" \
@@ -120,6 +158,16 @@ build() {
 	echo "$out"
 }
 
+if [ "${1:-}" = --variant ]; then
+	VARIANT=${2:-}
+	shift 2 || true
+fi
+case $VARIANT in
+default) ;;
+*[!a-z0-9_-]* | "") die "bad variant name '$VARIANT'" ;;
+*) [ -f "$HERE/$VARIANT.fragment" ] ||
+	die "no variant '$VARIANT' (no $HERE/$VARIANT.fragment)" ;;
+esac
 case "${1:-}" in
 --kdir) echo "$(kernel_dir)/build" ;;
 --check) [ -f "$(kernel_dir)/.complete" ] ;;
@@ -127,5 +175,5 @@ case "${1:-}" in
     exec 9>"$RPCRDMA2_CACHE/.build.lock"
     flock 9 # one build at a time per cache
     build ;;
-*) die "usage: $0 [--kdir|--check]" ;;
+*) die "usage: $0 [--variant default|debug] [--kdir|--check]" ;;
 esac

@@ -2,16 +2,18 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Client script for tools/testing/vm/run.sh: load the KUnit variant of
-# rpcrdma2.ko (build/kunit/, make modules-kunit; its KUnit suites run at
-# load and print KTAP to the kernel log), save the log to
+# rpcrdma2.ko built for the booted kernel variant ($RPCRDMA2_KUNIT_KO:
+# build/kunit/ by make modules-kunit, build/kunit-debug/ by make
+# modules-kunit-debug; its KUnit suites run at load and print KTAP to the
+# kernel log), save the log to
 # $RESULTS/kunit.log for the host to judge, and unload the module.
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
 . "$TESTBED_LIB"
 
-ko=$SRC/build/kunit/rpcrdma2.ko
-[ -f "$ko" ] || tb_die "$ko not built (make modules-kunit)"
+ko=$RPCRDMA2_KUNIT_KO
+[ -f "$ko" ] || tb_die "$ko not built (make modules-kunit, or modules-kunit-debug for the debug kernel)"
 dmesg -C
 tb_step "insmod rpcrdma2.ko (runs the KUnit suites)" insmod "$ko"
 dmesg >"$RESULTS/kunit.log"

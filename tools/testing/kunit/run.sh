@@ -6,14 +6,19 @@
 # device have one) and judge the KTAP on the host with ktap-check.sh.
 # Extra arguments go to vm/run.sh.
 # The suites are in the module's KUnit variant, build/kunit/rpcrdma2.ko
-# (make modules-kunit); the production rpcrdma2.ko has none.
+# (make modules-kunit); the production rpcrdma2.ko has none.  With
+# RPCRDMA2_KERNEL_VARIANT=debug the debug kernel boots and
+# build/kunit-debug/rpcrdma2.ko (make modules-kunit-debug) is loaded.
 
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
-[ -f "$RPCRDMA2_TOP/build/kunit/rpcrdma2.ko" ] ||
-	die "build/kunit/rpcrdma2.ko (the KUnit variant) is not built: run 'make modules-kunit'"
+ko=$(module_ko "$RPCRDMA2_KERNEL_VARIANT" kunit)
+target=modules-kunit
+[ "$RPCRDMA2_KERNEL_VARIANT" = default ] || target+=-$RPCRDMA2_KERNEL_VARIANT
+[ -f "$RPCRDMA2_TOP/$ko" ] ||
+	die "$ko (the KUnit variant for the $RPCRDMA2_KERNEL_VARIANT kernel) is not built: run 'make $target'"
 results=$(mktemp -d "${TMPDIR:-/tmp}/rpcrdma2-kunit.XXXXXX")
 trap 'rm -rf "$results"' EXIT
 # The testbed kernel keeps KUnit off at boot (KUNIT_DEFAULT_ENABLED=n):

@@ -27,7 +27,15 @@ readonly NFS_RDMA_PORT=20049 NFS_TCP_PORT=2049
 # Lines of the client's kernel log that fail a run.
 # The last alternative is rpcrdma2's own leak report at unload
 # (rpcrdma/ib/census.rs).
-readonly WARN_RE='WARNING:|BUG:|Oops|Call Trace|KASAN|UBSAN|Kernel panic|general protection fault|rcu: INFO|rcu_.* detected stalls|blocked for more than|ib census at unload: .* leaked'
+# On the debug kernel (build.sh --variant debug) KASAN reports ("BUG:
+# KASAN: ..."), lockdep splats ("WARNING: possible circular locking
+# dependency detected", "... recursive locking ...", "inconsistent lock
+# state"), DEBUG_ATOMIC_SLEEP ("BUG: sleeping function called from invalid
+# context"), DEBUG_LIST and debugobjects (a WARNING each) all match too;
+# the lockdep alternatives are also named on their own, in case a kernel
+# prints them without the prefix.  kmemleak reports nothing on the console
+# by itself (integration/rpcrdma2-kmemleak.sh asks it).
+readonly WARN_RE='WARNING:|BUG:|Oops|Call Trace|KASAN|UBSAN|Kernel panic|general protection fault|rcu: INFO|rcu_.* detected stalls|blocked for more than|possible (circular|recursive) locking|inconsistent lock state|ib census at unload: .* leaked'
 # Debian packages the host needs: QEMU, a static busybox, and everything the
 # guests run from the host's /usr.
 readonly VM_DEBS=(qemu-system-x86 busybox-static nfs-kernel-server nfs-common
@@ -56,6 +64,9 @@ options:
                             before the client starts (may start daemons)
   --cmd 'COMMAND'           run COMMAND (bash) as the client script
   --shell                   interactive root shell on the client's console
+  --variant NAME            testbed kernel variant: default or debug (KASAN,
+                            lockdep, kmemleak); also picks the rpcrdma2.ko
+                            built for it (RPCRDMA2_KERNEL_VARIANT)
   --kernel DIR              kernel cache entry with bzImage, kernelrelease,
                             mods/ and build/ (default: build.sh --kdir's parent)
   --append 'ARGS'           extra kernel command line for both guests
@@ -69,10 +80,13 @@ options:
 exit status: the script's; 124 timeout; 125 testbed failure; 2 usage;
 1 if the script passed but the client kernel log has warnings.
 environment: RPCRDMA2_CACHE, RPCRDMA2_KERNEL_DIR (= --kernel),
-RPCRDMA2_PROVIDER (= --provider), RPCRDMA2_BOOT_TIMEOUT (90 s),
-RPCRDMA2_VM_INJECT_FAIL=ROLE:STEP (self-test).
+RPCRDMA2_PROVIDER (= --provider), RPCRDMA2_KERNEL_VARIANT (= --variant),
+RPCRDMA2_BOOT_TIMEOUT (90 s), RPCRDMA2_DEBUG_SLOWDOWN (4: the debug kernel's
+time limits are that many times longer, --timeout and the boot timeout
+included), RPCRDMA2_VM_INJECT_FAIL=ROLE:STEP (self-test).
 Client scripts get SERVER_IP CLIENT_IP NFS_SERVER NFS_EXPORT NFS_RDMA_PORT
 NFS_TCP_PORT RESULTS SRC MODS KREL TESTBED_LIB RDMA_PROVIDER RDMA_DEV
+RPCRDMA2_KO RPCRDMA2_KUNIT_KO RPCRDMA2_KERNEL_VARIANT
 (Documentation/testing.rst); server scripts get RDMA_PROVIDER RDMA_DEV too.
 EOF
 }
@@ -91,6 +105,7 @@ while (($#)); do
 	--cmd) cmd=${2:?--cmd needs COMMAND}; shift 2 ;;
 	--shell) shell=1; shift ;;
 	--kernel) kroot=${2:?--kernel needs DIR}; shift 2 ;;
+	--variant) RPCRDMA2_KERNEL_VARIANT=${2:?--variant needs NAME}; shift 2 ;;
 	--append) append=${2?--append needs ARGS}; shift 2 ;;
 	--mem) mem=${2:?--mem needs MB}; shift 2 ;;
 	--provider) provider=${2:?--provider needs rxe or siw}; shift 2 ;;
@@ -122,6 +137,25 @@ rxe | siw) ;;
 esac
 # The device both guests create on eth0 (tools/testing/vm/guest/stage2.sh).
 readonly RDMA_DEV=${provider}0
+[ "$RPCRDMA2_KERNEL_VARIANT" = default ] ||
+	[ -f "$RPCRDMA2_TOP/tools/testing/kernel/$RPCRDMA2_KERNEL_VARIANT.fragment" ] ||
+	{ echo "${0##*/}: no kernel variant '$RPCRDMA2_KERNEL_VARIANT'" >&2; exit 2; }
+# build.sh (below) reads it too.
+export RPCRDMA2_KERNEL_VARIANT
+# The debug kernel runs many times slower under TCG (Documentation/
+# testing.rst, "The debug kernel"): its runs get RPCRDMA2_DEBUG_SLOWDOWN
+# (default 4) times the time limits, here and in the guests (TB_SLOW).
+slow=1
+[ "$RPCRDMA2_KERNEL_VARIANT" != debug ] || slow=${RPCRDMA2_DEBUG_SLOWDOWN:-4}
+[[ $slow =~ ^[1-9][0-9]*$ ]] || { echo "${0##*/}: RPCRDMA2_DEBUG_SLOWDOWN: not a number: $slow" >&2; exit 2; }
+timeout=$((timeout * slow))
+boot_timeout=${RPCRDMA2_BOOT_TIMEOUT:-$((90 * slow))}
+# The debug kernel interprets ACPI so slowly under TCG that the _PRT
+# method (PCI INTx routing) runs into ACPICA's 30 s loop limit once per
+# PCI device: minutes of boot, and RCU stall warnings that fail the run.
+# virtio-pci uses MSI-X and needs no INTx routing, so acpi=noirq skips it.
+variant_append=
+[ "$RPCRDMA2_KERNEL_VARIANT" != debug ] || variant_append=acpi=noirq
 
 T0=${EPOCHREALTIME/./}
 # ms since start
@@ -235,7 +269,10 @@ fi
 		TB_ALLOW_RPCRDMA_AUTOLOAD "$allow_autoload" TB_SCRIPT "$gscript" \
 		TB_SERVER_SCRIPT "$gserver_script" TB_INTERACTIVE "$shell" \
 		TB_INJECT_FAIL "${RPCRDMA2_VM_INJECT_FAIL:-}" TB_PROVIDER "$provider" \
-		TB_RDMA_DEV "$RDMA_DEV"
+		TB_RDMA_DEV "$RDMA_DEV" \
+		TB_KERNEL_VARIANT "$RPCRDMA2_KERNEL_VARIANT" TB_SLOW "$slow" \
+		TB_KO "/src/$(module_ko "$RPCRDMA2_KERNEL_VARIANT")" \
+		TB_KUNIT_KO "/src/$(module_ko "$RPCRDMA2_KERNEL_VARIANT" kunit)"
 } >"$CTL/testbed.env"
 {
 	printf 'TB_ARGS=('
@@ -284,7 +321,7 @@ launch() { # ROLE PEER MAC
 	q=(qemu-system-x86_64 -name "rpcrdma2-$role" -accel tcg -cpu max -smp 1 -m "$mem"
 		-nodefaults -no-user-config -display none -monitor none -no-reboot
 		-kernel "$BZIMAGE" -initrd "$INITRD"
-		-append "console=ttyS0 panic=1 oops=panic testbed.role=$role $append"
+		-append "console=ttyS0 panic=1 oops=panic testbed.role=$role $variant_append $append"
 		"${serial[@]}"
 		-device virtio-rng-pci
 		-netdev "dgram,id=l2,local.type=unix,local.path=$SOCKDIR/$role.sock,remote.type=unix,remote.path=$SOCKDIR/$peer.sock"
@@ -306,7 +343,7 @@ launch() { # ROLE PEER MAC
 }
 
 vm_log "results: $RES"
-vm_log "kernel $KREL ($kroot), RDMA provider $provider ($RDMA_DEV), client script: ${gscript:-interactive shell} ${*}"
+vm_log "kernel $KREL ($kroot, variant $RPCRDMA2_KERNEL_VARIANT), RDMA provider $provider ($RDMA_DEV), client script: ${gscript:-interactive shell} ${*}"
 launch server client 52:54:00:52:44:01
 launch client server 52:54:00:52:44:02
 echo "server ${PID[server]} client ${PID[client]}" >"$RES/qemu.pids"

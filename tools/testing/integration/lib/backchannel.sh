@@ -50,7 +50,7 @@
 #      backchannel reply, and no rpcrdma2_bc_call or rpcrdma2_bc_reply
 #      event says a callback or a reply was dropped.
 
-KO=$SRC/rpcrdma2.ko
+KO=$RPCRDMA2_KO
 MNT=/mnt/nfs
 CTL=/results/ctl
 STATE=$CTL/nfsd-clients.txt

@@ -10,7 +10,7 @@ wait_server() {
 	[ -e "$TB_CTL/server.failed" ] && fail "wait for server" "the server failed"
 	return 1
 }
-wait_for "${TB_SERVER_WAIT:-180}" "wait for server ready" wait_server
+wait_for "${TB_SERVER_WAIT:-$((180 * ${TB_SLOW:-1}))}" "wait for server ready" wait_server
 step "reach server over the guest L2 (rpcinfo nfs 3 tcp)" rpcinfo -T tcp "$SERVER_IP" nfs 3
 
 mkdir -p /mnt /results/client
@@ -18,6 +18,11 @@ export SERVER_IP CLIENT_IP KREL
 export NFS_SERVER=$SERVER_IP NFS_EXPORT=${NFS_EXPORT:-/export}
 export NFS_RDMA_PORT NFS_TCP_PORT
 export RESULTS=/results/client SRC=/src MODS=/mods TESTBED_LIB=/testbed/lib.sh
+# The rpcrdma2.ko (and KUnit variant) built for this kernel variant.
+export RPCRDMA2_KO=${TB_KO:-/src/rpcrdma2.ko} RPCRDMA2_KUNIT_KO=${TB_KUNIT_KO:-/src/build/kunit/rpcrdma2.ko}
+export RPCRDMA2_KERNEL_VARIANT=${TB_KERNEL_VARIANT:-default}
+# How many times longer the testbed's own time limits are (the debug kernel).
+export TB_SLOW=${TB_SLOW:-1}
 export TESTBED=1
 
 TB_ARGS=()

@@ -58,7 +58,7 @@ tb_mount() {
 	[ -n "$extra" ] && opts+=",$extra"
 	mkdir -p "$mnt"
 	tb_log "mount -t nfs -o $opts $NFS_SERVER:$NFS_EXPORT $mnt"
-	timeout "${TB_MOUNT_TIMEOUT:-90}" mount -t nfs -o "$opts" "$NFS_SERVER:$NFS_EXPORT" "$mnt" ||
+	timeout "${TB_MOUNT_TIMEOUT:-$((90 * ${TB_SLOW:-1}))}" mount -t nfs -o "$opts" "$NFS_SERVER:$NFS_EXPORT" "$mnt" ||
 		tb_die "mount vers=$vers proto=$proto on $mnt failed"
 }
 
@@ -81,7 +81,7 @@ tb_assert_proto() {
 
 # tb_umount MNT: unmount, failing loudly if it does not go away.
 tb_umount() {
-	timeout "${TB_MOUNT_TIMEOUT:-90}" umount "$1" || tb_die "umount $1 failed"
+	timeout "${TB_MOUNT_TIMEOUT:-$((90 * ${TB_SLOW:-1}))}" umount "$1" || tb_die "umount $1 failed"
 }
 
 # tb_random_files DIR PREFIX SIZE...: DIR/PREFIX<SIZE> of SIZE random
@@ -104,7 +104,7 @@ tb_drop_caches() {
 # tb_rmmod MOD [SECS]: unload MOD, retrying while it is still busy (an
 # rpc_xprt is torn down asynchronously after the last umount).
 tb_rmmod() {
-	local mod=$1 secs=${2:-20} i
+	local mod=$1 secs=${2:-$((20 * ${TB_SLOW:-1}))} i
 	for ((i = 0; i < secs * 5; i++)); do
 		grep -q "^$mod " /proc/modules || return 0
 		rmmod "$mod" 2>/dev/null && return 0
@@ -127,4 +127,74 @@ tb_trace_rpcrdma2() {
 }
 tb_trace_events() {
 	grep -E " rpcrdma2_$1: " /sys/kernel/tracing/trace | grep -E -- "${2:-.}" || true
+}
+
+# --- kmemleak (the debug kernel: CONFIG_DEBUG_KMEMLEAK, no automatic scans) --
+TB_KMEMLEAK=/sys/kernel/debug/kmemleak
+
+# tb_kmemleak_on: debugfs mounted and kmemleak running (a scan is accepted),
+# or die: the kernel has no kmemleak or kmemleak disabled itself.
+tb_kmemleak_on() {
+	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+	[ -e "$TB_KMEMLEAK" ] ||
+		tb_die "no $TB_KMEMLEAK: the kernel lacks CONFIG_DEBUG_KMEMLEAK (run on the debug kernel: --variant debug)"
+	echo scan >"$TB_KMEMLEAK" 2>/dev/null ||
+		tb_die "kmemleak refuses to scan (disabled?): $(dmesg | grep -i kmemleak | tail -n 3 | tr '\n' ' ')"
+}
+
+# tb_kmemleak_scan: two scans (an object is reported only once it has been
+# unreferenced on a scan and is older than 5 s; the second scan catches
+# what the first one saw being freed), then the report on stdout.
+tb_kmemleak_scan() {
+	echo scan >"$TB_KMEMLEAK" || tb_die "kmemleak scan failed"
+	sleep 1
+	echo scan >"$TB_KMEMLEAK" || tb_die "kmemleak scan failed"
+	cat "$TB_KMEMLEAK"
+}
+
+# tb_module_text_ranges MOD KO: "START END SECTION" (16 hex digits each,
+# END exclusive) for every executable section of the loaded module MOD,
+# addresses from /sys/module/MOD/sections, sizes from its file KO.  Taken
+# before rmmod, they let a backtrace frame that no longer has a symbol be
+# attributed to MOD.
+tb_module_text_ranges() {
+	local mod=$1 ko=$2 readelf name size addr
+	readelf=$(command -v llvm-readelf-15 || command -v readelf) || tb_die "no readelf"
+	"$readelf" -S -W "$ko" | sed -n 's/^ *\[ *[0-9]*\] //p' |
+		awk '$1 ~ /^\./ && $7 ~ /X/ && $7 ~ /A/ {print $1, $5}' |
+		while read -r name size; do
+			[ -r "/sys/module/$mod/sections/$name" ] || continue
+			addr=$(cat "/sys/module/$mod/sections/$name")
+			(((16#${size}) > 0)) || continue
+			printf '%016x %016x %s\n' "$addr" $((addr + 16#$size)) "$name"
+		done
+}
+
+# tb_kmemleak_findings MOD RANGES [REPORT]: the entries of a kmemleak
+# report (file REPORT or stdin) whose allocation backtrace has a frame in
+# MOD: named "[MOD]" (module loaded) or, for a frame printed as a bare
+# address (module unloaded), inside one of the ranges of the file RANGES
+# (tb_module_text_ranges).  Exit status 0 iff there is at least one.
+tb_kmemleak_findings() {
+	local mod=$1 ranges=$2 prog
+	prog='
+		BEGIN { n = 0; while ((getline l < rf) > 0) { split(l, f, " "); lo[n] = f[1]; hi[n] = f[2]; n++ } }
+		function hex16(a) { a = tolower(a); sub(/^0x/, "", a); while (length(a) < 16) a = "0" a; return a }
+		function flush() { if (entry != "" && hit) { printf "%s", entry; found++ } entry = ""; hit = 0; bt = 0 }
+		/^unreferenced object / { flush() }
+		{ entry = entry $0 "\n" }
+		/^  backtrace/ { bt = 1; next }
+		bt && index($0, mod) { hit = 1 }
+		bt && $1 ~ /^0x[0-9a-fA-F]+$/ {
+			a = hex16($1)
+			for (i = 0; i < n; i++) if (a >= lo[i] && a < hi[i]) hit = 1
+		}
+		END { flush(); exit found ? 0 : 1 }
+	'
+	# (no /dev/stdin in the guests: awk reads stdin when given no file)
+	if (($# >= 3)); then
+		awk -v mod="[$mod]" -v rf="$ranges" "$prog" "$3"
+	else
+		awk -v mod="[$mod]" -v rf="$ranges" "$prog"
+	fi
 }

@@ -78,7 +78,7 @@ P=$RDMA_PROVIDER D=$RDMA_DEV
 step "$P: modprobe $rdma_mod" modprobe "$rdma_mod"
 step "$P: rdma link add $D" rdma link add "$D" type "$P" netdev eth0
 rdma_active() { rdma link show "$D/1" | grep -q 'state ACTIVE'; }
-wait_for 20 "$P: $D ACTIVE (rdma link)" rdma_active
+wait_for $((20 * ${TB_SLOW:-1})) "$P: $D ACTIVE (rdma link)" rdma_active
 step "$P: ibv_devices lists $D" bash -c "ibv_devices | grep -qw $D"
 step "$P: ibv_devinfo" ibv_devinfo -d "$D"
 # The device must be the provider's: transport InfiniBand (RoCE) or iWARP.
