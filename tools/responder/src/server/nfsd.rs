@@ -67,9 +67,7 @@ impl Server {
             self.free_slot(k, s);
             return;
         }
-        if let Err(e) = c.qp.post(&ops) {
-            self.close(k, &format!("post RDMA Read: {e}"));
-        }
+        c.queue(&ops);
     }
 
     pub(super) fn read_done(&mut self, k: usize, s: usize) {
@@ -125,9 +123,9 @@ impl Server {
             slot.bc_prog = nfs::backchannel_request(&rpc);
         }
         c.by_xid.insert(xid, s);
-        c.tcp_out.extend_from_slice(&nfs::record(&rpc));
+        // written at the end of the turn with the others (`end_turn`)
+        nfs::push_record(&mut c.tcp_out, &rpc);
         self.stats.calls_forwarded += 1;
-        self.tcp_flush(k);
     }
 
     pub(super) fn tcp_flush(&mut self, k: usize) {
@@ -155,15 +153,23 @@ impl Server {
         let Some(c) = self.conns.get_mut(&k) else {
             return;
         };
-        let mut buf = [0u8; 65536];
         let mut eof = false;
         loop {
-            match c.tcp.read(&mut buf) {
+            match c.tcp.read(&mut c.tcp_rbuf) {
                 Ok(0) => {
                     eof = true;
                     break;
                 }
-                Ok(n) => c.tcp_in.extend_from_slice(&buf[..n]),
+                Ok(n) => {
+                    c.tcp_in.extend_from_slice(&c.tcp_rbuf[..n]);
+                    // A short read took all there was; the socket is
+                    // polled level-triggered, so more that arrives later
+                    // wakes the loop again (one read(2) per wakeup, not
+                    // a second one only to see EAGAIN).
+                    if n < c.tcp_rbuf.len() {
+                        break;
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(_) => {
                     eof = true;

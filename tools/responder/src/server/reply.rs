@@ -127,10 +127,8 @@ impl Server {
             let inline = total_send;
             self.stats.count_reply(p, inline, plan.written);
         }
-        if let Err(e) = c.qp.post(&ops) {
-            self.close(k, &format!("post reply: {e}"));
-            return;
-        }
+        // posted at the end of the turn (`end_turn`), before the Sends
+        c.queue(&ops);
         if n == 0 {
             self.free_slot(k, s);
             return;
