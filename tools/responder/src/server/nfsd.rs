@@ -150,58 +150,70 @@ impl Server {
 
     pub(super) fn tcp_io(&mut self, k: usize) {
         self.tcp_flush(k);
+        let max = self.layout.data_size();
         let Some(c) = self.conns.get_mut(&k) else {
             return;
         };
+        // One read(2) per wakeup: the socket is polled level-triggered,
+        // so what is left makes it ready again at once (no second read
+        // only to see EAGAIN).
         let mut eof = false;
-        loop {
-            match c.tcp.read(&mut c.tcp_rbuf) {
-                Ok(0) => {
-                    eof = true;
-                    break;
-                }
-                Ok(n) => {
-                    c.tcp_in.extend_from_slice(&c.tcp_rbuf[..n]);
-                    // A short read took all there was; the socket is
-                    // polled level-triggered, so more that arrives later
-                    // wakes the loop again (one read(2) per wakeup, not
-                    // a second one only to see EAGAIN).
-                    if n < c.tcp_rbuf.len() {
-                        break;
+        let mut n = 0;
+        match c.tcp.read(&mut c.tcp_rbuf) {
+            Ok(0) => eof = true,
+            Ok(m) => n = m,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => eof = true,
+        }
+        if c.tcp_in.is_empty() {
+            // The common case: whole records in what was just read,
+            // handled where they lie (no copy into `tcp_in`, no
+            // allocation per record); the rest waits in `tcp_in`.
+            let rbuf = std::mem::take(&mut c.tcp_rbuf);
+            let whole = nfs::whole_records(&rbuf[..n], max);
+            let used = whole.as_ref().map_or(0, |(_, used)| *used);
+            c.tcp_in.extend_from_slice(&rbuf[used..n]);
+            match whole {
+                Ok((recs, _)) => {
+                    for r in recs {
+                        self.nfsd_record(k, &rbuf[r]);
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(_) => {
-                    eof = true;
-                    break;
+                Err(len) => {
+                    let m = format!("nfsd sent a {len}-byte record");
+                    self.close(k, &m);
                 }
             }
-        }
-        let max = self.layout.data_size();
-        let recs = match nfs::take_records(&mut c.tcp_in, max) {
-            Ok(r) => r,
-            Err(n) => {
-                let m = format!("nfsd sent a {n}-byte record");
-                self.close(k, &m);
-                return;
+            if let Some(c) = self.conns.get_mut(&k) {
+                c.tcp_rbuf = rbuf;
             }
-        };
-        for rec in recs {
-            self.nfsd_record(k, rec);
+        } else {
+            c.tcp_in.extend_from_slice(&c.tcp_rbuf[..n]);
+            let recs = match nfs::take_records(&mut c.tcp_in, max) {
+                Ok(r) => r,
+                Err(n) => {
+                    let m = format!("nfsd sent a {n}-byte record");
+                    self.close(k, &m);
+                    return;
+                }
+            };
+            for rec in recs {
+                self.nfsd_record(k, &rec);
+            }
         }
         if eof {
             self.close(k, "nfsd closed the TCP connection");
         }
     }
 
-    fn nfsd_record(&mut self, k: usize, rec: Vec<u8>) {
+    fn nfsd_record(&mut self, k: usize, rec: &[u8]) {
         self.dirty = true;
         let Some(c) = self.conns.get_mut(&k) else {
             return;
         };
-        let xid = nfs::word_at(&rec, 0).unwrap_or(0);
-        if nfs::word_at(&rec, 4) == Some(nfs::RPC_CALL) {
-            match c.proto.reverse_call(&rec) {
+        let xid = nfs::word_at(rec, 0).unwrap_or(0);
+        if nfs::word_at(rec, 4) == Some(nfs::RPC_CALL) {
+            match c.proto.reverse_call(rec) {
                 Some(m) => {
                     self.stats.reverse_calls_sent += 1;
                     log::info(format_args!(
@@ -231,7 +243,7 @@ impl Server {
         let probe = c.slots[s]
             .as_ref()
             .and_then(|sl| sl.bc_prog)
-            .filter(|_| nfs::reply_ok(&rec, true));
+            .filter(|_| nfs::reply_ok(rec, true));
         if self.cfg.drop_nth == Some(n) {
             self.stats.replies_dropped += 1;
             c.proto.forget_call();
@@ -251,7 +263,7 @@ impl Server {
                     due: Instant::now() + Duration::from_millis(ms),
                     conn: k,
                     slot: s,
-                    rec,
+                    rec: rec.to_vec(),
                 });
                 return;
             }
