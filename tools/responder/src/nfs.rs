@@ -292,13 +292,6 @@ pub fn whole_records(buf: &[u8], max: usize) -> Result<(Vec<Range<usize>>, usize
     Ok((out, at))
 }
 
-/// Appends `msg` to `out` as one record (one last fragment).
-pub fn push_record(out: &mut Vec<u8>, msg: &[u8]) {
-    out.reserve(msg.len() + 4);
-    out.extend_from_slice(&(0x8000_0000u32 | msg.len() as u32).to_be_bytes());
-    out.extend_from_slice(msg);
-}
-
 /// Prepends the RPC record mark (one last fragment) to `msg`.
 pub fn record(msg: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(msg.len() + 4);

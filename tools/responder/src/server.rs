@@ -189,7 +189,9 @@ struct Conn {
     proto: ConnProto,
     tcp: TcpStream,
     tcp_in: Vec<u8>,
-    tcp_out: Vec<u8>,
+    /// Records for nfsd not written yet (written with `writev(2)`, no
+    /// copy into one buffer).
+    tcp_out: OutRecords,
     /// The buffer `read(2)` from nfsd's socket fills (allocated once).
     tcp_rbuf: Box<[u8]>,
     /// Send-queue work requests of this turn of the event loop, posted
@@ -225,6 +227,60 @@ struct Conn {
     close_on_slot: Option<usize>,
     closing: bool,
     peer: String,
+}
+
+/// Records waiting to go to nfsd: each a record mark and its message,
+/// the first `sent` bytes of the front one already written.
+#[derive(Default)]
+struct OutRecords {
+    recs: VecDeque<([u8; 4], Vec<u8>)>,
+    sent: usize,
+}
+
+impl OutRecords {
+    /// Appends `msg` as one record (one last fragment).
+    fn push(&mut self, msg: Vec<u8>) {
+        let mark = (0x8000_0000u32 | msg.len() as u32).to_be_bytes();
+        self.recs.push_back((mark, msg));
+    }
+
+    fn is_empty(&self) -> bool {
+        self.recs.is_empty()
+    }
+
+    /// Writes as much as `w` takes in one `writev(2)` (at most 64
+    /// records); `Ok(false)` when it would block.
+    fn write_to(&mut self, w: &mut impl std::io::Write) -> io::Result<bool> {
+        let mut iov = Vec::with_capacity(2 * self.recs.len().min(64));
+        let mut skip = self.sent;
+        for (mark, msg) in self.recs.iter().take(64) {
+            for part in [&mark[..], &msg[..]] {
+                if skip >= part.len() {
+                    skip -= part.len();
+                    continue;
+                }
+                iov.push(io::IoSlice::new(&part[skip..]));
+                skip = 0;
+            }
+        }
+        let mut n = match w.write_vectored(&iov) {
+            Ok(0) => return Ok(false),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        while let Some((_, msg)) = self.recs.front() {
+            let left = 4 + msg.len() - self.sent;
+            if n < left {
+                self.sent += n;
+                break;
+            }
+            n -= left;
+            self.sent = 0;
+            self.recs.pop_front();
+        }
+        Ok(true)
+    }
 }
 
 impl Conn {
@@ -566,7 +622,7 @@ impl Server {
             proto,
             tcp,
             tcp_in: Vec::new(),
-            tcp_out: Vec::new(),
+            tcp_out: OutRecords::default(),
             tcp_rbuf: vec![0u8; TCP_READ].into_boxed_slice(),
             sq_pending: Vec::new(),
             sq_seq: 0,
@@ -608,3 +664,62 @@ fn tcp_fd(t: &TcpStream) -> i32 {
 
 /// Which reply path a plan took (re-exported for tests).
 pub type ReplyPath = Path;
+
+#[cfg(test)]
+mod tests {
+    use super::OutRecords;
+    use std::io::{self, IoSlice, Write};
+
+    /// Takes at most `room` bytes per call, then would block once.
+    struct Trickle {
+        got: Vec<u8>,
+        room: usize,
+        block: bool,
+    }
+
+    impl Write for Trickle {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.write_vectored(&[IoSlice::new(b)])
+        }
+        fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+            if std::mem::take(&mut self.block) {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            self.block = true;
+            let mut n = 0;
+            for b in bufs {
+                let take = b.len().min(self.room - n);
+                self.got.extend_from_slice(&b[..take]);
+                n += take;
+            }
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn out_records_partial_writes() {
+        let mut o = OutRecords::default();
+        let mut want = Vec::new();
+        for i in 0..100u8 {
+            let msg = vec![i; usize::from(i) * 3 + 1];
+            want.extend_from_slice(&(0x8000_0000u32 | msg.len() as u32).to_be_bytes());
+            want.extend_from_slice(&msg);
+            o.push(msg);
+        }
+        let mut w = Trickle {
+            got: Vec::new(),
+            room: 7,
+            block: false,
+        };
+        let mut calls = 0;
+        while !o.is_empty() {
+            let _ = o.write_to(&mut w).unwrap();
+            calls += 1;
+            w.room = 7 + calls % 50;
+        }
+        assert_eq!(w.got, want);
+    }
+}

@@ -5,7 +5,7 @@
 //! nfsd sends back (replies, and callback Calls to relay), with the reply
 //! fault switches (drop, delay).
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
 use super::{wr, Delayed, Server, Slot, K_READ};
@@ -15,7 +15,7 @@ use crate::proto::log;
 use crate::verbs::SendOp;
 
 impl Server {
-    pub(super) fn start_call(&mut self, k: usize, call: Call) {
+    pub(super) fn start_call(&mut self, k: usize, mut call: Call) {
         let Some(c) = self.conns.get_mut(&k) else {
             return;
         };
@@ -24,7 +24,9 @@ impl Server {
             return;
         };
         if call.reads.is_empty() {
-            let inline = call.inline.clone();
+            // forwarded as it is: not copied (only Read chunks are
+            // spliced into `inline`, and this Call has none)
+            let inline = std::mem::take(&mut call.inline);
             c.slots[s] = Some(Slot {
                 call,
                 hdr: None,
@@ -124,7 +126,7 @@ impl Server {
         }
         c.by_xid.insert(xid, s);
         // written at the end of the turn with the others (`end_turn`)
-        nfs::push_record(&mut c.tcp_out, &rpc);
+        c.tcp_out.push(rpc);
         self.stats.calls_forwarded += 1;
     }
 
@@ -133,12 +135,9 @@ impl Server {
             return;
         };
         while !c.tcp_out.is_empty() {
-            match c.tcp.write(&c.tcp_out) {
-                Ok(0) => break,
-                Ok(n) => {
-                    c.tcp_out.drain(..n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            match c.tcp_out.write_to(&mut c.tcp) {
+                Ok(true) => {}
+                Ok(false) => break,
                 Err(e) => {
                     let m = format!("nfsd connection: {e}");
                     self.close(k, &m);

@@ -140,7 +140,7 @@ impl Server {
                 Action::ToNfsd(reply) => {
                     // written at the end of the turn (`end_turn`)
                     if let Some(c) = self.conns.get_mut(&k) {
-                        nfs::push_record(&mut c.tcp_out, &reply);
+                        c.tcp_out.push(reply);
                     }
                 }
                 Action::Disconnect(why) => self.close(k, why),
