@@ -35,7 +35,7 @@ CONFIGS = {  # name: (label, transport)
     "v2": ("r2 v2 (resp.)", "rpcrdma2.ko, RPC-over-RDMA v2, responder port 20050"),
     "v2-inl": ("r2 v2 frwr=N", "rpcrdma2.ko frwr=N (Message Continuation), v2, responder"),
     "c-resp": ("C (resp.)", "rpcrdma.ko (stock C client), v1, responder --v1-only port 20051"),
-    "c-resp0": ("C (resp. base)", "rpcrdma.ko, v1, --responder-baseline build, port 20052"),
+    "c-resp0": ("C resp. base", "rpcrdma.ko, v1, --responder-baseline build, port 20052"),
 }
 ORDER = ["r2-1k", "c-1k", "r2", "c", "c-resp", "c-resp0", "tcp", "raw", "v2", "v2-inl"]
 META_CONFIGS = {  # name: (label, transport)
@@ -44,7 +44,7 @@ META_CONFIGS = {  # name: (label, transport)
     "m-r2": ("rpcrdma2", "rpcrdma2.ko to svcrdma (v1)"),
     "m-c": ("C client", "rpcrdma.ko to svcrdma (v1)"),
     "m-c-resp": ("C (resp.)", "rpcrdma.ko, v1, responder --v1-only port 20051"),
-    "m-c-resp0": ("C (resp. base)", "rpcrdma.ko, v1, --responder-baseline build, port 20052"),
+    "m-c-resp0": ("C resp. base", "rpcrdma.ko, v1, --responder-baseline build, port 20052"),
     "m-tcp": ("NFS/TCP", "TCP (sunrpc xprtsock)"),
 }
 META_ORDER = ["m-v2", "m-v1", "m-c-resp", "m-c-resp0", "m-r2", "m-c", "m-tcp"]
