@@ -263,6 +263,35 @@ pub fn take_records(buf: &mut Vec<u8>, max: usize) -> Result<Vec<Vec<u8>>, usize
     Ok(out)
 }
 
+/// The whole single-fragment records at the start of `buf`: their byte
+/// ranges (without the record marks) and how many bytes they take. Stops
+/// at an incomplete record or at one of several fragments (for
+/// [`take_records`] to reassemble); `Err(len)` for a record longer than
+/// `max`.
+pub fn whole_records(buf: &[u8], max: usize) -> Result<(Vec<Range<usize>>, usize), usize> {
+    let mut out = Vec::new();
+    let mut at = 0usize;
+    while let Some(mark) = word_at(buf, at) {
+        let len = (mark & 0x7fff_ffff) as usize;
+        if len > max {
+            return Err(len);
+        }
+        if mark & 0x8000_0000 == 0 {
+            break;
+        }
+        let start = at + 4;
+        let Some(end) = start.checked_add(len) else {
+            break;
+        };
+        if end > buf.len() {
+            break;
+        }
+        out.push(start..end);
+        at = end;
+    }
+    Ok((out, at))
+}
+
 /// Prepends the RPC record mark (one last fragment) to `msg`.
 pub fn record(msg: &[u8]) -> Vec<u8> {
     let mut v = Vec::with_capacity(msg.len() + 4);
@@ -343,6 +372,21 @@ mod tests {
         assert!(b.is_empty());
         let mut big = words(&[0x8100_0000]);
         assert!(take_records(&mut big, 1 << 20).is_err());
+    }
+
+    #[test]
+    fn whole_records_in_place() {
+        // two whole records, then a first fragment and a partial record
+        let mut b = words(&[0x8000_0004, 1, 0x8000_0008, 2, 3, 0x0000_0004, 4]);
+        let (r, used) = whole_records(&b, 1 << 20).unwrap();
+        assert_eq!(r, vec![4..8, 12..20]);
+        assert_eq!(used, 20);
+        b.truncate(b.len() - 8);
+        b.extend_from_slice(&words(&[0x8000_0008, 5]));
+        let (r, used) = whole_records(&b, 1 << 20).unwrap();
+        assert_eq!((r.len(), used), (2, 20));
+        assert_eq!(whole_records(&words(&[0x8000_0100]), 16), Err(256));
+        assert_eq!(whole_records(&[0, 0], 16), Ok((vec![], 0)));
     }
 
     fn compound(minor: u32, ops: &[u32]) -> Vec<u8> {

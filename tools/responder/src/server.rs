@@ -21,6 +21,7 @@ mod rdma;
 mod reply;
 
 use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::Ordering;
@@ -59,6 +60,35 @@ pub struct Config {
     pub verbose: bool,
 }
 
+/// A hasher for the integer keys of the per-RPC maps (connection ids,
+/// XIDs): one multiply, not SipHash, whose rounds cost on every lookup
+/// on the TCG guests. The keys come from rdma_cm and from the client
+/// under test, not from an adversary.
+#[derive(Default)]
+struct IntHasher(u64);
+
+impl Hasher for IntHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u32(&mut self, n: u32) {
+        self.write_u64(u64::from(n));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
+}
+
+type IntMap<K, V> = HashMap<K, V, BuildHasherDefault<IntHasher>>;
+
 const K_RECV: u64 = 1;
 const K_CTRL: u64 = 2;
 const K_SLOT: u64 = 3;
@@ -71,6 +101,20 @@ const SEND_AREA: usize = 64 * 1024;
 /// Bytes reserved per piece of a continued reply beyond its payload (its
 /// header, with room for a Write list echo on the last).
 const PIECE_OVERHEAD: usize = 64;
+/// Bytes one `read(2)` from nfsd's socket may take.
+const TCP_READ: usize = 256 * 1024;
+/// A reply's last Send is signaled (its completion frees the slot) when
+/// fewer slots than this are free, or this many replies wait unsignaled;
+/// otherwise it goes unsignaled and its slot is freed by the next
+/// signaled completion (see `Conn::unsig`).
+const SIGNAL_FREE_BELOW: usize = 2;
+const MAX_UNSIGNALED: usize = 16;
+/// ... or when this many work requests were queued since the last
+/// signaled one (a provider may reclaim Send-queue entries only at a
+/// signaled completion; the Send queue has 4096).
+const MAX_UNSIGNALED_WRS: u64 = 1024;
+/// Loop turns between two looks at the clock for the stats file.
+const CLOCK_EVERY: u32 = 16;
 
 fn wr(kind: u64, idx: usize) -> u64 {
     (kind << 48) | idx as u64
@@ -145,14 +189,35 @@ struct Conn {
     proto: ConnProto,
     tcp: TcpStream,
     tcp_in: Vec<u8>,
-    tcp_out: Vec<u8>,
+    /// Records for nfsd not written yet (written with `writev(2)`, no
+    /// copy into one buffer).
+    tcp_out: OutRecords,
+    /// The buffer `read(2)` from nfsd's socket fills (allocated once).
+    tcp_rbuf: Box<[u8]>,
+    /// Send-queue work requests of this turn of the event loop, posted
+    /// together (one `ibv_post_send`, one system call on rxe and siw)
+    /// at its end.
+    sq_pending: Vec<SendOp>,
+    /// Work requests queued so far: the sequence number of the latest.
+    sq_seq: u64,
+    /// The sequence number of the latest signaled work request queued.
+    sq_last_sig: u64,
+    /// The sequence number of each slot's latest signaled work request
+    /// (its RDMA Read, or its reply's last Send), and of each control
+    /// Send's.
+    slot_sig: Vec<u64>,
+    ctrl_sig: [u64; NCTRL],
+    /// Slots whose reply's last Send went unsignaled, with its sequence
+    /// number: freed when a later signaled work request completes (the
+    /// Send queue completes in order).
+    unsig: VecDeque<(u64, usize)>,
     slots: Vec<Option<Slot>>,
     free: Vec<usize>,
     ctrl_free: Vec<usize>,
     /// Messages waiting for a control buffer or the client's credits.
     outq: VecDeque<Out>,
     waiting: VecDeque<Call>,
-    by_xid: HashMap<u32, usize>,
+    by_xid: IntMap<u32, usize>,
     received: u64,
     replies: u64,
     /// `--malform-nth` has malformed a reply of this connection.
@@ -162,6 +227,132 @@ struct Conn {
     close_on_slot: Option<usize>,
     closing: bool,
     peer: String,
+}
+
+/// Records waiting to go to nfsd: each a record mark and its message,
+/// the first `sent` bytes of the front one already written.
+#[derive(Default)]
+struct OutRecords {
+    recs: VecDeque<([u8; 4], Vec<u8>)>,
+    sent: usize,
+}
+
+impl OutRecords {
+    /// Appends `msg` as one record (one last fragment).
+    fn push(&mut self, msg: Vec<u8>) {
+        let mark = (0x8000_0000u32 | msg.len() as u32).to_be_bytes();
+        self.recs.push_back((mark, msg));
+    }
+
+    fn is_empty(&self) -> bool {
+        self.recs.is_empty()
+    }
+
+    /// Writes as much as `w` takes in one `writev(2)` (at most 64
+    /// records); `Ok(false)` when it would block.
+    fn write_to(&mut self, w: &mut impl std::io::Write) -> io::Result<bool> {
+        let mut iov = Vec::with_capacity(2 * self.recs.len().min(64));
+        let mut skip = self.sent;
+        for (mark, msg) in self.recs.iter().take(64) {
+            for part in [&mark[..], &msg[..]] {
+                if skip >= part.len() {
+                    skip -= part.len();
+                    continue;
+                }
+                iov.push(io::IoSlice::new(&part[skip..]));
+                skip = 0;
+            }
+        }
+        let mut n = match w.write_vectored(&iov) {
+            Ok(0) => return Ok(false),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        while let Some((_, msg)) = self.recs.front() {
+            let left = 4 + msg.len() - self.sent;
+            if n < left {
+                self.sent += n;
+                break;
+            }
+            n -= left;
+            self.sent = 0;
+            self.recs.pop_front();
+        }
+        Ok(true)
+    }
+}
+
+impl Conn {
+    /// Queues `ops` for the end of this turn (`Server::end_turn`), in
+    /// order, noting the sequence number of each signaled one.
+    fn queue(&mut self, ops: &[SendOp]) {
+        for op in ops {
+            self.sq_seq += 1;
+            if let Some(id) = op.signal() {
+                self.sq_last_sig = self.sq_seq;
+                let idx = (id & 0xffff_ffff) as usize;
+                match id >> 48 {
+                    K_CTRL => {
+                        if let Some(x) = self.ctrl_sig.get_mut(idx) {
+                            *x = self.sq_seq;
+                        }
+                    }
+                    K_SLOT | K_READ => {
+                        if let Some(x) = self.slot_sig.get_mut(idx) {
+                            *x = self.sq_seq;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            self.sq_pending.push(*op);
+        }
+    }
+
+    /// Queues the last Send of slot `s`'s reply: unsignaled while enough
+    /// slots are free and few replies wait unsignaled (no completion, so
+    /// no wakeup of the responder, per reply), else signaled. With fewer
+    /// than `SIGNAL_FREE_BELOW` free slots it is always signaled, so a
+    /// Call waiting for a slot always has a completion coming that frees
+    /// one (every slot held by an unsignaled reply was sent before it).
+    fn queue_last_send(&mut self, mut op: SendOp, s: usize) {
+        let must = self.close_on_slot == Some(s)
+            || self.free.len() < SIGNAL_FREE_BELOW
+            || self.unsig.len() + 1 >= MAX_UNSIGNALED
+            || self.sq_seq - self.sq_last_sig + 1 >= MAX_UNSIGNALED_WRS;
+        if !must {
+            if let SendOp::Send { signal, .. } = &mut op {
+                *signal = None;
+            }
+            self.unsig.push_back((self.sq_seq + 1, s));
+        }
+        self.queue(&[op]);
+    }
+
+    /// The sequence number of the signaled work request `wr_id`.
+    fn signaled_seq(&self, wr_id: u64) -> Option<u64> {
+        let idx = (wr_id & 0xffff_ffff) as usize;
+        match wr_id >> 48 {
+            K_CTRL => self.ctrl_sig.get(idx).copied(),
+            K_SLOT | K_READ => self.slot_sig.get(idx).copied(),
+            _ => None,
+        }
+    }
+
+    /// The slots of unsignaled replies sent before the work request with
+    /// sequence number `seq`, which has completed: they are done too.
+    fn retire_before(&mut self, seq: u64) -> Vec<usize> {
+        let mut done = Vec::new();
+        while let Some(&(q, s)) = self.unsig.front() {
+            if q >= seq {
+                break;
+            }
+            self.unsig.pop_front();
+            done.push(s);
+        }
+        done
+    }
 }
 
 struct Delayed {
@@ -177,7 +368,7 @@ pub struct Server {
     layout: Layout,
     ch: EventChannel,
     _listener: Listener,
-    conns: HashMap<usize, Conn>,
+    conns: IntMap<usize, Conn>,
     stats: Stats,
     dirty: bool,
     last_write: Instant,
@@ -205,7 +396,7 @@ impl Server {
             layout,
             ch,
             _listener: listener,
-            conns: HashMap::new(),
+            conns: IntMap::default(),
             stats: Stats::default(),
             dirty: true,
             last_write: Instant::now(),
@@ -214,12 +405,22 @@ impl Server {
     }
 
     /// Serves until SIGTERM/SIGINT.
+    ///
+    /// One thread: every turn waits in `poll(2)` for the rdma_cm channel,
+    /// each connection's completion channel and its socket to nfsd,
+    /// handles what is ready, then posts the turn's Send-queue work
+    /// requests of each connection in one chain and writes the Calls it
+    /// forwarded to nfsd in one `write(2)` (see `end_turn`).
     pub fn run(&mut self) -> io::Result<()> {
         signals::install();
         self.write_stats();
+        let mut fds = Vec::new();
+        let mut keys = Vec::new();
+        let mut turns = 0u32;
         while !signals::TERM.load(Ordering::Relaxed) {
-            let mut fds = vec![(self.ch.fd(), libc::POLLIN)];
-            let mut keys = Vec::new();
+            fds.clear();
+            keys.clear();
+            fds.push((self.ch.fd(), libc::POLLIN));
             for (&k, c) in &self.conns {
                 let out = if c.tcp_out.is_empty() {
                     0
@@ -230,12 +431,14 @@ impl Server {
                 fds.push((tcp_fd(&c.tcp), libc::POLLIN | out));
                 keys.push(k);
             }
-            let mut timeout = 500i32;
+            // Counters changed: written within about 0.5 s (below).
+            let mut timeout = if self.dirty { 250i32 } else { 500 };
             if let Some(d) = self.delayed.iter().map(|d| d.due).min() {
                 let ms = d.saturating_duration_since(Instant::now()).as_millis();
                 timeout = timeout.min(ms as i32);
             }
             let rev = verbs::poll_fds(&fds, timeout);
+            let idle = rev.iter().all(|&r| r == 0);
             if rev[0] != 0 {
                 while let Some(ev) = self.ch.get() {
                     self.cm_event(ev);
@@ -252,9 +455,16 @@ impl Server {
                     self.tcp_io(*k);
                 }
             }
-            self.run_timers();
+            if !self.delayed.is_empty() {
+                self.run_timers();
+            }
+            self.end_turn();
+            // The clock only every CLOCK_EVERY turns or after a timeout:
+            // on the testbed's TCG guests a clock read is not free.
+            turns = turns.wrapping_add(1);
+            let look = idle || turns.is_multiple_of(CLOCK_EVERY);
             if signals::USR1.swap(false, Ordering::Relaxed)
-                || (self.dirty && self.last_write.elapsed() > Duration::from_millis(500))
+                || (self.dirty && look && self.last_write.elapsed() > Duration::from_millis(500))
             {
                 self.write_stats();
             }
@@ -264,6 +474,36 @@ impl Server {
         self.write_stats();
         eprint!("{}", self.stats.render());
         Ok(())
+    }
+
+    /// The end of a turn of the event loop: each connection's queued
+    /// Send-queue work requests posted as one chain (RDMA Reads of new
+    /// Calls, RDMA Writes and Sends of replies, control messages, in the
+    /// order queued), then the Calls forwarded to nfsd written.
+    fn end_turn(&mut self) {
+        let mut failed = Vec::new();
+        for (&k, c) in &mut self.conns {
+            if c.sq_pending.is_empty() {
+                continue;
+            }
+            let r = c.qp.post(&c.sq_pending);
+            c.sq_pending.clear();
+            if let Err(e) = r {
+                failed.push((k, e));
+            }
+        }
+        for (k, e) in failed {
+            self.close(k, &format!("post send: {e}"));
+        }
+        let flush: Vec<usize> = self
+            .conns
+            .iter()
+            .filter(|(_, c)| !c.tcp_out.is_empty())
+            .map(|(&k, _)| k)
+            .collect();
+        for k in flush {
+            self.tcp_flush(k);
+        }
     }
 
     fn write_stats(&mut self) {
@@ -382,13 +622,20 @@ impl Server {
             proto,
             tcp,
             tcp_in: Vec::new(),
-            tcp_out: Vec::new(),
+            tcp_out: OutRecords::default(),
+            tcp_rbuf: vec![0u8; TCP_READ].into_boxed_slice(),
+            sq_pending: Vec::new(),
+            sq_seq: 0,
+            sq_last_sig: 0,
+            slot_sig: vec![0; self.layout.nslot],
+            ctrl_sig: [0; NCTRL],
+            unsig: VecDeque::new(),
             slots: (0..self.layout.nslot).map(|_| None).collect(),
             free: (0..self.layout.nslot).rev().collect(),
             ctrl_free: (0..NCTRL).collect(),
             outq: VecDeque::new(),
             waiting: VecDeque::new(),
-            by_xid: HashMap::new(),
+            by_xid: IntMap::default(),
             received: 0,
             replies: 0,
             malformed: false,
@@ -417,3 +664,62 @@ fn tcp_fd(t: &TcpStream) -> i32 {
 
 /// Which reply path a plan took (re-exported for tests).
 pub type ReplyPath = Path;
+
+#[cfg(test)]
+mod tests {
+    use super::OutRecords;
+    use std::io::{self, IoSlice, Write};
+
+    /// Takes at most `room` bytes per call, then would block once.
+    struct Trickle {
+        got: Vec<u8>,
+        room: usize,
+        block: bool,
+    }
+
+    impl Write for Trickle {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.write_vectored(&[IoSlice::new(b)])
+        }
+        fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+            if std::mem::take(&mut self.block) {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            self.block = true;
+            let mut n = 0;
+            for b in bufs {
+                let take = b.len().min(self.room - n);
+                self.got.extend_from_slice(&b[..take]);
+                n += take;
+            }
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn out_records_partial_writes() {
+        let mut o = OutRecords::default();
+        let mut want = Vec::new();
+        for i in 0..100u8 {
+            let msg = vec![i; usize::from(i) * 3 + 1];
+            want.extend_from_slice(&(0x8000_0000u32 | msg.len() as u32).to_be_bytes());
+            want.extend_from_slice(&msg);
+            o.push(msg);
+        }
+        let mut w = Trickle {
+            got: Vec::new(),
+            room: 7,
+            block: false,
+        };
+        let mut calls = 0;
+        while !o.is_empty() {
+            let _ = o.write_to(&mut w).unwrap();
+            calls += 1;
+            w.room = 7 + calls % 50;
+        }
+        assert_eq!(w.got, want);
+    }
+}

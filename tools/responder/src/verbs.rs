@@ -224,6 +224,16 @@ pub enum SendOp {
     },
 }
 
+impl SendOp {
+    /// The wr_id of a signaled work request (`None`: unsignaled).
+    pub fn signal(&self) -> Option<u64> {
+        match *self {
+            SendOp::Write { .. } => None,
+            SendOp::Read { signal, .. } | SendOp::Send { signal, .. } => signal,
+        }
+    }
+}
+
 /// A connection's verbs resources: its cm id, PD, completion channel, CQ,
 /// QP and one registered buffer.
 pub struct Qp {
@@ -531,13 +541,20 @@ impl Qp {
         Ok(())
     }
 
-    /// Drains the completion channel and the CQ into `out`; re-arms.
+    /// Takes the completion channel's event, re-arms the CQ, then drains
+    /// the CQ into `out` (re-arm before the drain: a completion that
+    /// arrives during the drain raises a new event, none is missed).
+    ///
+    /// One event read per call: the CQ is armed once per call, so at most
+    /// one event is pending; the channel's fd is polled level-triggered,
+    /// and an event that arrives later makes it readable again. (A second
+    /// read only to see `EAGAIN` is one system call per wakeup saved.)
     pub fn poll(&self, out: &mut Vec<Wc>) {
         let mut cq: *mut sys::ibv_cq = ptr::null_mut();
         let mut ctx: *mut libc::c_void = ptr::null_mut();
         // SAFETY: non-blocking channel; each event obtained is acked.
         unsafe {
-            while sys::ibv_get_cq_event(self.chan, &mut cq, &mut ctx) == 0 {
+            if sys::ibv_get_cq_event(self.chan, &mut cq, &mut ctx) == 0 {
                 sys::ibv_ack_cq_events(cq, 1);
             }
             sys::ibv_req_notify_cq(self.cq, 0);

@@ -20,6 +20,10 @@
 #     m-r2    metadata workloads, rpcrdma2 to svcrdma
 #     m-v1    metadata workloads, rpcrdma2 through the responder --v1-only
 #     m-v2    metadata workloads, rpcrdma2 through the responder (version 2)
+#     c-resp  fio, stock C client through the responder --v1-only (port 20051)
+#     m-c-resp  metadata workloads, the same
+#     c-resp0, m-c-resp0  the same through run.sh --responder-baseline's
+#             build of the responder (port 20052), on request
 #
 # fio runs samples/fio/{randread-4k,seqread-1m,seqwrite-1m}.fio on each NFS
 # configuration, with the client's CPU time (/proc/stat) sampled inside
@@ -40,7 +44,7 @@ set -uo pipefail
 . "$TESTBED_LIB"
 
 REPEATS=3 RUNTIME=10 RAMP=2 SIZE=128m LAT_ITERS=2000
-CONFIGS='raw tcp c c-1k r2-1k r2 m-tcp m-c m-r2 m-v1 m-v2'  # v2 v2-inl: on request
+CONFIGS='raw tcp c c-1k r2-1k r2 c-resp m-tcp m-c m-r2 m-v1 m-v2 m-c-resp'  # v2 v2-inl: on request
 META_VERS=4.1 META_FILES=3000 META_DIRSIZE=1000 META_CREATE=300
 UNTAR=/src/target/bench/untar.tar
 while (($#)); do
@@ -98,15 +102,16 @@ cpu_sample() {
 # --- transports ----------------------------------------------------------------
 
 declare -A PROTO=([tcp]=tcp [c]=rdma [c-1k]=rdma [r2-1k]=rdma [r2]=rdma
-	[v2]=rdma [v2-inl]=rdma
-	[m-tcp]=tcp [m-c]=rdma [m-r2]=rdma [m-v1]=rdma [m-v2]=rdma)
+	[v2]=rdma [v2-inl]=rdma [c-resp]=rdma [c-resp0]=rdma
+	[m-tcp]=tcp [m-c]=rdma [m-r2]=rdma [m-v1]=rdma [m-v2]=rdma [m-c-resp]=rdma [m-c-resp0]=rdma)
 declare -A MODULE=([tcp]='' [c]=rpcrdma [c-1k]=rpcrdma [r2-1k]=rpcrdma2 [r2]=rpcrdma2
-	[v2]=rpcrdma2 [v2-inl]=rpcrdma2
-	[m-tcp]='' [m-c]=rpcrdma [m-r2]=rpcrdma2 [m-v1]=rpcrdma2 [m-v2]=rpcrdma2)
-declare -A EXTRA=([tcp]='' [c]='' [c-1k]=$SMALL [r2-1k]=$SMALL [r2]='' [v2]='' [v2-inl]=''
-	[m-tcp]='' [m-c]='' [m-r2]='' [m-v1]='' [m-v2]='')
+	[v2]=rpcrdma2 [v2-inl]=rpcrdma2 [c-resp]=rpcrdma [c-resp0]=rpcrdma
+	[m-tcp]='' [m-c]=rpcrdma [m-r2]=rpcrdma2 [m-v1]=rpcrdma2 [m-v2]=rpcrdma2 [m-c-resp]=rpcrdma [m-c-resp0]=rpcrdma)
+declare -A EXTRA=([tcp]='' [c]='' [c-1k]=$SMALL [r2-1k]=$SMALL [r2]='' [v2]='' [v2-inl]='' [c-resp]='' [c-resp0]=''
+	[m-tcp]='' [m-c]='' [m-r2]='' [m-v1]='' [m-v2]='' [m-c-resp]='' [m-c-resp0]='')
 # RDMA port: svcrdma, or the responder (server.sh) in version 2 or v1-only mode
-declare -A PORT=([m-v1]=20051 [m-v2]=20050 [v2]=20050 [v2-inl]=20050)
+declare -A PORT=([m-v1]=20051 [m-v2]=20050 [v2]=20050 [v2-inl]=20050 [c-resp]=20051 [m-c-resp]=20051
+	[c-resp0]=20052 [m-c-resp0]=20052)
 # rpcrdma2's module parameters per configuration (default: none), and
 # those it was loaded with
 declare -A PARAMS=([v2-inl]=frwr=N)
@@ -169,6 +174,12 @@ bench_mount() {
 	rpcrdma)
 		loaded rpcrdma && ! loaded rpcrdma2 || return 1 ;;
 	esac
+	# through the responder: the mount must name its port (the C client
+	# speaks version 1 only, so nothing in its log tells the two apart)
+	if [ -n "${PORT[$cfg]:-}" ]; then
+		grep -qE " $MNT nfs4? .*,port=${PORT[$cfg]}[, ]" /proc/mounts ||
+			{ tb_log "$cfg: the mount does not use port ${PORT[$cfg]}" >&2; return 1; }
+	fi
 	awk -v m="$MNT" '$2 == m {print $4}' /proc/mounts | tail -n 1
 }
 
@@ -300,11 +311,11 @@ tb_log "bench: repeats $REPEATS, runtime ${RUNTIME}s + ramp ${RAMP}s, file size 
 for ((rep = 1; rep <= REPEATS; rep++)); do
 	tb_log "===== repeat $rep of $REPEATS"
 	has raw && run_raw "$rep"
-	for cfg in tcp c r2 c-1k r2-1k v2 v2-inl; do
+	for cfg in tcp c r2 c-1k r2-1k c-resp c-resp0 v2 v2-inl; do
 		has "$cfg" && run_config "$cfg" "$rep"
 	done
 	for vers in $META_VERS; do
-		for cfg in m-tcp m-c m-r2 m-v1 m-v2; do
+		for cfg in m-tcp m-c m-r2 m-v1 m-v2 m-c-resp m-c-resp0; do
 			has "$cfg" && run_meta "$cfg" "$vers" "$rep"
 		done
 	done

@@ -34,16 +34,20 @@ CONFIGS = {  # name: (label, transport)
     "raw": ("raw rxe", "perftest verbs, rdma_cm"),
     "v2": ("r2 v2 (resp.)", "rpcrdma2.ko, RPC-over-RDMA v2, responder port 20050"),
     "v2-inl": ("r2 v2 frwr=N", "rpcrdma2.ko frwr=N (Message Continuation), v2, responder"),
+    "c-resp": ("C (resp.)", "rpcrdma.ko (stock C client), v1, responder --v1-only port 20051"),
+    "c-resp0": ("C resp. base", "rpcrdma.ko, v1, --responder-baseline build, port 20052"),
 }
-ORDER = ["r2-1k", "c-1k", "r2", "c", "tcp", "raw", "v2", "v2-inl"]
+ORDER = ["r2-1k", "c-1k", "r2", "c", "c-resp", "c-resp0", "tcp", "raw", "v2", "v2-inl"]
 META_CONFIGS = {  # name: (label, transport)
     "m-v2": ("r2 v2 (resp.)", "rpcrdma2.ko, RPC-over-RDMA v2, responder port 20050"),
     "m-v1": ("r2 v1 (resp.)", "rpcrdma2.ko, RPC-over-RDMA v1, responder --v1-only port 20051"),
     "m-r2": ("rpcrdma2", "rpcrdma2.ko to svcrdma (v1)"),
     "m-c": ("C client", "rpcrdma.ko to svcrdma (v1)"),
+    "m-c-resp": ("C (resp.)", "rpcrdma.ko, v1, responder --v1-only port 20051"),
+    "m-c-resp0": ("C resp. base", "rpcrdma.ko, v1, --responder-baseline build, port 20052"),
     "m-tcp": ("NFS/TCP", "TCP (sunrpc xprtsock)"),
 }
-META_ORDER = ["m-v2", "m-v1", "m-r2", "m-c", "m-tcp"]
+META_ORDER = ["m-v2", "m-v1", "m-c-resp", "m-c-resp0", "m-r2", "m-c", "m-tcp"]
 META_PHASES = {  # phase: description
     "stat": "stat of every file, cold",
     "restat": "stat again, attributes expired",
@@ -447,6 +451,9 @@ def main(res):
                  "cpu_per_op:TCP/C_default": ratio(cpu_of("tcp", job), cpu_of("c", job)),
                  "v2_continuation/v2_chunks": ratio(mean_of("v2-inl", job), mean_of("v2", job)),
                  "cpu_per_op:v2_continuation/v2_chunks": ratio(cpu_of("v2-inl", job), cpu_of("v2", job)),
+                 "C_responder/C_svcrdma": ratio(mean_of("c-resp", job), mean_of("c", job)),
+                 "cpu_per_op:C_responder/C_svcrdma": ratio(cpu_of("c-resp", job), cpu_of("c", job)),
+                 "C_responder_baseline/C_svcrdma": ratio(mean_of("c-resp0", job), mean_of("c", job)),
                  "raw_counterpart": perf if unit == "MiB/s" else None}
         ratios.append(entry)
 
@@ -623,6 +630,12 @@ def main(res):
                     [("r2 dflt / C dflt", "cpu_per_op:rpcrdma2_default/C_default", 17),
                      ("r2 1k / C 1k", "cpu_per_op:rpcrdma2_1k/C_1k", 14),
                      ("TCP / C dflt", "cpu_per_op:TCP/C_default", 13)])
+        if any(e["C_responder/C_svcrdma"] for e in ratios):
+            ratio_table(["The stock C client through the responder (v1) against the C client to svcrdma,",
+                         "ratios of means (speed, goal >= 0.8; CPU per I/O):"],
+                        [("C resp. / C", "C_responder/C_svcrdma", 17),
+                         ("CPU/op", "cpu_per_op:C_responder/C_svcrdma", 14),
+                         ("C resp. base / C", "C_responder_baseline/C_svcrdma", 17)])
         if any(e["v2_continuation/v2_chunks"] for e in ratios):
             ratio_table(["Version 2 through the responder: Message Continuation (frwr=N) against chunks with FRWR,",
                          "ratios of means (speed; CPU per I/O):"],
@@ -722,6 +735,25 @@ def main(res):
                 cells.append(f"{rf(e['speedup_vs_C']) if e else 'n/a':>11} / {rf(e['cpu_per_rpc_vs_C']) if e else 'n/a':<10}")
             out.append(f"{ph:<7} " + " ".join(f"{c:>24}" for c in cells))
         out.append("")
+        cresp = [c for c in meta_cfgs if meta_base(c) in ("m-c-resp", "m-c-resp0")]
+        if cresp:
+            out.append("The C client through the responder (v1) against the C client to svcrdma, per operation:")
+            out.append("p50 and mean RTT of C to svcrdma / C through the responder (above 0.8: the goal)")
+            hdr = f"{'op':<14} {'NFS':<8} {'p50 C / C resp.':>16} {'mean C / C resp.':>17}"
+            out.append(hdr)
+            out.append("-" * len(hdr))
+            for cfg in cresp:
+                cref = "m-c" + meta_suffix(cfg)
+                out.append(f"  {meta_label(cfg)}:")
+                ops = sorted({op for (c, op) in ops_rows if c == cfg},
+                             key=lambda op: -(op_stat(cfg, op, "ops_per_run") or 0))
+                for op in ops:
+                    if (op_stat(cfg, op, "ops_per_run") or 0) < 1:
+                        continue
+                    out.append(f"{op:<14} {(meta_suffix(cfg) or '.nfs4.1')[4:]:<8} "
+                               f"{rf(ratio(op_stat(cref, op, 'p50'), op_stat(cfg, op, 'p50'))):>16} "
+                               f"{rf(ratio(op_stat(cref, op, 'rtt'), op_stat(cfg, op, 'rtt'))):>17}")
+            out.append("")
         if v2v1:
             out.append("RPC-over-RDMA version 2 against version 1 (rpcrdma2, same responder): v1 / v2 of elapsed "
                        "time and of p50 and mean RTT (above 1: v2 faster; goal for GETATTR, LOOKUP: ≥ 1.2)")
@@ -834,7 +866,9 @@ def chart(res, settings, rows, ratios, meta_cfgs, meta_ratios, ops_rows, v2v1):
     fig, axes = plt.subplots(3, 3, figsize=(16, 15))
     colors = {"r2-1k": "#d62728", "c-1k": "#1f77b4", "r2": "#ff9896", "c": "#aec7e8",
               "tcp": "#7f7f7f", "raw": "#2ca02c", "v2": "#9467bd", "v2-inl": "#c5b0d5",
-              "m-v2": "#d62728", "m-v1": "#ff9896", "m-r2": "#9467bd", "m-c": "#1f77b4", "m-tcp": "#7f7f7f"}
+              "m-v2": "#d62728", "m-v1": "#ff9896", "m-r2": "#9467bd", "m-c": "#1f77b4", "m-tcp": "#7f7f7f",
+              "c-resp": "#17becf", "m-c-resp": "#17becf",
+              "c-resp0": "#bcbd22", "m-c-resp0": "#bcbd22"}
 
     def nodata(ax, title):
         ax.set_title(title, fontsize=10)

@@ -38,6 +38,10 @@ configurations (--configs; 'fio' and 'meta' stand for their groups):
   r2     fio, rpcrdma2                responder --v1-only (port 20051)
   r2-1k  fio, rpcrdma2, 1 KiB  m-v2   metadata, rpcrdma2 through the
                                       responder, version 2 (port 20050)
+  c-resp fio, C client through the responder --v1-only (port 20051)
+  m-c-resp  metadata, C client through the responder --v1-only
+  c-resp0, m-c-resp0  the same through --responder-baseline's build
+         (port 20052; not in 'fio' or 'meta')
   v2     fio, rpcrdma2 through the responder, version 2 (not in 'fio')
   v2-inl fio, the same with frwr=N: Message Continuation instead of
          chunks (not in 'fio')
@@ -61,6 +65,9 @@ options:
   --results DIR      results directory (default: a new directory under
                      \$RPCRDMA2_CACHE/bench/)
   --timeout S        limit for the whole testbed run (default: computed)
+  --responder-baseline BIN  also run responder binary BIN (e.g. a build
+                     of an older commit) on port 20052 --v1-only, for
+                     c-resp0 and m-c-resp0: before and after in one boot
   --no-build         do not run 'make -s modules' first
   --report-only DIR  only (re)build the report from DIR's raw results
   -h, --help         this text
@@ -72,11 +79,11 @@ run without a number (the report names them).
 EOF
 }
 
-FIO_CONFIGS='raw tcp c c-1k r2-1k r2' META_CONFIGS='m-tcp m-c m-r2 m-v1 m-v2'
+FIO_CONFIGS='raw tcp c c-1k r2-1k r2 c-resp' META_CONFIGS='m-tcp m-c m-r2 m-v1 m-v2 m-c-resp'
 repeats=3 runtime=10 ramp=2 size=128m lat_iters=2000 configs='fio meta'
 meta_vers=4.1 meta_files=3000 meta_dirsize=1000 meta_create=300
 untar_dirs='fs/nfs net/sunrpc' linux_src=''
-results='' timeout='' build=1 report_only=''
+results='' timeout='' build=1 report_only='' resp_base=''
 while (($#)); do
 	[[ $1 == --*=* ]] && set -- "${1%%=*}" "${1#*=}" "${@:2}"
 	case $1 in
@@ -95,6 +102,7 @@ while (($#)); do
 	--results) results=${2:?}; shift 2 ;;
 	--timeout) timeout=${2:?}; shift 2 ;;
 	--no-build) build=0; shift ;;
+	--responder-baseline) resp_base=${2:?}; shift 2 ;;
 	--report-only) report_only=${2:?}; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "${0##*/}: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -111,7 +119,7 @@ for c in $configs; do
 	case $c in
 	fio) expanded+=" $FIO_CONFIGS" ;;
 	meta) expanded+=" $META_CONFIGS" ;;
-	v2 | v2-inl) expanded+=" $c" ;;
+	v2 | v2-inl | c-resp0 | m-c-resp0) expanded+=" $c" ;;
 	*)
 		[[ " $FIO_CONFIGS $META_CONFIGS " == *" $c "* ]] ||
 			{ echo "${0##*/}: unknown config $c" >&2; exit 2; }
@@ -128,8 +136,10 @@ done
 has_meta=0 has_responder=0
 for c in $configs; do
 	case $c in
-	v2 | v2-inl) has_responder=1 ;;
-	m-v1 | m-v2) has_responder=1 ;& m-*) has_meta=1 ;;
+	v2 | v2-inl | c-resp) has_responder=1 ;;
+	c-resp0) has_responder=1; [ -n "$resp_base" ] || { echo "${0##*/}: $c needs --responder-baseline" >&2; exit 2; } ;;
+	m-c-resp0) [ -n "$resp_base" ] || { echo "${0##*/}: $c needs --responder-baseline" >&2; exit 2; } ;&
+	m-v1 | m-v2 | m-c-resp) has_responder=1 ;& m-*) has_meta=1 ;;
 	esac
 done
 
@@ -165,9 +175,14 @@ fi
 # /src) and the untar tarball, in the tree's cargo target directory (the
 # guests see the repository as /src; the directory is not under git).
 if ((has_responder)); then
-	step "build the responder (m-v1, m-v2, v2, v2-inl)" tools/responder/build.sh
+	step "build the responder (m-v1, m-v2, m-c-resp, c-resp, v2, v2-inl)" tools/responder/build.sh
 	[ -x tools/responder/target/release/rpcrdma-responder ] ||
-		die "no responder binary at tools/responder/target/release/rpcrdma-responder: m-v1 and m-v2 cannot run"
+		die "no responder binary at tools/responder/target/release/rpcrdma-responder: the configurations through it cannot run"
+fi
+if [ -n "$resp_base" ]; then
+	[ -x "$resp_base" ] || die "--responder-baseline: not an executable: $resp_base"
+	mkdir -p target/bench
+	cp "$resp_base" target/bench/responder-baseline || die "cannot copy $resp_base"
 fi
 if ((has_meta)); then
 	if [ -z "$linux_src" ]; then
@@ -202,6 +217,7 @@ results=$(cd "$results" && pwd)
 	echo "host: $(nproc) CPUs, $(uname -r), load at start $(cut -d' ' -f1-3 /proc/loadavg), qemu processes $(pgrep -c qemu-system || true)"
 	((!has_meta)) || echo "untar: $untar_dirs of ${linux_src##*/} ($(tar -tf target/bench/untar.tar | grep -vc '/$') files)"
 	((!has_responder)) || echo "responder sha256 $(sha256sum <tools/responder/target/release/rpcrdma-responder | cut -d' ' -f1)"
+	[ -z "$resp_base" ] || echo "responder baseline (port 20052) $resp_base sha256 $(sha256sum <target/bench/responder-baseline | cut -d' ' -f1)"
 } >"$results/build-info.txt"
 
 ncfg=0 raw=0 nmeta=0
@@ -234,7 +250,8 @@ trap 'rm -f "$srv"; [ -z "${loadpid:-}" ] || kill "$loadpid" 2>/dev/null || true
 mfiles=0
 ((!has_meta)) || mfiles=$meta_files
 printf '%s=%q\n' BENCH_SIZE "$size" BENCH_RUNTIME "$runtime" BENCH_LAT_ITERS "$lat_iters" \
-	BENCH_META_FILES "$mfiles" BENCH_META_DIRSIZE "$meta_dirsize" BENCH_RESPONDER "$has_responder" >"$srv"
+	BENCH_META_FILES "$mfiles" BENCH_META_DIRSIZE "$meta_dirsize" BENCH_RESPONDER "$has_responder" \
+	BENCH_RESPONDER_BASELINE "$([ -n "$resp_base" ] && echo 1 || echo 0)" >"$srv"
 echo '. /src/tools/testing/bench/server.sh' >>"$srv"
 
 # Host load during the run (other guests on this 2-core machine skew numbers).

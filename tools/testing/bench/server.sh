@@ -14,6 +14,8 @@
 #      on port 20050 (versions 2 and 1) and 20051 (--v1-only), exactly as
 #      the integration tests start it (integration/server/responder.sh);
 #      if it cannot start, this script fails and so does the testbed run;
+#      with BENCH_RESPONDER_BASELINE=1 (run.sh --responder-baseline) also
+#      target/bench/responder-baseline on port 20052 (--v1-only);
 #   4. starts the perftest servers, each in a restart loop (a perftest
 #      server serves one client run and exits): ib_write_bw on port 18515,
 #      ib_read_bw on 18516, ib_send_lat on 18517, all over rdma_cm (-R).
@@ -22,6 +24,7 @@
 set -euo pipefail
 : "${BENCH_SIZE:?}" "${BENCH_RUNTIME:?}" "${BENCH_LAT_ITERS:?}"
 : "${BENCH_META_FILES:=0}" "${BENCH_META_DIRSIZE:=1000}" "${BENCH_RESPONDER:=0}"
+: "${BENCH_RESPONDER_BASELINE:=0}"
 
 dir=${NFS_EXPORT:-/export}/bench
 mkdir -p "$dir"
@@ -49,6 +52,11 @@ if ((BENCH_META_FILES > 0)); then
 fi
 
 if ((BENCH_RESPONDER)); then
+	if ((BENCH_RESPONDER_BASELINE)); then
+		# run.sh --responder-baseline: that build on port 20052, --v1-only
+		export RESPONDER_INSTANCES=$'20050\n20051 --v1-only\n20052 --v1-only'
+		export RESPONDER_BIN_20052=/src/target/bench/responder-baseline
+	fi
 	# (a separate bash: responder.sh exits on error)
 	bash /src/tools/testing/integration/server/responder.sh
 fi

@@ -5,7 +5,7 @@
 //! nfsd sends back (replies, and callback Calls to relay), with the reply
 //! fault switches (drop, delay).
 
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
 use super::{wr, Delayed, Server, Slot, K_READ};
@@ -15,7 +15,7 @@ use crate::proto::log;
 use crate::verbs::SendOp;
 
 impl Server {
-    pub(super) fn start_call(&mut self, k: usize, call: Call) {
+    pub(super) fn start_call(&mut self, k: usize, mut call: Call) {
         let Some(c) = self.conns.get_mut(&k) else {
             return;
         };
@@ -24,7 +24,9 @@ impl Server {
             return;
         };
         if call.reads.is_empty() {
-            let inline = call.inline.clone();
+            // forwarded as it is: not copied (only Read chunks are
+            // spliced into `inline`, and this Call has none)
+            let inline = std::mem::take(&mut call.inline);
             c.slots[s] = Some(Slot {
                 call,
                 hdr: None,
@@ -67,9 +69,7 @@ impl Server {
             self.free_slot(k, s);
             return;
         }
-        if let Err(e) = c.qp.post(&ops) {
-            self.close(k, &format!("post RDMA Read: {e}"));
-        }
+        c.queue(&ops);
     }
 
     pub(super) fn read_done(&mut self, k: usize, s: usize) {
@@ -125,9 +125,9 @@ impl Server {
             slot.bc_prog = nfs::backchannel_request(&rpc);
         }
         c.by_xid.insert(xid, s);
-        c.tcp_out.extend_from_slice(&nfs::record(&rpc));
+        // written at the end of the turn with the others (`end_turn`)
+        c.tcp_out.push(rpc);
         self.stats.calls_forwarded += 1;
-        self.tcp_flush(k);
     }
 
     pub(super) fn tcp_flush(&mut self, k: usize) {
@@ -135,12 +135,9 @@ impl Server {
             return;
         };
         while !c.tcp_out.is_empty() {
-            match c.tcp.write(&c.tcp_out) {
-                Ok(0) => break,
-                Ok(n) => {
-                    c.tcp_out.drain(..n);
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+            match c.tcp_out.write_to(&mut c.tcp) {
+                Ok(true) => {}
+                Ok(false) => break,
                 Err(e) => {
                     let m = format!("nfsd connection: {e}");
                     self.close(k, &m);
@@ -152,50 +149,70 @@ impl Server {
 
     pub(super) fn tcp_io(&mut self, k: usize) {
         self.tcp_flush(k);
+        let max = self.layout.data_size();
         let Some(c) = self.conns.get_mut(&k) else {
             return;
         };
-        let mut buf = [0u8; 65536];
+        // One read(2) per wakeup: the socket is polled level-triggered,
+        // so what is left makes it ready again at once (no second read
+        // only to see EAGAIN).
         let mut eof = false;
-        loop {
-            match c.tcp.read(&mut buf) {
-                Ok(0) => {
-                    eof = true;
-                    break;
-                }
-                Ok(n) => c.tcp_in.extend_from_slice(&buf[..n]),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(_) => {
-                    eof = true;
-                    break;
-                }
-            }
+        let mut n = 0;
+        match c.tcp.read(&mut c.tcp_rbuf) {
+            Ok(0) => eof = true,
+            Ok(m) => n = m,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            Err(_) => eof = true,
         }
-        let max = self.layout.data_size();
-        let recs = match nfs::take_records(&mut c.tcp_in, max) {
-            Ok(r) => r,
-            Err(n) => {
-                let m = format!("nfsd sent a {n}-byte record");
-                self.close(k, &m);
-                return;
+        if c.tcp_in.is_empty() {
+            // The common case: whole records in what was just read,
+            // handled where they lie (no copy into `tcp_in`, no
+            // allocation per record); the rest waits in `tcp_in`.
+            let rbuf = std::mem::take(&mut c.tcp_rbuf);
+            let whole = nfs::whole_records(&rbuf[..n], max);
+            let used = whole.as_ref().map_or(0, |(_, used)| *used);
+            c.tcp_in.extend_from_slice(&rbuf[used..n]);
+            match whole {
+                Ok((recs, _)) => {
+                    for r in recs {
+                        self.nfsd_record(k, &rbuf[r]);
+                    }
+                }
+                Err(len) => {
+                    let m = format!("nfsd sent a {len}-byte record");
+                    self.close(k, &m);
+                }
             }
-        };
-        for rec in recs {
-            self.nfsd_record(k, rec);
+            if let Some(c) = self.conns.get_mut(&k) {
+                c.tcp_rbuf = rbuf;
+            }
+        } else {
+            c.tcp_in.extend_from_slice(&c.tcp_rbuf[..n]);
+            let recs = match nfs::take_records(&mut c.tcp_in, max) {
+                Ok(r) => r,
+                Err(n) => {
+                    let m = format!("nfsd sent a {n}-byte record");
+                    self.close(k, &m);
+                    return;
+                }
+            };
+            for rec in recs {
+                self.nfsd_record(k, &rec);
+            }
         }
         if eof {
             self.close(k, "nfsd closed the TCP connection");
         }
     }
 
-    fn nfsd_record(&mut self, k: usize, rec: Vec<u8>) {
+    fn nfsd_record(&mut self, k: usize, rec: &[u8]) {
         self.dirty = true;
         let Some(c) = self.conns.get_mut(&k) else {
             return;
         };
-        let xid = nfs::word_at(&rec, 0).unwrap_or(0);
-        if nfs::word_at(&rec, 4) == Some(nfs::RPC_CALL) {
-            match c.proto.reverse_call(&rec) {
+        let xid = nfs::word_at(rec, 0).unwrap_or(0);
+        if nfs::word_at(rec, 4) == Some(nfs::RPC_CALL) {
+            match c.proto.reverse_call(rec) {
                 Some(m) => {
                     self.stats.reverse_calls_sent += 1;
                     log::info(format_args!(
@@ -225,7 +242,7 @@ impl Server {
         let probe = c.slots[s]
             .as_ref()
             .and_then(|sl| sl.bc_prog)
-            .filter(|_| nfs::reply_ok(&rec, true));
+            .filter(|_| nfs::reply_ok(rec, true));
         if self.cfg.drop_nth == Some(n) {
             self.stats.replies_dropped += 1;
             c.proto.forget_call();
@@ -245,7 +262,7 @@ impl Server {
                     due: Instant::now() + Duration::from_millis(ms),
                     conn: k,
                     slot: s,
-                    rec,
+                    rec: rec.to_vec(),
                 });
                 return;
             }

@@ -58,6 +58,20 @@ impl Server {
                 }
                 continue;
             }
+            if kind != K_RECV {
+                // In order on the Send queue: every unsignaled reply sent
+                // before this work request is complete too.
+                let done = match self.conns.get_mut(&k) {
+                    Some(c) => match c.signaled_seq(w.wr_id) {
+                        Some(seq) => c.retire_before(seq),
+                        None => Vec::new(),
+                    },
+                    None => Vec::new(),
+                };
+                for s in done {
+                    self.free_slot(k, s);
+                }
+            }
             match kind {
                 K_RECV => self.on_recv(k, idx, w.byte_len as usize),
                 K_CTRL => {
@@ -124,10 +138,10 @@ impl Server {
                 Action::Call(call) => self.start_call(k, call),
                 Action::Nothing => {}
                 Action::ToNfsd(reply) => {
+                    // written at the end of the turn (`end_turn`)
                     if let Some(c) = self.conns.get_mut(&k) {
-                        c.tcp_out.extend_from_slice(&nfs::record(&reply));
+                        c.tcp_out.push(reply);
                     }
-                    self.tcp_flush(k);
                 }
                 Action::Disconnect(why) => self.close(k, why),
             }
@@ -188,18 +202,12 @@ impl Server {
             };
             c.outq.pop_front();
             c.proto.sent_client();
-            if let Err(e) = c.qp.post(&[op]) {
-                if let SendOp::Send {
-                    signal: Some(id), ..
-                } = op
-                {
-                    if id >> 48 == K_CTRL {
-                        c.ctrl_free.push((id & 0xffff_ffff) as usize);
-                    }
+            // posted at the end of the turn (`end_turn`)
+            match op.signal() {
+                Some(id) if id >> 48 == K_SLOT => {
+                    c.queue_last_send(op, (id & 0xffff_ffff) as usize);
                 }
-                let m = format!("post send: {e}");
-                self.close(k, &m);
-                return;
+                _ => c.queue(&[op]),
             }
         }
     }

@@ -22,11 +22,11 @@ impl Server {
             .partition(|d| d.due <= now);
         self.delayed = rest;
         for d in due {
-            self.reply(d.conn, d.slot, d.rec);
+            self.reply(d.conn, d.slot, &d.rec);
         }
     }
 
-    pub(super) fn reply(&mut self, k: usize, s: usize, rec: Vec<u8>) {
+    pub(super) fn reply(&mut self, k: usize, s: usize, rec: &[u8]) {
         let Some(c) = self.conns.get_mut(&k) else {
             return;
         };
@@ -39,12 +39,12 @@ impl Server {
             .first()
             .map_or(0, |w| w.iter().map(|x| x.length as usize).sum());
         let ddp = match slot.hdr {
-            Some(h) if cap > 0 => nfs::ddp_range(&h, &rec, cap),
+            Some(h) if cap > 0 => nfs::ddp_range(&h, rec, cap),
             _ => None,
         };
-        let mut plan: ReplyPlan =
-            c.proto
-                .plan_reply(&slot.call, &rec, ddp.clone(), &mut self.stats);
+        let mut plan: ReplyPlan = c
+            .proto
+            .plan_reply(&slot.call, rec, ddp.clone(), &mut self.stats);
         let mut malformed = false;
         if let Some((nth, kind)) = self.cfg.malform_nth {
             // The Nth reply, or for a kind that rewrites chunk lists the
@@ -91,7 +91,7 @@ impl Server {
             self.free_slot(k, s);
             return;
         }
-        c.qp.buf_mut()[base..base + rec.len()].copy_from_slice(&rec);
+        c.qp.buf_mut()[base..base + rec.len()].copy_from_slice(rec);
         let mut ops = Vec::new();
         for w in &plan.writes {
             ops.push(SendOp::Write {
@@ -127,10 +127,8 @@ impl Server {
             let inline = total_send;
             self.stats.count_reply(p, inline, plan.written);
         }
-        if let Err(e) = c.qp.post(&ops) {
-            self.close(k, &format!("post reply: {e}"));
-            return;
-        }
+        // posted at the end of the turn (`end_turn`), before the Sends
+        c.queue(&ops);
         if n == 0 {
             self.free_slot(k, s);
             return;

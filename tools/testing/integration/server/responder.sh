@@ -10,7 +10,9 @@
 # to the control directory both guests share:
 # /results/ctl/responder-PORT.stats and /results/ctl/responder-PORT.log.
 # The responders run until the guest powers off. Other server scripts
-# set RESPONDER_INSTANCES and source this file.
+# set RESPONDER_INSTANCES and source this file. RESPONDER_BIN_<PORT>, if
+# set, is the binary of that port's instance (make bench's
+# --responder-baseline: an older build next to the current one).
 
 set -euo pipefail
 BIN=/src/tools/responder/target/release/rpcrdma-responder
@@ -30,8 +32,11 @@ fi
 ports=()
 while read -r port args; do
 	[ -n "$port" ] || continue
+	bin_var=RESPONDER_BIN_$port
+	bin=${!bin_var:-$BIN}
+	[ -x "$bin" ] || { echo "no responder binary at $bin (port $port)"; exit 1; }
 	# shellcheck disable=SC2086
-	setsid -f "$BIN" --port "$port" --stats "/results/ctl/responder-$port.stats" $args \
+	setsid -f "$bin" --port "$port" --stats "/results/ctl/responder-$port.stats" $args \
 		</dev/null >>"/results/ctl/responder-$port.log" 2>&1
 	ports+=("$port")
 done <<<"$RESPONDER_INSTANCES"
