@@ -37,7 +37,7 @@
 # usage: guest.sh [--repeats N] [--runtime S] [--ramp S] [--size SIZE]
 #                 [--lat-iters N] [--configs LIST] [--meta-vers 'VERS...']
 #                 [--meta-files N] [--meta-dirsize N] [--meta-create N]
-#                 [--untar TARBALL]
+#                 [--untar TARBALL] [--jobs 'JOBS...']
 
 set -uo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -47,6 +47,7 @@ REPEATS=3 RUNTIME=10 RAMP=2 SIZE=128m LAT_ITERS=2000
 CONFIGS='raw tcp c c-1k r2-1k r2 c-resp m-tcp m-c m-r2 m-v1 m-v2 m-c-resp'  # v2 v2-inl: on request
 META_VERS=4.1 META_FILES=3000 META_DIRSIZE=1000 META_CREATE=300
 UNTAR=/src/target/bench/untar.tar
+JOBS=(randread-4k seqread-1m seqwrite-1m)
 while (($#)); do
 	case $1 in
 	--repeats) REPEATS=$2; shift 2 ;;
@@ -60,11 +61,11 @@ while (($#)); do
 	--meta-dirsize) META_DIRSIZE=$2; shift 2 ;;
 	--meta-create) META_CREATE=$2; shift 2 ;;
 	--untar) UNTAR=$2; shift 2 ;;
+	--jobs) read -ra JOBS <<<"$2"; shift 2 ;;
 	*) tb_die "guest.sh: unknown argument $1" ;;
 	esac
 done
 
-JOBS=(randread-4k seqread-1m seqwrite-1m)
 KO=$RPCRDMA2_KO
 MNT=/mnt/bench
 OUT=$RESULTS/bench
@@ -298,6 +299,7 @@ tb_log "bench: repeats $REPEATS, runtime ${RUNTIME}s + ramp ${RAMP}s, file size 
 	echo "kernel $KREL"
 	echo "repeats $REPEATS runtime $RUNTIME ramp $RAMP size $SIZE lat_iters $LAT_ITERS"
 	echo "configs $CONFIGS"
+	echo "jobs ${JOBS[*]}"
 	echo "meta_vers ${META_VERS// /,} meta_files $META_FILES meta_dirsize $META_DIRSIZE meta_create $META_CREATE"
 	echo "user_hz $(getconf CLK_TCK) nproc $(nproc)"
 	ip -o link show eth0

@@ -53,6 +53,8 @@ options:
   --size SIZE        size of each fio file on the server (default 128m)
   --lat-iters N      ib_send_lat iterations (default 2000)
   --configs 'LIST'   subset of the above (default: all: 'fio meta')
+  --jobs 'LIST'      fio jobs of samples/fio/ to run (default: all three:
+                     'randread-4k seqread-1m seqwrite-1m')
   --meta-vers 'V..'  NFS versions of the metadata workloads (default 4.1;
                      e.g. '4.1 3')
   --meta-files N     files in the metadata tree (default 3000)
@@ -81,6 +83,7 @@ EOF
 
 FIO_CONFIGS='raw tcp c c-1k r2-1k r2 c-resp' META_CONFIGS='m-tcp m-c m-r2 m-v1 m-v2 m-c-resp'
 repeats=3 runtime=10 ramp=2 size=128m lat_iters=2000 configs='fio meta'
+jobs='randread-4k seqread-1m seqwrite-1m'
 meta_vers=4.1 meta_files=3000 meta_dirsize=1000 meta_create=300
 untar_dirs='fs/nfs net/sunrpc' linux_src=''
 results='' timeout='' build=1 report_only='' resp_base=''
@@ -93,6 +96,7 @@ while (($#)); do
 	--size) size=${2:?}; shift 2 ;;
 	--lat-iters) lat_iters=${2:?}; shift 2 ;;
 	--configs) configs=${2:?}; shift 2 ;;
+	--jobs) jobs=${2:?}; shift 2 ;;
 	--meta-vers) meta_vers=${2:?}; shift 2 ;;
 	--meta-files) meta_files=${2:?}; shift 2 ;;
 	--meta-dirsize) meta_dirsize=${2:?}; shift 2 ;;
@@ -114,6 +118,11 @@ for v in repeats runtime lat_iters meta_files meta_dirsize meta_create ${timeout
 done
 [[ $ramp =~ ^[0-9]+$ ]] || { echo "${0##*/}: --ramp: not a number: $ramp" >&2; exit 2; }
 [[ $size =~ ^[1-9][0-9]*[kmg]$ ]] || { echo "${0##*/}: --size: want e.g. 128m: $size" >&2; exit 2; }
+for j in $jobs; do
+	[ -f "samples/fio/$j.fio" ] || { echo "${0##*/}: --jobs: no samples/fio/$j.fio" >&2; exit 2; }
+done
+[ -n "${jobs// /}" ] || { echo "${0##*/}: --jobs: empty" >&2; exit 2; }
+njobs=$(wc -w <<<"$jobs")
 expanded=
 for c in $configs; do
 	case $c in
@@ -235,8 +244,8 @@ nmeta=$((nmeta * $(wc -w <<<"$meta_vers")))
 if [ -z "$timeout" ]; then
 	nrep=$ncfg
 	[[ " $configs " == *" r2 "* ]] && nrep=$((nrep - 1))
-	timeout=$((180 + repeats * (nrep * 3 * (ramp + runtime + 7) + raw * (2 * runtime + 40) + 20)))
-	[[ " $configs " == *" r2 "* ]] && timeout=$((timeout + 3 * (ramp + runtime + 30) + 60))
+	timeout=$((180 + repeats * (nrep * njobs * (ramp + runtime + 7) + raw * (2 * runtime + 40) + 20)))
+	[[ " $configs " == *" r2 "* ]] && timeout=$((timeout + njobs * (ramp + runtime + 30) + 60))
 	# metadata: per configuration and repeat 6 mounts, the restat pause,
 	# and about 3 ms per file stat'ed/listed, 30 ms per file created or
 	# removed or untarred (a 1-repeat run took about half of this)
@@ -271,7 +280,7 @@ log "results: $results"
 rc=0
 tools/testing/vm/run.sh --timeout "$timeout" --results "$tb" --server-script "$srv" \
 	tools/testing/bench/guest.sh --repeats "$repeats" --runtime "$runtime" --ramp "$ramp" \
-	--size "$size" --lat-iters "$lat_iters" --configs "$configs" --meta-vers "$meta_vers" \
+	--size "$size" --lat-iters "$lat_iters" --configs "$configs" --jobs "$jobs" --meta-vers "$meta_vers" \
 	--meta-files "$meta_files" --meta-dirsize "$meta_dirsize" --meta-create "$meta_create" || rc=$?
 kill "$loadpid" 2>/dev/null || true
 loadpid=
