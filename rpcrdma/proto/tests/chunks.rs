@@ -420,12 +420,18 @@ fn continued_reply_in_place_of_reply_chunk() {
     // READ data keeps its Write chunk
     let read = reply(100, 0, 8192, 0, true);
     assert_eq!(plan_v2(&read, &l).reply(), ReplyForm::Write);
-    // without DDP a READ's Reply is continued too (it is within the bound)
+    // without DDP (ddp=N, GSS) a READ's Reply keeps its Reply chunk
     let no_ddp = Rpc {
         ddp_allowed: false,
         ..read
     };
-    assert_eq!(plan_v2(&no_ddp, &l).reply(), ReplyForm::Inline);
+    assert_eq!(plan_v2(&no_ddp, &l).reply(), ReplyForm::Long);
+    // and without XDRBUF_READ the same buffer is continued
+    let not_read = Rpc {
+        reply_ddp: false,
+        ..read
+    };
+    assert_eq!(plan_v2(&not_read, &l).reply(), ReplyForm::Inline);
     // cont_reply 0: a Reply chunk, in either version
     for proto in [Protocol::V1, Protocol::V2] {
         let a = plan(&open, &th(proto), &limits(16)).unwrap();
@@ -1357,14 +1363,9 @@ fn random_plans() {
         }
         match a.reply() {
             ReplyForm::Inline if rpc.reply_buflen > t.max_inline_reply() => {
-                // continued by the responder: not a Write chunk's Reply
+                // continued by the responder: not READ data
                 assert!(rpc.reply_buflen <= l.cont_reply);
-                assert!(
-                    !(rpc.ddp_allowed
-                        && rpc.reply_ddp
-                        && reply_g.page_len > 0
-                        && reply_g.head + reply_g.tail < t.max_inline_reply())
-                );
+                assert!(!rpc.reply_ddp);
                 seen[6] += 1;
             }
             ReplyForm::Inline => {
@@ -1385,7 +1386,7 @@ fn random_plans() {
             }
             ReplyForm::Long => {
                 assert!(rpc.reply_buflen > t.max_inline_reply());
-                assert!(rpc.reply_buflen > l.cont_reply);
+                assert!(rpc.reply_ddp || rpc.reply_buflen > l.cont_reply);
                 covers(a.reply_ranges(), &reply_g, false, false, depth);
                 seen[5] += 1;
             }
