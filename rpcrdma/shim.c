@@ -66,6 +66,16 @@ bool rpcrdma2_shim_param_frwr(void)
 	return READ_ONCE(frwr);
 }
 
+static unsigned int cont_reply_pieces = 128;
+module_param(cont_reply_pieces, uint, 0644);
+MODULE_PARM_DESC(cont_reply_pieces,
+		 "Version 2 with FRWR: a reply that may exceed the inline threshold but fits in this many continued Sends (RPCRDMA2_F_MORE) is not given a Reply chunk, so metadata RPCs register no memory; 0: a Reply chunk as in version 1. At most the credits requested (128); READ data keeps its Write chunk (default 128, read at mount)");
+
+unsigned int rpcrdma2_shim_param_cont_reply_pieces(void)
+{
+	return READ_ONCE(cont_reply_pieces);
+}
+
 const struct xprt_class *rpcrdma2_shim_class(void)
 {
 	return &rpcrdma2_class;

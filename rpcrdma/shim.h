@@ -30,6 +30,7 @@ const struct xprt_class *rpcrdma2_shim_class(void);
 bool rpcrdma2_shim_param_force_v1(void);
 bool rpcrdma2_shim_param_ddp(void);
 bool rpcrdma2_shim_param_frwr(void);
+unsigned int rpcrdma2_shim_param_cont_reply_pieces(void);
 int rpcrdma2_shim_module_get(void);
 void rpcrdma2_shim_module_put(void);
 

@@ -158,6 +158,9 @@ impl RdmaXprt {
             // Advertise the R bit (RFC 8797): the server may invalidate
             // an MR with Send With Invalidate.
             remote_invalidate: true,
+            // Version 2: Replies continued over up to this many Sends
+            // instead of a Reply chunk (clamped to max_requests).
+            cont_reply_pieces: crate::compat::params::cont_reply_pieces(),
             ..proto::Config::DEFAULT
         }
         .validated()

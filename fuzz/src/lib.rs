@@ -312,6 +312,7 @@ pub fn plan_input(b: &mut Bytes<'_>) -> PlanInput {
         inline_recv,
         remote_invalidate: flags & 0x20 != 0,
         max_segs,
+        cont_reply_pieces: 0,
     };
     let protocol = if flags & 1 != 0 {
         Protocol::V2
@@ -330,6 +331,11 @@ pub fn plan_input(b: &mut Bytes<'_>) -> PlanInput {
     let th = Thresholds::new(&config, &peer, protocol, flags & 0x80 != 0);
     let mut limits = Limits::new(&config, 1 << page_shift, max_mr_pages);
     limits.write_pad = flags & 0x10 != 0;
+    // v2: a Reply continued in place of a Reply chunk, up to a bound
+    // taken from bytes already read (the input format is unchanged).
+    if protocol == Protocol::V2 {
+        limits.cont_reply = inline_send.rotate_left(16);
+    }
     PlanInput {
         rpc: Rpc {
             call,
@@ -603,6 +609,7 @@ pub fn check_transport(input: &[u8]) {
         inline_recv: u32::from(b.u8()) << 10,
         remote_invalidate: flags & 2 != 0,
         max_segs: u32::from(b.u8()),
+        cont_reply_pieces: if flags & 4 != 0 { 0 } else { u32::from(b.u8()) },
     };
     let mut t = Transport::new(cfg);
     let max = t.config().max_requests;

@@ -20,6 +20,13 @@ pub fn frwr() -> bool {
     unsafe { bindings::rpcrdma2_shim_param_frwr() }
 }
 
+/// `cont_reply_pieces`: on version 2 with FRWR, Replies up to this many
+/// continued pieces get no Reply chunk (read at mount).
+pub fn cont_reply_pieces() -> u32 {
+    // SAFETY: FFI call without preconditions (a READ_ONCE of a static).
+    unsafe { bindings::rpcrdma2_shim_param_cont_reply_pieces() }
+}
+
 /// `ddp`: direct data placement allowed (read per RPC).
 pub fn ddp() -> bool {
     // SAFETY: FFI call without preconditions (a READ_ONCE of a static).

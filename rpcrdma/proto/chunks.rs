@@ -11,6 +11,11 @@
 //!   (`rpcrdma_results_inline`); else a **Write chunk** over the reply
 //!   pages if DDP is allowed, the buffer is flagged `XDRBUF_READ` and head
 //!   plus tail are below the reply threshold (`rpcrdma_nonpayload_inline`);
+//!   else, on version 2 and for a Reply that is not READ data (no
+//!   `XDRBUF_READ`), **no chunk** if the responder may continue the
+//!   Reply over several Sends and `buflen` is within
+//!   [`Limits::cont_reply`] (-00 §4.5.2, §6.3.3.1: the Reply arrives in
+//!   pieces, see [`super::continuation`]);
 //!   else a **Reply chunk** over head, pages and tail (Long Reply). A
 //!   Write chunk is exactly the pages: the Requester MUST NOT provision
 //!   space for XDR roundup (-00 §4.4.6 "Write Chunk Roundup"; RFC 8166
@@ -132,6 +137,16 @@ pub struct Limits {
     /// Append a [`Part::WritePad`] segment to a Write chunk of unaligned
     /// length (C client compatibility; off per -00 §4.4.6).
     pub write_pad: bool,
+    /// Version 2: the largest Reply (`rq_rcv_buf.buflen`) the responder
+    /// may send us by Message Continuation (-00 §4.5.2, §6.3.3.1) instead
+    /// of through a Reply chunk. A Reply over the inline threshold that
+    /// is not READ data (`XDRBUF_READ`: a Write chunk's, or without DDP a
+    /// Reply chunk's) and whose buffer is at most this is planned
+    /// [`ReplyForm::Inline`]: no Reply chunk, nothing registered, the
+    /// responder continues it over several Sends. 0 (version 1, or
+    /// continuation of Replies off): a Reply chunk, as the C client.
+    /// See [`Transport::limits`](super::Transport::limits) for the value.
+    pub cont_reply: u32,
 }
 
 /// Largest RPC payload the C client plans for (`xprt->max_payload`:
@@ -145,6 +160,7 @@ impl Limits {
         max_mr_pages: 256,
         max_segs: 0,
         write_pad: false,
+        cont_reply: 0,
     };
 
     /// The limits of a transport: `config.max_segs` (validated) with the
@@ -155,6 +171,7 @@ impl Limits {
             max_mr_pages,
             max_segs: config.validated().max_segs,
             write_pad: false,
+            cont_reply: 0,
         }
     }
 
@@ -507,6 +524,13 @@ pub fn plan_with(
         let pad = u32::from(limits.write_pad && rpc.reply.page_len & 3 != 0);
         let n = page_ranges(rpc.reply.page_base, rpc.reply.page_len, limits).saturating_add(pad);
         (ReplyForm::Write, n, 0)
+    } else if !rpc.reply_ddp && rpc.reply_buflen <= limits.cont_reply {
+        // Version 2: the responder continues a Reply that does not fit
+        // one Send (-00 §6.3.3.1); no Reply chunk, nothing registered.
+        // Not for READ data (XDRBUF_READ), which keeps its Write chunk,
+        // or without DDP its Reply chunk: bulk data is far faster
+        // through RDMA Writes than in pieces.
+        (ReplyForm::Inline, 0, 0)
     } else {
         (ReplyForm::Long, 0, whole_count(&rpc.reply, limits))
     };

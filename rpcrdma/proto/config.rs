@@ -53,6 +53,15 @@ pub const MAX_INLINE: u32 = 65536;
 /// Most RDMA segments per chunk list the header-size computation allows
 /// for (C client: `RPCRDMA_MAX_HDR_SEGS`).
 pub const MAX_HDR_SEGS: u32 = 16;
+/// Most pieces a version 2 Reply may be continued over in place of a
+/// Reply chunk ([`Config::cont_reply_pieces`]): the 4 MiB bound of a
+/// continued sequence ([`super::continuation::MAX_SEQUENCE_LEN`]) in
+/// pieces of 4 KiB.
+pub const MAX_CONT_REPLY_PIECES: u32 = 1024;
+/// The module's default for [`Config::cont_reply_pieces`]: as many pieces
+/// as the default number of credits we ask for ([`DEF_REQUESTS`]), 128
+/// pieces of 4060 bytes (about 507 KiB) with 4 KiB Receives.
+pub const DEF_CONT_REPLY_PIECES: u32 = DEF_REQUESTS;
 /// Receives posted beyond what is needed, so that replenishing happens in
 /// batches (C client: `RPCRDMA_MAX_RECV_BATCH`).
 pub const RECV_BATCH: u32 = 7;
@@ -84,6 +93,14 @@ pub struct Config {
     /// sizes (C client: `re_max_rdma_segs`). 0 means the inline-only data
     /// path: headers never carry chunks. Clamped to `..=`[`MAX_HDR_SEGS`].
     pub max_segs: u32,
+    /// Version 2 with chunks: a Reply whose receive buffer
+    /// (`rq_rcv_buf.buflen`) exceeds the reply inline threshold but fits
+    /// in this many continued pieces (-00 §4.5.2, §6.3.3.1) is planned
+    /// without a Reply chunk (see [`super::chunks::Limits::cont_reply`]).
+    /// 0: always a Reply chunk, as in version 1. Clamped to
+    /// `..=`[`MAX_CONT_REPLY_PIECES`], and never more than `max_requests`
+    /// (the credits we ask for).
+    pub cont_reply_pieces: u32,
 }
 
 impl Default for Config {
@@ -104,6 +121,15 @@ pub(super) const fn clamp_u32(v: u32, lo: u32, hi: u32) -> u32 {
     }
 }
 
+/// The smaller of `a` and `b` (`const`).
+const fn min_u32(a: u32, b: u32) -> u32 {
+    if a < b {
+        a
+    } else {
+        b
+    }
+}
+
 /// Clamps an inline size and rounds it down to a multiple of 1024.
 const fn inline_size(v: u32) -> u32 {
     let v = clamp_u32(v, MIN_INLINE, MAX_INLINE);
@@ -112,7 +138,9 @@ const fn inline_size(v: u32) -> u32 {
 
 impl Config {
     /// The defaults: try v2, 128 credits, no backchannel, 4096-byte inline
-    /// thresholds, remote invalidation accepted, inline-only headers.
+    /// thresholds, remote invalidation accepted, inline-only headers, no
+    /// continued Replies in place of Reply chunks (the module turns them
+    /// on: [`DEF_CONT_REPLY_PIECES`]).
     pub const DEFAULT: Config = Config {
         policy: VersionPolicy::TryV2,
         max_requests: DEF_REQUESTS,
@@ -121,6 +149,7 @@ impl Config {
         inline_recv: DEF_INLINE,
         remote_invalidate: true,
         max_segs: 0,
+        cont_reply_pieces: 0,
     };
 
     /// The same settings with every field clamped into its valid range.
@@ -133,6 +162,14 @@ impl Config {
             inline_recv: inline_size(self.inline_recv),
             remote_invalidate: self.remote_invalidate,
             max_segs: clamp_u32(self.max_segs, 0, MAX_HDR_SEGS),
+            cont_reply_pieces: clamp_u32(
+                self.cont_reply_pieces,
+                0,
+                min_u32(
+                    MAX_CONT_REPLY_PIECES,
+                    clamp_u32(self.max_requests, MIN_REQUESTS, MAX_REQUESTS),
+                ),
+            ),
         }
     }
 

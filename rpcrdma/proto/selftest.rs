@@ -48,6 +48,8 @@ pub const SELF_TESTS: &[SelfTest] = &[
     case!(probe_too_big_opens_v1),
     case!(prepare_rpc_long_call_and_reply),
     case!(prepare_rpc_waits_for_mrs),
+    case!(v2_metadata_replies_continued),
+    case!(v2_continued_reply_limits),
     case!(v1_credit_window),
     case!(v2_credit_accounting),
     case!(v2_advertisement),
@@ -612,6 +614,177 @@ fn prepare_rpc_waits_for_mrs() -> TestResult {
     let r = t.prepare_rpc_within(XID, &big, 4096, 32, &Hints::NONE, 4);
     check!(matches!(r, Ok((_, ref p)) if p.ranges().len() == 4));
     check!(t.credits().outstanding() == before.wrapping_add(1));
+    Ok(())
+}
+
+/// A transport settled on v2 (no private data: 4096-byte thresholds)
+/// with chunks (8 segments) and `config`.
+fn v2_chunked(config: Config) -> Transport {
+    let mut t = up(config, Peer::Absent);
+    t.set_max_segs(8);
+    let _ = t.prepare_call(1, 100, 100);
+    let _ = t.receive(v2_reply(1, CRED_1_32).bytes());
+    t
+}
+
+/// [`v2_chunked`] with `pieces` continued Reply pieces in place of a
+/// Reply chunk.
+fn v2_cont(pieces: u32) -> Transport {
+    v2_chunked(Config {
+        cont_reply_pieces: pieces,
+        ..Config::default()
+    })
+}
+
+/// 128 pieces of 4060 bytes: the most a v2 Reply continued in place of a
+/// Reply chunk may be with 4096-byte Receives and 128 credits.
+const CONT_128: u32 = 128 * 4060;
+
+/// A metadata RPC as the Linux NFS client builds it: a small Call, a
+/// Reply buffer of a 4 KiB head and `pages` bytes of pages (READDIR; 0:
+/// OPEN), no DDP.
+fn meta_rpc(pages: u32) -> Rpc {
+    Rpc {
+        call: Geometry {
+            head: 300,
+            ..Geometry::default()
+        },
+        reply: Geometry {
+            head: 4096,
+            page_base: 0,
+            page_len: pages,
+            tail: 0,
+        },
+        reply_buflen: 4096u32.saturating_add(pages),
+        ddp_allowed: true,
+        ..Rpc::default()
+    }
+}
+
+/// True if `r` planned the RPC inline in v2, nothing registered.
+fn v2_inline(r: &Result<(super::conn::send::CallPlan, ChunkPlan), CallError>) -> bool {
+    matches!(r, Ok((c, p)) if p.is_inline() && p.ranges().is_empty()
+        && c.protocol == Protocol::V2 && c.hdr_len == 36)
+}
+
+/// True if `r` planned a Long Reply (a Reply chunk).
+fn long_reply(r: &Result<(super::conn::send::CallPlan, ChunkPlan), CallError>) -> bool {
+    matches!(r, Ok((_, p)) if p.reply() == ReplyForm::Long && !p.reply_ranges().is_empty())
+}
+
+/// Issue 13: on v2 with chunks, an OPEN or READDIR whose Reply buffer
+/// exceeds the inline threshold is sent with no Reply chunk (nothing
+/// registered) when the responder can continue the Reply to us; the
+/// continued Reply completes it. A READ keeps its Write chunk.
+fn v2_metadata_replies_continued() -> TestResult {
+    let mut t = v2_cont(128);
+    check!(t.limits(4096, 32).cont_reply == CONT_128);
+    // OPEN: a 4 KiB head over the 4096 - 300 reply threshold.
+    let open = meta_rpc(0);
+    check!(open.reply_buflen > t.thresholds().max_inline_reply());
+    let x = XID + 2;
+    check!(v2_inline(&t.prepare_rpc(x, &open, 4096, 32)));
+    // Its Reply arrives in two continued pieces and completes it.
+    let m = piece(x, CRED_1_32, true, &[x, 1, 0]);
+    check!(is_piece(&t.receive(m.bytes()).reply, x, 0, 12, None));
+    let m = piece(x, CRED_1_32, false, &[0, 0]);
+    check!(is_piece(&t.receive(m.bytes()).reply, x, 12, 8, Some(20)));
+    let s = *t.stats();
+    check!(s.continued_replies == 1 && s.chunked_replies == 0 && s.bad_reply == 0);
+    // READDIR of 256 KiB, and the largest buffer continuation carries.
+    check!(v2_inline(&t.prepare_rpc(
+        x + 1,
+        &meta_rpc(256 << 10),
+        4096,
+        32
+    )));
+    check!(v2_inline(&t.prepare_rpc(
+        x + 2,
+        &meta_rpc(CONT_128 - 4096),
+        4096,
+        32
+    )));
+    // One byte more: a Reply chunk, as before.
+    check!(long_reply(&t.prepare_rpc(
+        x + 3,
+        &meta_rpc(CONT_128 - 4095),
+        4096,
+        32
+    )));
+    // A READ keeps its Write chunk (data, not metadata).
+    let read = Rpc {
+        reply: Geometry {
+            head: 200,
+            page_base: 0,
+            page_len: 8192,
+            tail: 0,
+        },
+        reply_buflen: 200 + 8192,
+        reply_ddp: true,
+        ..meta_rpc(0)
+    };
+    check!(matches!(t.prepare_rpc(x + 4, &read, 4096, 32),
+        Ok((_, p)) if p.reply() == ReplyForm::Write));
+    // Recovery asking for a Reply chunk (e.g. RDMA2_ERR_REPLY_RESOURCE
+    // from a responder that does not continue) gets one.
+    let hints = Hints {
+        reply_chunk: true,
+        ..Hints::NONE
+    };
+    check!(long_reply(&t.prepare_rpc_hinted(
+        x + 5,
+        &open,
+        4096,
+        32,
+        &hints
+    )));
+    Ok(())
+}
+
+/// Where continued Replies do not replace a Reply chunk: off
+/// (`cont_reply_pieces` 0), version 1, and inline-only connections (no
+/// chunks: unchanged); the bound follows the credits we ask for.
+fn v2_continued_reply_limits() -> TestResult {
+    let open = meta_rpc(0);
+    let mut t = v2_cont(0);
+    check!(t.limits(4096, 32).cont_reply == 0);
+    check!(long_reply(&t.prepare_rpc(XID, &open, 4096, 32)));
+    let v1 = Config {
+        policy: VersionPolicy::ForceV1,
+        cont_reply_pieces: 128,
+        ..Config::default()
+    };
+    let mut t = up(v1, peer(4096, 4096, false));
+    t.set_max_segs(8);
+    check!(t.limits(4096, 32).cont_reply == 0);
+    check!(long_reply(&t.prepare_rpc(XID, &open, 4096, 32)));
+    // No more pieces than credits asked for, nor than 1024.
+    let few = Config {
+        max_requests: 16,
+        cont_reply_pieces: 1000,
+        ..Config::default()
+    };
+    check!(few.validated().cont_reply_pieces == 16);
+    check!(v2_chunked(few).limits(4096, 32).cont_reply == 16 * 4060);
+    let many = Config {
+        max_requests: 4096,
+        cont_reply_pieces: 5000,
+        ..Config::default()
+    };
+    check!(many.validated().cont_reply_pieces == 1024);
+    // Inline only (no chunks): no limit to apply, the Reply is not
+    // checked against the threshold (as before).
+    let mut t = up(
+        Config {
+            cont_reply_pieces: 128,
+            ..Config::default()
+        },
+        Peer::Absent,
+    );
+    let _ = t.prepare_call(1, 100, 100);
+    let _ = t.receive(v2_reply(1, CRED_1_32).bytes());
+    check!(t.limits(4096, 32).cont_reply == 0);
+    check!(v2_inline(&t.prepare_rpc(XID, &open, 4096, 32)));
     Ok(())
 }
 
@@ -1697,6 +1870,7 @@ const CHUNK_LIMITS: Limits = Limits {
     max_mr_pages: 1,
     max_segs: 16,
     write_pad: true,
+    cont_reply: 0,
 };
 
 fn geometry(head: u32, page_len: u32, tail: u32) -> Geometry {
@@ -1823,6 +1997,7 @@ fn chunk_reply_forms() -> TestResult {
     // without write_pad (the kernel's setting, -00 §4.4.6) no roundup
     let spec = Limits {
         write_pad: false,
+        cont_reply: 0,
         ..CHUNK_LIMITS
     };
     let b2 = chunks::plan(

@@ -145,8 +145,30 @@ impl Transport {
     /// §5.2.4). A segment size below `page_size` turns chunks off (every
     /// page-list segment is at least part of a page); see also
     /// [`Self::check_peer_limits`].
+    ///
+    /// On a connection settled on version 2 with chunks, a Reply may come
+    /// by Message Continuation instead of through a Reply chunk
+    /// ([`Limits::cont_reply`]): every version 2 responder may continue a
+    /// Reply that neither a Send nor the chunks offered can hold (-00
+    /// §4.5.2, §6.3.3.1; -00 has no property to announce or refuse it).
+    /// The bound is [`Config::cont_reply_pieces`] pieces of the largest
+    /// payload one of our Receives holds after a 36-byte header
+    /// ([`continuation::piece_room`] of the reply threshold): 128 pieces
+    /// of 4060 bytes by default, within the credits we ask for, so the
+    /// responder need not wait for a grant when nothing else is
+    /// outstanding. A responder that cannot continue answers with
+    /// `RDMA2_ERR_REPLY_RESOURCE`, and the RPC is sent again with a Reply
+    /// chunk ([`recovery::decide`]).
+    ///
+    /// [`Config::cont_reply_pieces`]: super::super::config::Config::cont_reply_pieces
     pub fn limits(&self, page_size: u32, max_mr_pages: u32) -> Limits {
         let mut l = Limits::new(&self.config, page_size, max_mr_pages);
+        if self.neg.phase() == Phase::Settled(Protocol::V2) && l.max_segs > 0 {
+            let room = continuation::piece_room(self.thresholds.recv);
+            l.cont_reply = room
+                .saturating_mul(self.config.cont_reply_pieces)
+                .min(continuation::MAX_SEQUENCE_LEN);
+        }
         if let Some(p) = self.props {
             l.max_segs = l.max_segs.min(p.max_segment_count);
             let pages = p.max_segment_size.checked_div(page_size).unwrap_or(0);

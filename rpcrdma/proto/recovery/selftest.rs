@@ -120,6 +120,7 @@ const LIMITS: Limits = Limits {
     max_mr_pages: 64,
     max_segs: 16,
     write_pad: false,
+    cont_reply: 0,
 };
 
 fn sent(rpc: &Rpc, hints: &Hints) -> Option<Sent> {

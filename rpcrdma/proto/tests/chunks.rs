@@ -27,6 +27,7 @@ fn limits(depth: u32) -> Limits {
         max_mr_pages: depth,
         max_segs: 16,
         write_pad: true,
+        cont_reply: 0,
     }
 }
 
@@ -298,6 +299,7 @@ fn write_chunk_has_no_roundup_by_default() {
         for odd in 0..=3 {
             let l = Limits {
                 write_pad: false,
+                cont_reply: 0,
                 ..limits(256)
             };
             let a = plan(&reply(100, 0, 8192 - odd, 4, true), &th(proto), &l).unwrap();
@@ -375,6 +377,73 @@ fn reply_chunk_over_whole_buffer() {
         ]
     );
     assert_eq!(a.kind(), MsgKind::Msg);
+}
+
+/// Version 2 (issue 13): a Reply over the inline threshold that is not
+/// a Write chunk's goes without a Reply chunk when its buffer is within
+/// `Limits::cont_reply` (the responder continues it over several Sends);
+/// one byte more, or `cont_reply` 0 (version 1), a Reply chunk as before.
+#[test]
+fn continued_reply_in_place_of_reply_chunk() {
+    let l = Limits {
+        cont_reply: 20_000,
+        ..limits(16)
+    };
+    let t = th(Protocol::V2);
+    let plan_v2 = |rpc: &Rpc, l: &Limits| plan(rpc, &t, l).unwrap();
+    // OPEN-like: a head larger than the threshold, no pages
+    let open = reply(6000, 0, 0, 0, false);
+    let a = plan_v2(&open, &l);
+    assert_eq!((a.reply(), a.is_inline()), (ReplyForm::Inline, true));
+    assert_eq!(a.header_len(), header_len(Protocol::V2, 0, 0, 0));
+    assert!(a.ranges().is_empty());
+    // READDIR-like: head and pages, up to the bound exactly
+    let at = reply(4096, 0, 20_000 - 4096, 0, false);
+    assert!(plan_v2(&at, &l).is_inline());
+    let over = reply(4096, 0, 20_000 - 4095, 0, false);
+    assert_eq!(plan_v2(&over, &l).reply(), ReplyForm::Long);
+    // a Call that needs a Read chunk keeps it; the Reply still has none
+    let rw = Rpc {
+        call: Geometry {
+            head: 100,
+            page_base: 0,
+            page_len: 8192,
+            tail: 0,
+        },
+        call_ddp: true,
+        ..open
+    };
+    let b = plan_v2(&rw, &l);
+    assert!(matches!(b.call(), CallForm::Read { .. }));
+    assert_eq!(b.reply(), ReplyForm::Inline);
+    assert!(b.reply_ranges().is_empty() && b.write_ranges().is_empty());
+    // READ data keeps its Write chunk
+    let read = reply(100, 0, 8192, 0, true);
+    assert_eq!(plan_v2(&read, &l).reply(), ReplyForm::Write);
+    // without DDP (ddp=N, GSS) a READ's Reply keeps its Reply chunk
+    let no_ddp = Rpc {
+        ddp_allowed: false,
+        ..read
+    };
+    assert_eq!(plan_v2(&no_ddp, &l).reply(), ReplyForm::Long);
+    // and without XDRBUF_READ the same buffer is continued
+    let not_read = Rpc {
+        reply_ddp: false,
+        ..read
+    };
+    assert_eq!(plan_v2(&not_read, &l).reply(), ReplyForm::Inline);
+    // cont_reply 0: a Reply chunk, in either version
+    for proto in [Protocol::V1, Protocol::V2] {
+        let a = plan(&open, &th(proto), &limits(16)).unwrap();
+        assert_eq!(a.reply(), ReplyForm::Long);
+    }
+    // a recovery hint for a Reply chunk wins
+    let hints = rpcrdma_proto::recovery::Hints {
+        reply_chunk: true,
+        ..rpcrdma_proto::recovery::Hints::NONE
+    };
+    let h = rpcrdma_proto::chunks::plan_with(&open, &t, &l, &hints).unwrap();
+    assert_eq!(h.reply(), ReplyForm::Long);
 }
 
 // ---- combinations ---------------------------------------------------
@@ -522,6 +591,7 @@ fn limits_from_config_and_depth() {
             max_mr_pages: depth,
             max_segs: segs,
             write_pad: true,
+            cont_reply: 0,
         };
         for base in [0, 1, 4095] {
             let w = plan(&call(120, base, 1 << 20, 0), &th(Protocol::V1), &l).unwrap();
@@ -1241,6 +1311,13 @@ fn random_plans() {
             max_mr_pages: depth,
             max_segs,
             write_pad: true,
+            // v2 with continued Replies in place of a Reply chunk, a
+            // third of the time
+            cont_reply: if protocol == Protocol::V2 && rng.below(3) == 0 {
+                rng.below(64 << 10)
+            } else {
+                0
+            },
         };
         let t = th(protocol);
         let a = match plan(&rpc, &t, &l) {
@@ -1285,8 +1362,13 @@ fn random_plans() {
             }
         }
         match a.reply() {
+            ReplyForm::Inline if rpc.reply_buflen > t.max_inline_reply() => {
+                // continued by the responder: not READ data
+                assert!(rpc.reply_buflen <= l.cont_reply);
+                assert!(!rpc.reply_ddp);
+                seen[6] += 1;
+            }
             ReplyForm::Inline => {
-                assert!(rpc.reply_buflen <= t.max_inline_reply());
                 seen[3] += 1;
             }
             ReplyForm::Write => {
@@ -1304,6 +1386,7 @@ fn random_plans() {
             }
             ReplyForm::Long => {
                 assert!(rpc.reply_buflen > t.max_inline_reply());
+                assert!(rpc.reply_ddp || rpc.reply_buflen > l.cont_reply);
                 covers(a.reply_ranges(), &reply_g, false, false, depth);
                 seen[5] += 1;
             }
@@ -1330,7 +1413,7 @@ fn random_plans() {
     }
     // every branch was exercised
     assert!(
-        seen[..6].iter().chain(&seen[8..]).all(|&n| n > 100),
+        seen[..7].iter().chain(&seen[8..]).all(|&n| n > 100),
         "{seen:?}"
     );
 }

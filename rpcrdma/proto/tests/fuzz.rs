@@ -101,6 +101,7 @@ fn hostile_sequences() {
             inline_recv: rng.word(),
             remote_invalidate: rng.below(2) == 0,
             max_segs: rng.word() % 40,
+            cont_reply_pieces: rng.word() % 2000,
         };
         let mut t = Transport::new(cfg);
         let max = t.config().max_requests;

@@ -123,6 +123,7 @@ fn random_refusals_are_bounded_and_obeyed() {
         max_mr_pages: 32,
         max_segs: 16,
         write_pad: false,
+        cont_reply: 0,
     };
     let t = th();
     let mut resends = [0u64; 5];
@@ -201,6 +202,7 @@ fn hints_none_changes_nothing() {
         max_mr_pages: 8,
         max_segs: 16,
         write_pad: false,
+        cont_reply: 0,
     };
     for _ in 0..20_000 {
         let rpc = random_rpc(&mut r);

@@ -94,7 +94,10 @@ assert_on_siw() {
 }
 
 dmesg -C
-tb_step "insmod rpcrdma2.ko" insmod "$KO"
+# cont_reply_pieces=0: version 2 offers a Reply chunk for the READDIR
+# replies too (by default they are continued), so the Reply chunk path
+# runs over iWARP against both servers.
+tb_step "insmod rpcrdma2.ko" insmod "$KO" cont_reply_pieces=0
 tb_random_files "$REF" f "${SIZES[@]}"
 
 # --- 2. NFS over rpcrdma2 over siw -------------------------------------

@@ -17,13 +17,18 @@
 #      (small WRITEs inline, large ones in Read chunks), caches dropped,
 #      remounted and read back (small READs inline, large ones in Write
 #      chunks) and compared by SHA-256;
-#   3. a 1000-entry directory listed (READDIR replies in Reply chunks);
+#   3. a 1000-entry directory listed: on version 2 (ddp=1) its READDIR
+#      replies are continued (RPCRDMA2_F_MORE) instead of offered a Reply
+#      chunk, and the mount's counters show no Reply chunk segment at all
+#      and continued replies (issue 13: no chunk for metadata on v2); on
+#      version 1 they come in Reply chunks;
 #   4. a symlink with a 4000-byte target created and read back;
 #   5. a short fio random read/write run with verify=crc32c;
 #   6. NFSv3 again on 20050 with rpcrdma2's ddp=0: Long Calls reach the
 #      responder as Position-Zero Read chunks;
-#   7. afterwards, the responder's counters show inline replies, Reply
-#      chunks, Write chunks and Read chunks, no malformed message from
+#   7. afterwards, the responder's counters show inline replies, continued
+#      replies (v2), Reply chunks (v1, and v2 with ddp=0: READs without
+#      DDP), Write chunks and Read chunks, no malformed message from
 #      rpcrdma2 and Sends With Invalidate: on version 2 of the rkey
 #      rpcrdma2 names in rdma_inv_handle (never another handle), on
 #      version 1 when the Call has one rkey (RFC 8797 R bit).
@@ -41,6 +46,13 @@ VERSIONS=(${RPCRDMA2_V2_VERSIONS:-3 4.0 4.1 4.2})
 
 stat_of() { # PORT NAME: a responder counter
 	awk -v n="$2" '$1 == n {print $2}' "/results/ctl/responder-$1.stats" 2>/dev/null || echo 0
+}
+# xprt_field N: field N (after "rdma") of the mount's xprt: line (the
+# layout rpcrdma2-chunks.sh documents: 13 Reply chunk segments, 38
+# continued replies).
+xprt_field() {
+	awk -v m="$MNT" -v f="$1" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" && $2 == "rdma" {print $(f + 2); exit}' \
+		/proc/self/mountstats
 }
 stats_now() { # the responder writes its counters within 0.5 s of a change
 	sleep 2
@@ -83,6 +95,14 @@ one_version() { # PORT MODE VERS
 		--output="/tmp/fio-$mode-$vers.txt" ||
 		tb_die "vers=$vers port $port: fio failed: $(tail -n 5 "/tmp/fio-$mode-$vers.txt")"
 	grep -q "err= 0" "/tmp/fio-$mode-$vers.txt" || tb_die "vers=$vers port $port: fio reported errors"
+	local reply_segs cont
+	reply_segs=$(xprt_field 13) cont=$(xprt_field 38)
+	tb_log "vers=$vers port $port: Reply chunk segments $reply_segs, continued replies $cont"
+	if [ "$mode" = v2 ] && [ "$(cat /sys/module/rpcrdma2/parameters/ddp)" = Y ]; then
+		((reply_segs == 0)) ||
+			tb_die "vers=$vers port $port: $reply_segs Reply chunk segments on version 2 (metadata replies should be continued)"
+		((cont > 0)) || tb_die "vers=$vers port $port: no continued reply on version 2 (the READDIR of 1000 entries)"
+	fi
 	rm -rf "$dir"
 	if [ "$mode" = v2 ]; then
 		dmesg | grep "rpcrdma2: server answered in RPC-over-RDMA version 2: connection settled on version 2" >/dev/null ||
@@ -108,7 +128,7 @@ cat /results/ctl/responder-20050.stats
 (($(stat_of 20050 conn_v2) >= ${#VERSIONS[@]})) || tb_die "responder: fewer version 2 connections than mounts"
 (($(stat_of 20050 conn_v1) == 0)) || tb_die "responder: a connection settled on version 1"
 (($(stat_of 20050 connprop_sent) >= 1)) || tb_die "responder: no RDMA2_CONNPROP sent"
-for c in replies_inline replies_reply_chunk replies_write_chunk read_chunk_calls; do
+for c in replies_inline replies_continued replies_write_chunk read_chunk_calls; do
 	(($(stat_of 20050 $c) > 0)) || tb_die "responder (v2): counter $c is 0"
 done
 (($(stat_of 20050 invalidations) > 0)) || tb_die "responder (v2): no Send With Invalidate of an rdma_inv_handle"
@@ -126,6 +146,8 @@ echo 1 >/sys/module/rpcrdma2/parameters/ddp
 stats_now
 (($(stat_of 20050 position_zero_calls) > p0)) ||
 	tb_die "ddp=0: no Position-Zero Read chunk reached the responder"
+# READs without DDP keep a Reply chunk on version 2.
+(($(stat_of 20050 replies_reply_chunk) > 0)) || tb_die "responder (v2, ddp=0): counter replies_reply_chunk is 0"
 tb_log "ddp=0: $(($(stat_of 20050 position_zero_calls) - p0)) Long Calls in Position-Zero Read chunks"
 
 for vers in "${VERSIONS[@]}"; do
