@@ -274,12 +274,22 @@ impl Transport for RdmaXprt {
 
     fn buf_alloc(this: &XprtBox<Self>, slot: &SlotBox<Slot>) -> Result {
         let (call, reply) = slot.rqst().buffer_sizes();
-        // Grow a buffer outside the slot's spinlock: the allocation may
-        // sleep (GFP_KERNEL in a synchronous task's context).
         let (have_send, have_recv) = {
-            let bufs = slot.data.bufs.lock();
+            let mut bufs = slot.data.bufs.lock();
+            if bufs.send.len() >= call && bufs.recv.len() >= reply {
+                // The common case: the slot's buffers are big enough.
+                let (send, recv) = (bufs.send.as_mut_ptr(), bufs.recv.as_mut_ptr());
+                drop(bufs);
+                // SAFETY: the buffers live in the slot, hold at least the
+                // requested sizes, and only this slot's owner replaces
+                // them (in a later buf_alloc, after buf_free).
+                unsafe { slot.rqst().set_buffers(send, recv) };
+                return Ok(());
+            }
             (bufs.send.len(), bufs.recv.len())
         };
+        // Grow a buffer outside the slot's spinlock: the allocation may
+        // sleep (GFP_KERNEL in a synchronous task's context).
         let gfp = rqst::task_gfp();
         let grow = |have: usize, want: usize| -> Result<Option<KVec<u8>>> {
             if have >= want {
