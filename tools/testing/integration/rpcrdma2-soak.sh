@@ -83,7 +83,7 @@ device_readd() {
 
 # progress: the mount's bytes moved so far (mountstats "bytes:" line).
 progress() {
-	awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "bytes:" {print $2 + $3 + $4 + $5; exit}' \
+	awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "bytes:" {printf "%.0f\n", $2 + $3 + $4 + $5; exit}' \
 		/proc/self/mountstats
 }
 # connects: the mount's transport connect count.
@@ -172,14 +172,18 @@ phase() { # VERS PORT LABEL
 	tb_umount "$MNT"
 }
 
+# A phase that stops on an expansion error (which set -e does not catch)
+# leaves no figures line: count them.
 for vers in 3 4.1; do
 	phase "$vers" 20049 svcrdma
 	phase "$vers" 20050 responder
 done
+phases=$(wc -l <"$OUT")
+((phases == 4)) || tb_die "$phases of 4 phases completed (see above)"
 tb_log "soak figures ($SECS s per phase):"
 cat "$OUT"
 awk '{for (i = 3; i <= NF; i++) {split($i, kv, "="); s[kv[1]] += kv[2]; if (kv[1] == "longest_stall_ms" && kv[2] > m) m = kv[2]}}
-	END {printf "total  bytes=%d faults=%d reconnects=%d longest_stall_ms=%d fio_errors=%d\n", s["bytes"], s["faults"], s["reconnects"], m, s["fio_errors"]}' \
+	END {printf "total  bytes=%.0f faults=%d reconnects=%d longest_stall_ms=%d fio_errors=%d\n", s["bytes"], s["faults"], s["reconnects"], m, s["fio_errors"]}' \
 	"$OUT" | tee -a "$OUT"
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
 tb_log "soak: all checks passed"
