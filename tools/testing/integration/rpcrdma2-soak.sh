@@ -27,8 +27,9 @@
 # faults, reconnects (mountstats connect count), longest stall, fio errors.
 # Fails on any fio error (I/O or verify), a stall longer than
 # MAX_STALL seconds (default 60: a hang, not a slow recovery; the
-# goal of 10 s is reported, not enforced), no progress in a phase, or a
-# kernel warning (run.sh).
+# goal of 10 s is reported, not enforced), no progress in a phase, fio
+# still running MAX_STALL + 30 s after its end (a hang: both guests'
+# state is logged first, see diagnose), or a kernel warning (run.sh).
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -65,6 +66,21 @@ server_do() { # ACTION...: ask the server (soak.sh) and wait for it
 		sleep 0.1
 	done
 	tb_die "server did not serve '$*' within 30 s"
+}
+
+# diagnose WHY: what the client and the server look like (a hang).
+diagnose() {
+	tb_log "diagnostics: $1"
+	tb_log "client: mountstats xprt: $(grep -A40 "$MNT" /proc/self/mountstats | grep -m1 'xprt:' || true)"
+	rdma link show || true
+	rdma resource show cm_id 2>/dev/null | head -n 20 || true
+	ip route show
+	ip neigh show
+	dmesg | tail -n 40
+	(server_do diag) || true
+	REQ=$((REQ + 1))
+	tb_log "server (/results/server/soak.log):"
+	tail -n 80 /results/server/soak.log || true
 }
 
 disconnect() { # one injected disconnect at the next transmission
@@ -151,6 +167,15 @@ phase() { # VERS PORT LABEL
 		esac
 		sleep "$EVERY"
 	done
+	# fio is time-based: past its end plus the stall limit it is hung
+	# (a hard mount retries for ever): say what both sides look like.
+	while kill -0 "$fio_pid" 2>/dev/null && (($(date +%s) < start + SECS + MAX_STALL + 30)); do
+		sleep 1
+	done
+	if kill -0 "$fio_pid" 2>/dev/null; then
+		diagnose "vers=$vers $label: fio still running $((MAX_STALL + 30)) s after its end"
+		tb_die "vers=$vers $label: I/O hung after fault $n (${faults[(n - 1) % ${#faults[@]}]}): see the diagnostics above"
+	fi
 	wait "$fio_pid" || fio_rc=$?
 	touch "$mon.stop"
 	wait

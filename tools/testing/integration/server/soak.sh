@@ -11,6 +11,9 @@
 #   responder-restart [ARGS] kill the responder and start it again, with
 #                            ARGS added (for example --malform-nth 40:KIND)
 #   link-bounce SECS         take the server's eth0 down for SECS seconds
+#   diag                     log the responder's state (process, kernel
+#                            stack), RDMA links and CM ids, routes,
+#                            neighbours, the log tails (a hang)
 #
 # is served in order; /results/ctl/soak-done.NAME then holds "ok" or why
 # not. The log is /results/server/soak.log.
@@ -68,6 +71,20 @@ serve() { # NAME ACTION [ARGS...]
 		ip link set eth0 down
 		sleep "${1:-3}"
 		ip link set eth0 up
+		;;
+	diag)
+		local pid
+		for pid in $(pgrep -f "rpcrdma-responder --port $PORT"); do
+			echo "responder $pid: $(grep '^State' "/proc/$pid/status") wchan $(cat "/proc/$pid/wchan")"
+			cat "/proc/$pid/stack" || true
+		done
+		pgrep -f "rpcrdma-responder --port $PORT" >/dev/null || echo "no responder is running"
+		rdma link show || true
+		rdma resource show cm_id || true
+		ip route show
+		ip neigh show
+		tail -n 30 "$CTL/responder-$PORT.log"
+		dmesg | tail -n 30
 		;;
 	*) echo "unknown request '$what'" && return 1 ;;
 	esac
