@@ -8,6 +8,7 @@
 //! and `ib::mr`.
 
 use super::*;
+use crate::proto::reqlife::{Action, Event, Life};
 use crate::proto::xidmap::{self, XidEntry};
 
 /// Inline Reply bytes that follow a Write chunk's payload, and the offset
@@ -28,8 +29,13 @@ pub(super) enum Finish {
 
 /// The chunk registrations of the RPC in one request slot.
 pub(super) struct Regs {
-    /// An RPC with MRs is outstanding in this slot.
-    pub(super) active: bool,
+    /// Where the slot is in its lifecycle (`proto::reqlife`): whether an
+    /// RPC with MRs holds it, how many of its REG_MRs the Send queue
+    /// still owns, whether the reply arrived (and how the RPC then ends),
+    /// whether LOCAL_INVs are outstanding and one failed, whether
+    /// `Conn::release` is taking the MRs back. Changed only through
+    /// [`Life::step`] (and [`Life::reset`] by [`RegTable`]).
+    pub(super) life: Life<Finish>,
     /// Its XID (host order).
     pub(super) xid: u32,
     pub(super) plan: Option<ChunkPlan>,
@@ -38,18 +44,6 @@ pub(super) struct Regs {
     pub(super) nsegs: usize,
     /// The MRs that are back from the Send queue (`None`: empty place).
     pub(super) mrs: KVec<Option<Mr>>,
-    /// MRs still owned by Send-queue WRs (REG_MR not retired yet).
-    pub(super) in_flight: u32,
-    /// LOCAL_INVs are outstanding.
-    pub(super) invalidating: bool,
-    /// `Conn::release` is taking the MRs back.
-    pub(super) releasing: bool,
-    /// One of them failed: the connection is going away; the RPC is not
-    /// completed (it is sent again after the reconnect).
-    pub(super) inv_failed: bool,
-    /// The reply arrived: end the RPC this way once the MRs are
-    /// invalidated.
-    pub(super) finish: Option<Finish>,
     /// The rkey the responder invalidated with the reply (Send With
     /// Invalidate), already checked to be one of this RPC's.
     pub(super) remote_rkey: Option<u32>,
@@ -70,17 +64,12 @@ impl Regs {
             mrs.push(None, GFP_KERNEL)?;
         }
         Ok(Regs {
-            active: false,
+            life: Life::new(),
             xid: 0,
             plan: None,
             segs: [Segment::default(); MAX_RANGES],
             nsegs: 0,
             mrs,
-            in_flight: 0,
-            invalidating: false,
-            releasing: false,
-            inv_failed: false,
-            finish: None,
             remote_rkey: None,
             tail: None,
             pages,
@@ -88,14 +77,9 @@ impl Regs {
     }
 
     pub(super) fn reset(&mut self) {
-        self.active = false;
+        self.life.reset();
         self.plan = None;
         self.nsegs = 0;
-        self.in_flight = 0;
-        self.invalidating = false;
-        self.releasing = false;
-        self.inv_failed = false;
-        self.finish = None;
         self.remote_rkey = None;
         self.tail = None;
     }
@@ -171,7 +155,7 @@ impl RegTable {
         let i = usize::from(xidmap::get(&self.by_xid, xid)?);
         self.slots
             .get(i)
-            .is_some_and(|r| r.active && r.xid == xid)
+            .is_some_and(|r| r.life.is_active() && r.xid == xid)
             .then_some(i)
     }
 
@@ -183,17 +167,20 @@ impl RegTable {
         // At most one active RPC per slot: the table never fills.
         xidmap::insert(&mut self.by_xid, xid, tag).ok()?;
         let r = self.slots.get_mut(slot)?;
-        r.active = true;
+        // Idle after `deactivate`: never refused.
+        r.life.step(Event::Activate).ok()?;
         r.xid = xid;
         Some(r)
     }
 
-    /// Clears `slot`: its RPC, if any, is no longer found by XID.
+    /// Clears `slot`: its RPC, if any, is no longer found by XID. (Also
+    /// after [`Event::Drain`] made it idle: the XID's entry is removed
+    /// if it still names this slot.)
     pub(super) fn deactivate(&mut self, slot: usize) {
         let Some(r) = self.slots.get_mut(slot) else {
             return;
         };
-        if r.active && xidmap::get(&self.by_xid, r.xid) == u16::try_from(slot).ok() {
+        if xidmap::get(&self.by_xid, r.xid) == u16::try_from(slot).ok() {
             xidmap::remove(&mut self.by_xid, r.xid);
         }
         r.reset();
@@ -284,12 +271,11 @@ impl QpState {
         let start = {
             let mut g = self.regs.lock();
             match g.get_mut(slot) {
-                Some(r) if r.active && r.xid == xid => {
-                    r.finish = Some(f);
+                Some(r) if r.life.is_active() && r.xid == xid => {
                     r.remote_rkey = inv;
-                    let go = r.in_flight == 0 && !r.invalidating && !r.releasing;
-                    r.invalidating |= go;
-                    go
+                    // Parked while REG_MRs are in the Send queue, ignored
+                    // while `Conn::release` takes the MRs back.
+                    matches!(r.life.step(Event::Reply(f)), Ok(Action::StartInvalidation))
                 }
                 _ => false,
             }
@@ -299,8 +285,9 @@ impl QpState {
         }
     }
 
-    /// Posts LOCAL_INV for the registered MRs of `slot` (marked
-    /// `invalidating`, all MRs back); the last completion ends the RPC.
+    /// Posts LOCAL_INV for the registered MRs of `slot` (invalidating
+    /// since [`Action::StartInvalidation`], all MRs back); the last
+    /// completion ends the RPC.
     pub(super) fn start_inv(&self, qp: &Qp<ConnQp>, slot: usize) {
         let tag = u16::try_from(slot).unwrap_or(u16::MAX);
         // MRs that are not registered need no invalidation.
@@ -382,20 +369,18 @@ impl QpState {
             }
         }
         let mut g = self.regs.lock();
-        let (out, releasing) = match g.get_mut(slot) {
-            Some(r) => (
-                (
-                    r.xid,
-                    if r.inv_failed { None } else { r.finish },
-                    r.tail.take(),
-                ),
-                r.releasing,
-            ),
+        let (out, wake) = match g.get_mut(slot) {
+            Some(r) => match r.life.step(Event::Drain) {
+                // `finish` is `None` if a LOCAL_INV failed.
+                Ok(Action::Drained { finish, wake }) => ((r.xid, finish, r.tail.take()), wake),
+                // Not invalidating (cannot happen): leave the slot alone.
+                _ => return (r.xid, None, None),
+            },
             None => return (0, None, None),
         };
         g.deactivate(slot);
         drop(g);
-        if releasing {
+        if wake {
             self.regs_idle.notify_all();
         }
         out
@@ -406,16 +391,17 @@ impl QpState {
         let (start, extra, idle) = {
             let mut g = self.regs.lock();
             match g.get_mut(slot) {
-                Some(r) => {
-                    let extra = r.store(mr).err();
-                    r.in_flight = r.in_flight.saturating_sub(1);
-                    let go =
-                        r.in_flight == 0 && r.finish.is_some() && !r.invalidating && !r.releasing;
-                    r.invalidating |= go;
-                    // Conn::release waits for this.
-                    let idle = r.releasing && r.in_flight == 0 && !r.invalidating;
-                    (go, extra, idle)
-                }
+                Some(r) => match r.life.step(Event::RegRetired) {
+                    Ok(a) => (
+                        matches!(a, Action::StartInvalidation),
+                        r.store(mr).err(),
+                        // Conn::release waits for this.
+                        matches!(a, Action::WakeRelease),
+                    ),
+                    // No REG_MR of this slot is in flight (cannot
+                    // happen): the MR goes back to the pool.
+                    Err(_) => (false, Some(mr), false),
+                },
                 None => (false, Some(mr), false),
             }
         };
@@ -436,7 +422,9 @@ impl QpState {
         self.put_mr(mr);
         if !ok {
             if let Some(r) = self.regs.lock().get_mut(slot) {
-                r.inv_failed = true;
+                // Refused if the slot is not invalidating (a LOCAL_INV
+                // back after its chain's last one): nothing to mark.
+                let _ = r.life.step(Event::InvFailed);
             }
         }
         if last {

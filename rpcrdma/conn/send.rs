@@ -6,6 +6,7 @@
 //! back what a request slot still has registered.
 
 use super::*;
+use crate::proto::reqlife::{Action, Event};
 
 impl Conn {
     /// Marshals `rqst` (in request slot `slot`) and posts it: inline as
@@ -272,7 +273,13 @@ impl Conn {
             }
         };
         if let Some(r) = q.regs.lock().get_mut(i) {
-            r.in_flight = n as u32;
+            // Before the post: their contexts may come back before it
+            // returns. Refused only if the slot is not freshly registered
+            // (a reply for an earlier transmission of the XID already
+            // drained it): then no MR is left in it to post.
+            let _ = r
+                .life
+                .step(Event::Posted(u32::try_from(n).unwrap_or(u32::MAX)));
         }
         loop {
             let next = q.regs.lock().get_mut(i).and_then(|r| r.take());
@@ -311,7 +318,7 @@ impl Conn {
             .regs
             .lock()
             .get(usize::from(slot))
-            .is_some_and(|r| r.active);
+            .is_some_and(|r| r.life.is_active());
         if active {
             self.release_slot(slot);
         }
@@ -328,16 +335,13 @@ impl Conn {
         {
             let mut g = q.regs.lock();
             loop {
-                let busy = match g.get_mut(i) {
-                    Some(r) if r.active => {
-                        // Keeps a reply from starting an invalidation.
-                        r.releasing = true;
-                        r.in_flight > 0 || r.invalidating
-                    }
+                // Keeps a reply from starting an invalidation.
+                let a = g.get_mut(i).map(|r| r.life.step(Event::Release));
+                match a {
+                    Some(Ok(Action::TakeBack)) => break,
+                    Some(Ok(Action::Wait)) => {}
+                    // Idle: nothing (left) to release.
                     _ => return,
-                };
-                if !busy {
-                    break;
                 }
                 // Every WR posted gets a completion, flushed if the QP
                 // goes to error (C: frwr_unmap_sync waits uninterruptibly

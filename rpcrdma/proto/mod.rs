@@ -31,6 +31,9 @@
 //!   glue calls (its send side in [`conn::send`], its receive side in
 //!   [`conn::receive`], its counters in [`conn::stats`]);
 //! * [`xidmap`]: XID → request slot in O(1), for the reply handler;
+//! * [`reqlife`]: the registration lifecycle of a request slot (when
+//!   its MRs are invalidated, when the RPC ends, when a release may take
+//!   the MRs back);
 //! * [`config`], [`errno`]; [`selftest`] for KUnit.
 //!
 //! Like the codec, this tree uses `core` only, allocates nothing,
@@ -75,6 +78,7 @@ pub mod inline;
 pub mod negotiate;
 pub mod recovery;
 pub mod reply;
+pub mod reqlife;
 // The self-test tables: on the host (no CONFIG_RUST) and in the module's
 // KUnit variant (Kbuild's RPCRDMA2_KUNIT), never in the production module.
 #[cfg(any(not(CONFIG_RUST), rpcrdma2_kunit))]

@@ -30,6 +30,7 @@ use super::inline::{max_call_header, max_reply_header, Direction, Thresholds};
 use super::negotiate::{Phase, ProbeLoss, LOST_PROBE_LIMIT};
 use super::recovery::Hints;
 use super::reply::{Cause, Control, Reply};
+use super::reqlife::{self, Action, Event, Illegal, Life};
 use super::xdr::selftest::{case, check, run_table};
 pub use super::xdr::selftest::{Failure, SelfTest, TestResult};
 
@@ -74,6 +75,7 @@ pub const SELF_TESTS: &[SelfTest] = &[
     case!(chunk_reply_rejections),
     case!(chunk_invalidation),
     case!(backchannel_v1),
+    case!(request_lifecycle),
 ];
 
 /// Runs every self test; returns the number run, or the first failure with
@@ -2404,5 +2406,58 @@ fn backchannel_v1() -> TestResult {
             == CallVerdict::Overflow
     );
     check!(backchannel::max_payload(t.thresholds(), 4096) == 4096 - 28);
+    Ok(())
+}
+
+// ---- request lifecycle -----------------------------------------------
+
+/// A slot's registration lifecycle (`reqlife`): a reply parked until the
+/// last REG_MR is back, one invalidation, a failed LOCAL_INV that does
+/// not complete the RPC, a release that waits for the Send queue and
+/// one that waits for an invalidation, refused events.
+fn request_lifecycle() -> TestResult {
+    let mut l: Life<i32> = Life::new();
+    check!(l.step(Event::Activate) == Ok(Action::Nothing));
+    check!(l.step(Event::Posted(2)) == Ok(Action::Nothing));
+    check!(l.step(Event::Reply(5)) == Ok(Action::Nothing));
+    check!(l.step(Event::RegRetired) == Ok(Action::Nothing));
+    check!(l.step(Event::RegRetired) == Ok(Action::StartInvalidation));
+    check!(l.step(Event::Reply(6)) == Ok(Action::Nothing));
+    let drained = Action::Drained {
+        finish: Some(6),
+        wake: false,
+    };
+    check!(l.step(Event::Drain) == Ok(drained));
+    check!(l == Life::Idle);
+
+    check!(l.step(Event::Activate) == Ok(Action::Nothing));
+    check!(l.step(Event::Reply(-5)) == Ok(Action::StartInvalidation));
+    check!(l.step(Event::InvFailed) == Ok(Action::Nothing));
+    check!(l.step(Event::Release) == Ok(Action::Wait));
+    let failed = Action::Drained {
+        finish: None,
+        wake: true,
+    };
+    check!(l.step(Event::Drain) == Ok(failed));
+    check!(l.step(Event::Release) == Ok(Action::Nothing));
+
+    check!(l.step(Event::Activate) == Ok(Action::Nothing));
+    check!(l.step(Event::Posted(1)) == Ok(Action::Nothing));
+    check!(l.step(Event::Release) == Ok(Action::Wait));
+    check!(l.step(Event::Reply(1)) == Ok(Action::Nothing));
+    check!(l.step(Event::RegRetired) == Ok(Action::WakeRelease));
+    check!(l.step(Event::Release) == Ok(Action::TakeBack));
+    let refused = Illegal {
+        phase: reqlife::Phase::Releasing,
+        event: Event::RegRetired,
+    };
+    check!(l.step(Event::RegRetired) == Err(refused));
+    check!(l == Life::Releasing { in_flight: 0 });
+    l.reset();
+    let refused = Illegal {
+        phase: reqlife::Phase::Idle,
+        event: Event::Drain,
+    };
+    check!(l.step(Event::Drain) == Err(refused) && l == Life::Idle);
     Ok(())
 }

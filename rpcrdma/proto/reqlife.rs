@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The registration lifecycle of one request slot: when an RPC's chunk
+//! MRs may be invalidated, when the RPC ends, when `Conn::release` may
+//! take the MRs back.
+//!
+//! An RPC that uses chunks registers MRs (REG_MR chained before its
+//! Send). Three things race on its slot: the REG_MR contexts coming back
+//! from the Send queue, the reply, and `Conn::release` (an abandoned RPC,
+//! or one sent again). The MRs may be invalidated only once the reply has
+//! arrived and every REG_MR context is back (design-ib: the MRs are owned
+//! by the Send queue until then); the RPC ends only when the last
+//! LOCAL_INV has come back, and not at all if one failed (the connection
+//! is going away; SUNRPC sends it again after the reconnect); a release
+//! waits until no REG_MR is in the Send queue and no invalidation runs,
+//! and keeps a reply from starting one.
+//!
+//! [`Life`] is that state machine. The glue (`conn/frwr.rs`,
+//! `conn/send.rs`) feeds it the [`Event`]s under the lock of the slot
+//! table and carries out the [`Action`] each step returns. It is generic
+//! over how an RPC ends (`F`, the glue's `Finish`), so nothing here names
+//! the kernel. An event that makes no sense in the current state is
+//! refused with [`Illegal`] and changes nothing.
+
+/// Where a slot is in its lifecycle.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Life<F> {
+    /// No RPC with chunk registrations holds the slot.
+    #[default]
+    Idle,
+    /// An RPC's MRs are mapped (registered once its REG_MRs run).
+    Registered {
+        /// REG_MR contexts still owned by the Send queue.
+        in_flight: u32,
+        /// The reply arrived while some were: how the RPC ends once
+        /// they are back and the MRs are invalidated.
+        finish: Option<F>,
+    },
+    /// LOCAL_INVs are outstanding (the reply arrived and every REG_MR
+    /// context is back).
+    Invalidating {
+        /// How the RPC ends once the last one is back.
+        finish: F,
+        /// One failed: the RPC is not completed.
+        failed: bool,
+        /// `Conn::release` waits for the end.
+        releasing: bool,
+    },
+    /// `Conn::release` is taking the MRs back: it waits for the REG_MR
+    /// contexts still in the Send queue, then invalidates the MRs itself.
+    /// A reply is ignored from now on (the RPC is abandoned or sent
+    /// again).
+    Releasing {
+        /// REG_MR contexts still owned by the Send queue.
+        in_flight: u32,
+    },
+}
+
+/// [`Life`] without its data, for reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// [`Life::Idle`].
+    Idle,
+    /// [`Life::Registered`].
+    Registered,
+    /// [`Life::Invalidating`].
+    Invalidating,
+    /// [`Life::Releasing`].
+    Releasing,
+}
+
+/// What happened to a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event<F> {
+    /// An RPC takes the (idle) slot and maps its MRs.
+    Activate,
+    /// Its `n` REG_MRs are about to be posted (before the post: their
+    /// contexts may come back before it returns).
+    Posted(u32),
+    /// One REG_MR context came back from the Send queue.
+    RegRetired,
+    /// The reply arrived (or the RPC is to end without one): end the RPC
+    /// this way once its MRs are invalidated. A later reply before the
+    /// invalidation ends replaces it.
+    Reply(F),
+    /// A LOCAL_INV failed (or was never posted).
+    InvFailed,
+    /// The invalidation is over: the last LOCAL_INV came back, or none
+    /// was needed. The glue has taken the MRs out and forgets the slot.
+    Drain,
+    /// `Conn::release` wants the MRs back (again after each wake-up).
+    Release,
+}
+
+/// What the glue does after a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action<F> {
+    /// Nothing.
+    Nothing,
+    /// Post LOCAL_INVs for the slot's registered MRs now; [`Event::Drain`]
+    /// follows once the last is back (at once if none is needed).
+    StartInvalidation,
+    /// Wake the `Conn::release` waiters: nothing is in the Send queue and
+    /// no invalidation runs.
+    WakeRelease,
+    /// `Conn::release` must wait for a [`Action::WakeRelease`] (or
+    /// [`Action::Drained`] with `wake`), then send [`Event::Release`]
+    /// again.
+    Wait,
+    /// `Conn::release` may take the MRs back and invalidate them; the
+    /// slot stays [`Life::Releasing`] until the glue forgets it
+    /// ([`Life::reset`]).
+    TakeBack,
+    /// The slot is idle again.
+    Drained {
+        /// End the RPC this way (`None`: do not complete it).
+        finish: Option<F>,
+        /// Wake the `Conn::release` waiters.
+        wake: bool,
+    },
+}
+
+/// An event that makes no sense in the slot's state; the state is
+/// unchanged and the event is handed back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Illegal<F> {
+    /// The state the slot was (and is) in.
+    pub phase: Phase,
+    /// The event refused.
+    pub event: Event<F>,
+}
+
+impl<F> Life<F> {
+    /// An idle slot.
+    pub const fn new() -> Self {
+        Life::Idle
+    }
+
+    /// The state without its data.
+    pub const fn phase(&self) -> Phase {
+        match self {
+            Life::Idle => Phase::Idle,
+            Life::Registered { .. } => Phase::Registered,
+            Life::Invalidating { .. } => Phase::Invalidating,
+            Life::Releasing { .. } => Phase::Releasing,
+        }
+    }
+
+    /// An RPC with registrations holds the slot.
+    pub const fn is_active(&self) -> bool {
+        !matches!(self, Life::Idle)
+    }
+
+    /// REG_MR contexts still in the Send queue.
+    pub const fn in_flight(&self) -> u32 {
+        match self {
+            Life::Registered { in_flight, .. } | Life::Releasing { in_flight } => *in_flight,
+            Life::Idle | Life::Invalidating { .. } => 0,
+        }
+    }
+
+    /// The glue forgets the slot (a new RPC takes it, or `Conn::release`
+    /// has taken the MRs back): idle, whatever it was.
+    pub fn reset(&mut self) {
+        *self = Life::Idle;
+    }
+
+    /// Applies `event`; returns what the glue must do, or refuses it
+    /// (and nothing changes).
+    pub fn step(&mut self, event: Event<F>) -> Result<Action<F>, Illegal<F>> {
+        let old = core::mem::replace(self, Life::Idle);
+        let (new, out) = transition(old, event);
+        *self = new;
+        out
+    }
+}
+
+/// The transition function: the next state and the action, or the old
+/// state and the refusal.
+fn transition<F>(s: Life<F>, e: Event<F>) -> (Life<F>, Result<Action<F>, Illegal<F>>) {
+    use Action as A;
+    use Event as E;
+    use Life as L;
+    match (s, e) {
+        (L::Idle, E::Activate) => (
+            L::Registered {
+                in_flight: 0,
+                finish: None,
+            },
+            Ok(A::Nothing),
+        ),
+        (
+            L::Registered {
+                in_flight: 0,
+                finish: None,
+            },
+            E::Posted(n),
+        ) => (
+            L::Registered {
+                in_flight: n,
+                finish: None,
+            },
+            Ok(A::Nothing),
+        ),
+        (L::Registered { in_flight, finish }, E::RegRetired) => match in_flight.checked_sub(1) {
+            Some(0) => match finish {
+                Some(f) => (
+                    L::Invalidating {
+                        finish: f,
+                        failed: false,
+                        releasing: false,
+                    },
+                    Ok(A::StartInvalidation),
+                ),
+                None => (
+                    L::Registered {
+                        in_flight: 0,
+                        finish: None,
+                    },
+                    Ok(A::Nothing),
+                ),
+            },
+            Some(n) => (
+                L::Registered {
+                    in_flight: n,
+                    finish,
+                },
+                Ok(A::Nothing),
+            ),
+            None => refuse(L::Registered { in_flight, finish }, E::RegRetired),
+        },
+        (L::Releasing { in_flight }, E::RegRetired) => match in_flight.checked_sub(1) {
+            Some(0) => (L::Releasing { in_flight: 0 }, Ok(A::WakeRelease)),
+            Some(n) => (L::Releasing { in_flight: n }, Ok(A::Nothing)),
+            None => refuse(L::Releasing { in_flight }, E::RegRetired),
+        },
+        (L::Registered { in_flight: 0, .. }, E::Reply(f)) => (
+            L::Invalidating {
+                finish: f,
+                failed: false,
+                releasing: false,
+            },
+            Ok(A::StartInvalidation),
+        ),
+        (L::Registered { in_flight, .. }, E::Reply(f)) => (
+            L::Registered {
+                in_flight,
+                finish: Some(f),
+            },
+            Ok(A::Nothing),
+        ),
+        (
+            L::Invalidating {
+                failed, releasing, ..
+            },
+            E::Reply(f),
+        ) => (
+            L::Invalidating {
+                finish: f,
+                failed,
+                releasing,
+            },
+            Ok(A::Nothing),
+        ),
+        (L::Releasing { in_flight }, E::Reply(_)) => (L::Releasing { in_flight }, Ok(A::Nothing)),
+        (
+            L::Invalidating {
+                finish, releasing, ..
+            },
+            E::InvFailed,
+        ) => (
+            L::Invalidating {
+                finish,
+                failed: true,
+                releasing,
+            },
+            Ok(A::Nothing),
+        ),
+        (
+            L::Invalidating {
+                finish,
+                failed,
+                releasing,
+            },
+            E::Drain,
+        ) => (
+            L::Idle,
+            Ok(A::Drained {
+                finish: if failed { None } else { Some(finish) },
+                wake: releasing,
+            }),
+        ),
+        (L::Idle, E::Release) => (L::Idle, Ok(A::Nothing)),
+        (L::Registered { in_flight, .. } | L::Releasing { in_flight }, E::Release) => (
+            L::Releasing { in_flight },
+            Ok(if in_flight > 0 { A::Wait } else { A::TakeBack }),
+        ),
+        (L::Invalidating { finish, failed, .. }, E::Release) => (
+            L::Invalidating {
+                finish,
+                failed,
+                releasing: true,
+            },
+            Ok(A::Wait),
+        ),
+        (s, e) => refuse(s, e),
+    }
+}
+
+/// Refuses `e` in state `s` (which stays).
+fn refuse<F>(s: Life<F>, e: Event<F>) -> (Life<F>, Result<Action<F>, Illegal<F>>) {
+    let phase = s.phase();
+    (s, Err(Illegal { phase, event: e }))
+}
