@@ -281,9 +281,11 @@ impl Conn {
                 .life
                 .step(Event::Posted(u32::try_from(n).unwrap_or(u32::MAX)));
         }
+        let mut taken = 0usize;
         loop {
             let next = q.regs.lock().get_mut(i).and_then(|r| r.take());
             let Some(mr) = next else { break };
+            taken += 1;
             let wr = SendWr::reg_mr(SendOpCtx::Reg {
                 wr: MrWr::new(mr),
                 slot,
@@ -292,6 +294,15 @@ impl Conn {
             if chain.len() + 1 == MAX_SEND_CHAIN {
                 // REG_MRs alone: retired by the Send's completion.
                 if let Err(e) = qp.post_send_chain(&mut chain) {
+                    // The chain came back as Aborted (each a
+                    // `RegRetired`); the MRs not taken yet were never
+                    // posted: their contexts count as back too, or
+                    // `release` would wait for them for ever.
+                    if let Some(r) = q.regs.lock().get_mut(i) {
+                        for _ in taken..n {
+                            let _ = r.life.step(Event::RegRetired);
+                        }
+                    }
                     q.put_chain(chain);
                     let _ = q.sends.lock().push(sb);
                     self.release(slot);
