@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# integration-test: soak (short): fio with verify over rpcrdma2 (NFSv3 and v4.1; svcrdma in version 1 and the responder in version 2) while faults are injected on a schedule: disconnects, nfsd and responder restarts; no verify or I/O error, no kernel warning, I/O resumes after every fault
+# integration-test: soak (short): fio with verify over rpcrdma2 (NFSv3 and v4.1; svcrdma in version 1 and the responder in version 2) while faults are injected on a schedule: disconnects, nfsd and responder restarts, replies malformed by the responder; no verify or I/O error, no kernel warning, I/O resumes after every fault
 # run.sh-options: --timeout 1500 --server-script tools/testing/integration/server/soak.sh
 # run.sh-args: 40
 #
@@ -16,7 +16,8 @@
 # phase's length, while every EVERY seconds the
 # next fault of the server's list is injected:
 #   svcrdma:   fail_sunrpc disconnect, nfsd restart
-#   responder: fail_sunrpc disconnect, responder killed and restarted
+#   responder: fail_sunrpc disconnect, responder killed and restarted,
+#              responder restarted malforming a reply (MALFORMED below)
 # and, with LINK_BOUNCE=1, the server's eth0 down for 3 s (known to leave
 # rpcrdma2 unable to reconnect to the responder: Documentation/testing.rst,
 # "Soak"), with DEVICE_REMOVAL=1 the client's RDMA device deleted under
@@ -51,6 +52,17 @@ mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 tb_step "insmod rpcrdma2.ko" insmod "$KO"
 : >"$OUT"
 REQ=0
+
+# Kinds of the responder's malformed-message catalogue that a hard mount
+# must ride out without an error reaching the application
+# (rpcrdma2-v2-faults judges each): rpcrdma2 disconnects and resends
+# (foreign-inv, bad-vers, cont-close), drops the message and resends
+# after the RPC's timeout (trunc-prefix, reverse-garbage), or is not
+# disturbed (duplicate, credit-zero, xid-mismatch). Taken in turn, one
+# per malformed fault; the kinds that fail the RPC they name (an I/O
+# error by design) are not used here.
+MALFORMED=(foreign-inv duplicate bad-vers trunc-prefix credit-zero cont-close reverse-garbage xid-mismatch)
+MAL_N=0
 
 server_do() { # ACTION...: ask the server (soak.sh) and wait for it
 	local name=$$.$((REQ += 1)) i
@@ -132,7 +144,7 @@ phase() { # VERS PORT LABEL
 	local vers=$1 port=$2 label=$3 dir faults=() n=0 fio_rc=0 c0 c1 b0 b1 stall cur mon
 	case $label in
 	svcrdma) faults=(disconnect nfsd-restart) ;;
-	responder) faults=(disconnect responder-restart) ;;
+	responder) faults=(disconnect responder-restart malformed) ;;
 	esac
 	[ "$LINK_BOUNCE" = 1 ] && faults+=(link-bounce)
 	[ "$DEVICE_REMOVAL" = 1 ] && faults+=(device-readd)
@@ -162,6 +174,11 @@ phase() { # VERS PORT LABEL
 		case $f in
 		disconnect) disconnect ;;
 		nfsd-restart | responder-restart) server_do "$f" ;;
+		malformed)
+			local kind=${MALFORMED[MAL_N++ % ${#MALFORMED[@]}]}
+			tb_log "  the responder restarted malforming the 40th reply of every connection: $kind"
+			server_do responder-restart --malform-nth "40:$kind"
+			;;
 		link-bounce) server_do link-bounce 3 ;;
 		device-readd) device_readd ;;
 		esac
