@@ -86,6 +86,7 @@ diagnose() {
 	tb_log "client: mountstats xprt: $(grep -A40 "$MNT" /proc/self/mountstats | grep -m1 'xprt:' || true)"
 	rdma link show || true
 	rdma resource show cm_id 2>/dev/null | head -n 20 || true
+	grep -H . /sys/class/infiniband/*/ports/1/gids/* 2>/dev/null | grep -v ':0000:0000:0000:0000:0000:0000:0000:0000$' || true
 	ip route show
 	ip neigh show
 	dmesg | tail -n 40

@@ -81,6 +81,7 @@ serve() { # NAME ACTION [ARGS...]
 		pgrep -f "rpcrdma-responder --port $PORT" >/dev/null || echo "no responder is running"
 		rdma link show || true
 		rdma resource show cm_id || true
+		grep -H . /sys/class/infiniband/*/ports/1/gids/* 2>/dev/null | grep -v ':0000:0000:0000:0000:0000:0000:0000:0000$' || true
 		ip route show
 		ip neigh show
 		tail -n 30 "$CTL/responder-$PORT.log"
