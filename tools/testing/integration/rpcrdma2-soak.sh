@@ -8,7 +8,7 @@
 # Arguments: SECONDS per phase (default 40), EVERY seconds a fault
 # (default 8), DEVICE_REMOVAL (1: add the device fault below; default 0),
 # MAX_STALL seconds (default 60), LINK_BOUNCE (1: add the link fault
-# below; default 0).
+# below; default 0), OUTAGE (1: add the network outage below; default 0).
 # Four phases, one per (NFS version, server): 3 and 4.1, each to svcrdma
 # (port 20049, version 1) and to the responder (port 20050, version 2).
 # In each, a verifying fio writer (verify_backlog: written blocks are read
@@ -18,9 +18,10 @@
 #   svcrdma:   fail_sunrpc disconnect, nfsd restart
 #   responder: fail_sunrpc disconnect, responder killed and restarted,
 #              responder restarted malforming a reply (MALFORMED below)
-# and, with LINK_BOUNCE=1, the server's eth0 down for 3 s (known to leave
-# rpcrdma2 unable to reconnect to the responder: Documentation/testing.rst,
-# "Soak"), with DEVICE_REMOVAL=1 the client's RDMA device deleted under
+# and, with LINK_BOUNCE=1, the server's eth0 down for 3 s (under load this
+# breaks soft-RoCE on the server for any client: Documentation/testing.rst,
+# "Soak"), with OUTAGE=1 every frame between the guests lost for 3 s
+# (see outage), with DEVICE_REMOVAL=1 the client's RDMA device deleted under
 # the live mount and added back (rdma link delete/add).
 # A monitor samples the mount's byte counters every 0.5 s; the longest
 # time without progress in a phase is its stall (faults cause them). Figures, one
@@ -41,6 +42,7 @@ EVERY=${2:-8}
 DEVICE_REMOVAL=${3:-0}
 MAX_STALL=${4:-60}
 LINK_BOUNCE=${5:-0}
+OUTAGE=${6:-0}
 KO=$RPCRDMA2_KO
 MNT=/mnt/nfs
 F=/sys/kernel/debug/fail_sunrpc
@@ -87,6 +89,10 @@ diagnose() {
 	rdma link show || true
 	rdma resource show cm_id 2>/dev/null | head -n 20 || true
 	grep -H . /sys/class/infiniband/*/ports/1/gids/* 2>/dev/null | grep -v ':0000:0000:0000:0000:0000:0000:0000:0000$' || true
+	grep -H . /sys/class/infiniband/*/ports/1/hw_counters/* 2>/dev/null | grep -v ':0$' | sed 's#.*/hw_counters/##' | tr '\n' ' ' || true
+	echo
+	ip -s -o link show eth0 || true
+	grep '^Udp:' /proc/net/snmp || true
 	ip route show
 	ip neigh show
 	dmesg | tail -n 40
@@ -102,6 +108,20 @@ disconnect() { # one injected disconnect at the next transmission
 	echo 1 >"$F/interval"
 	echo 1 >"$F/times"
 	echo 100 >"$F/probability"
+}
+
+# outage SECS: the network between the guests loses every frame for SECS
+# seconds, both ways, while both links stay up: each side's neighbour entry
+# for the other points at a MAC nobody has, then is deleted (ARP finds the
+# peer again). Unlike link-bounce, no transmit fails locally; soft-RoCE
+# moves a QP whose transmit fails to the error state, its GSI QP
+# (connection management) included, for good.
+outage() {
+	local me
+	me=$(ip -4 -o addr show dev eth0 | awk '{sub("/.*", "", $4); print $4; exit}')
+	ip neigh replace "$NFS_SERVER" lladdr 02:00:00:00:00:01 nud permanent dev eth0
+	server_do outage "$1" "$me"
+	ip neigh del "$NFS_SERVER" dev eth0 || true
 }
 
 device_readd() {
@@ -148,6 +168,7 @@ phase() { # VERS PORT LABEL
 	responder) faults=(disconnect responder-restart malformed) ;;
 	esac
 	[ "$LINK_BOUNCE" = 1 ] && faults+=(link-bounce)
+	[ "$OUTAGE" = 1 ] && faults+=(outage)
 	[ "$DEVICE_REMOVAL" = 1 ] && faults+=(device-readd)
 	tb_log "=== phase vers=$vers $label (port $port): $SECS s, a fault every $EVERY s: ${faults[*]}"
 	NFS_RDMA_PORT=$port tb_mount "$vers" rdma "$MNT" hard,timeo=100
@@ -181,6 +202,7 @@ phase() { # VERS PORT LABEL
 			server_do responder-restart --malform-nth "40:$kind"
 			;;
 		link-bounce) server_do link-bounce 3 ;;
+		outage) outage 3 ;;
 		device-readd) device_readd ;;
 		esac
 		sleep "$EVERY"

@@ -11,6 +11,8 @@
 #   responder-restart [ARGS] kill the responder and start it again, with
 #                            ARGS added (for example --malform-nth 40:KIND)
 #   link-bounce SECS         take the server's eth0 down for SECS seconds
+#   outage SECS PEER         send nothing to PEER for SECS seconds (its
+#                            neighbour entry points at a MAC nobody has)
 #   diag                     log the responder's state (process, kernel
 #                            stack), RDMA links and CM ids, routes,
 #                            neighbours, the log tails (a hang)
@@ -72,6 +74,11 @@ serve() { # NAME ACTION [ARGS...]
 		sleep "${1:-3}"
 		ip link set eth0 up
 		;;
+	outage)
+		ip neigh replace "$2" lladdr 02:00:00:00:00:02 nud permanent dev eth0
+		sleep "${1:-3}"
+		ip neigh del "$2" dev eth0 || true
+		;;
 	diag)
 		local pid
 		for pid in $(pgrep -f "rpcrdma-responder --port $PORT"); do
@@ -82,6 +89,10 @@ serve() { # NAME ACTION [ARGS...]
 		rdma link show || true
 		rdma resource show cm_id || true
 		grep -H . /sys/class/infiniband/*/ports/1/gids/* 2>/dev/null | grep -v ':0000:0000:0000:0000:0000:0000:0000:0000$' || true
+		grep -H . /sys/class/infiniband/*/ports/1/hw_counters/* 2>/dev/null | grep -v ':0$' | sed 's#.*/hw_counters/##' | tr '\n' ' ' || true
+		echo
+		ip -s -o link show eth0 || true
+		grep '^Udp:' /proc/net/snmp || true
 		ip route show
 		ip neigh show
 		tail -n 30 "$CTL/responder-$PORT.log"
