@@ -21,7 +21,7 @@ use crate::conn::{Conn, ProtoState};
 use crate::proto;
 use crate::proto::backchannel::{self as bcp, CallVerdict, ReplyError};
 use crate::sunrpc::bc::{self, BcRqst, BUF_SIZE};
-use crate::sunrpc::rqst::Rqst;
+use crate::sunrpc::rqst::BcTxRqst;
 use crate::sunrpc::xprt::Xprt;
 use crate::trace;
 use crate::xdr::header::{self, Protocol};
@@ -234,7 +234,7 @@ impl Backchannel {
     /// fit inline (not sent: RFC 8167 has no chunks for it), `ENOBUFS` if
     /// no Send buffer or v2 credit is free, `ENOTCONN` if the connection
     /// is not up.
-    pub fn send_reply(&self, conn: &Conn, proto_state: &ProtoState, rqst: &Rqst) -> Result {
+    pub fn send_reply(&self, conn: &Conn, proto_state: &ProtoState, rqst: &BcTxRqst<'_>) -> Result {
         let len = rqst.call_len();
         let xid = u32::from_be(rqst.xid());
         let plan = proto_state

@@ -11,10 +11,10 @@ use crate::bindings;
 use crate::conn::why::Why;
 use crate::conn::{Conn, ConnStats, ProtoState};
 use crate::proto;
-use crate::sunrpc::bc::{self, BcRqst};
-use crate::sunrpc::rqst::{self, Rqst, SlotBox, Task};
+use crate::sunrpc::bc::BcRqst;
+use crate::sunrpc::rqst::{self, BcTxRqst, BufRqst, SlotBox, Task, TxRqst};
 use crate::sunrpc::transport::{SeqFile, Transport};
-use crate::sunrpc::xprt;
+use crate::sunrpc::xprt::{self, Xprt};
 use crate::sunrpc::xprt_box::{self, XprtBox};
 use crate::sunrpc::XprtCreate;
 use crate::trace;
@@ -209,14 +209,16 @@ impl RdmaXprt {
         }
     }
 
-    fn disconnect(&self, reason: Why) {
+    fn disconnect(&self, xprt: &Xprt, reason: Why) {
         let conn = self.conn.lock().take();
         if let Some(conn) = conn {
             self.closed(conn.id, conn.disconnect(reason));
             drop(conn);
             // The next connection starts with an empty congestion window.
             for slot in self.slots.iter() {
-                slot.rqst().reset_cong();
+                // SAFETY: the slots are this transport's, and `xprt` is its
+                // `rpc_xprt` (every caller passes `this.xprt()`).
+                unsafe { slot.reset_cong(xprt) };
             }
             if self.proto.lock().disconnected() == proto::ProbeLoss::NowV1Only {
                 pr_info!(
@@ -226,8 +228,13 @@ impl RdmaXprt {
         }
     }
 
-    fn put_slot(&self, slot: &SlotBox<Slot>) {
-        slot.reset();
+    /// # Safety
+    ///
+    /// `slot` is one of this transport's slots and free: SUNRPC gave it
+    /// back (`free_slot`) or `take_slot` just took it and no task got it.
+    unsafe fn put_slot(&self, slot: &SlotBox<Slot>) {
+        // SAFETY: free, per the caller.
+        unsafe { slot.reset() };
         self.free.lock().push(slot.data.index);
     }
 }
@@ -237,22 +244,31 @@ impl Transport for RdmaXprt {
 
     fn alloc_slot(this: &XprtBox<Self>, task: &Task) {
         if let Some(slot) = this.data.take_slot() {
-            rqst::task_set_slot(task, slot);
+            // SAFETY: `take_slot` popped it off the free list, so no task
+            // holds it; it is this transport's and lives until `destroy`,
+            // after SUNRPC gave every slot back.
+            unsafe { rqst::task_set_slot(task, slot) };
             return;
         }
         rqst::task_add_backlog(this.xprt(), task);
         // A slot freed between the pop and joining the backlog would have
         // found no waiter: check again, as the C client does.
         if let Some(slot) = this.data.take_slot() {
-            if !rqst::wake_up_backlog(this.xprt(), slot) {
-                this.data.put_slot(slot);
+            // SAFETY: as above.
+            if !unsafe { rqst::wake_up_backlog(this.xprt(), slot) } {
+                // SAFETY: taken off the free list above and not handed out.
+                unsafe { this.data.put_slot(slot) };
             }
         }
     }
 
     fn free_slot(this: &XprtBox<Self>, slot: &SlotBox<Slot>) {
-        if !rqst::wake_up_backlog(this.xprt(), slot) {
-            this.data.put_slot(slot);
+        // SAFETY: SUNRPC gives a slot back through `free_slot` once its
+        // task is done with it: it is free, and it is this transport's
+        // (it came from `alloc_slot`), alive until `destroy`.
+        if !unsafe { rqst::wake_up_backlog(this.xprt(), slot) } {
+            // SAFETY: as above; no waiter took it.
+            unsafe { this.data.put_slot(slot) };
         }
     }
 
@@ -272,8 +288,8 @@ impl Transport for RdmaXprt {
         this.queue_connect(delay);
     }
 
-    fn buf_alloc(this: &XprtBox<Self>, slot: &SlotBox<Slot>) -> Result {
-        let (call, reply) = slot.rqst().buffer_sizes();
+    fn buf_alloc(this: &XprtBox<Self>, slot: &SlotBox<Slot>, rqst: BufRqst<'_>) -> Result {
+        let (call, reply) = rqst.buffer_sizes();
         let (have_send, have_recv) = {
             let mut bufs = slot.data.bufs.lock();
             if bufs.send.len() >= call && bufs.recv.len() >= reply {
@@ -283,7 +299,7 @@ impl Transport for RdmaXprt {
                 // SAFETY: the buffers live in the slot, hold at least the
                 // requested sizes, and only this slot's owner replaces
                 // them (in a later buf_alloc, after buf_free).
-                unsafe { slot.rqst().set_buffers(send, recv) };
+                unsafe { rqst.set_buffers(send, recv) };
                 return Ok(());
             }
             (bufs.send.len(), bufs.recv.len())
@@ -310,7 +326,7 @@ impl Transport for RdmaXprt {
         // SAFETY: the buffers live in the slot, hold at least the requested
         // sizes, and only this slot's owner replaces them (in the next
         // buf_alloc, which SUNRPC issues only after buf_free).
-        unsafe { slot.rqst().set_buffers(send, recv) };
+        unsafe { rqst.set_buffers(send, recv) };
         Ok(())
     }
 
@@ -323,13 +339,12 @@ impl Transport for RdmaXprt {
         }
     }
 
-    fn send_request(this: &XprtBox<Self>, slot: &SlotBox<Slot>) -> Result {
+    fn send_request(this: &XprtBox<Self>, slot: &SlotBox<Slot>, rqst: TxRqst<'_>) -> Result {
         let xprt = this.xprt();
-        let rqst = slot.rqst();
         if !xprt.connected() {
             return Err(crate::compat::errno::enotconn());
         }
-        if !xprt::request_get_cong(xprt, rqst) {
+        if !rqst.get_cong() {
             return Err(crate::compat::errno::ebadslt());
         }
         let Some(conn) = this.data.current_conn() else {
@@ -341,7 +356,7 @@ impl Transport for RdmaXprt {
             Self::close(this);
             return Err(crate::compat::errno::enotconn());
         }
-        match conn.send(rqst, slot.data.index, &this.data.conn_stats) {
+        match conn.send(&rqst, slot.data.index, &this.data.conn_stats) {
             Ok(()) => {}
             Err(e) if e == crate::compat::errno::enobufs() => {
                 this.data.stats.empty_sendq.fetch_add(1, Relaxed);
@@ -387,7 +402,7 @@ impl Transport for RdmaXprt {
     }
 
     fn close(this: &XprtBox<Self>) {
-        this.data.disconnect(Why::Close);
+        this.data.disconnect(this.xprt(), Why::Close);
         this.xprt().record_close();
         this.xprt().disconnect_done();
     }
@@ -476,7 +491,7 @@ impl Transport for RdmaXprt {
         let xprt = this.xprt();
         // A connection left from before (e.g. after a failed attempt) is
         // torn down first; close normally did it already.
-        this.data.disconnect(Why::Reconnect);
+        this.data.disconnect(this.xprt(), Why::Reconnect);
         let last = this.data.last_close.load(Relaxed);
         if last != 0 {
             let why = Why::from_u8(last as u8).unwrap_or(Why::Close);
@@ -529,24 +544,24 @@ impl Transport for RdmaXprt {
         this.data.bc.setup(min_reqs)
     }
 
-    fn bc_send_reply(this: &XprtBox<Self>, rqst: &Rqst) -> Result {
+    fn bc_send_reply(this: &XprtBox<Self>, rqst: BcTxRqst<'_>) -> Result {
         // As the C client's xprt_rdma_bc_send_reply: a reply takes a
         // credit like a Call (it lands in one of the server's Receives).
         let xprt = this.xprt();
         if !xprt.connected() {
             return Err(crate::compat::errno::enotconn());
         }
-        if !xprt::request_get_cong(xprt, rqst) {
+        if !rqst.get_cong() {
             return Err(crate::compat::errno::ebadslt());
         }
         let r = match this.data.current_conn() {
-            Some(conn) => this.data.bc.send_reply(&conn, &this.data.proto, rqst),
+            Some(conn) => this.data.bc.send_reply(&conn, &this.data.proto, &rqst),
             None => Err(crate::compat::errno::enotconn()),
         };
         // Held only while sending, as the C client's backchannel task
         // does (it releases it as soon as the transmission is done): no
         // reply will return it, and a reconnect resets the window.
-        bc::put_cong(rqst);
+        rqst.put_cong();
         match r {
             Ok(()) => {
                 rqst.mark_sent(rqst.call_len());
@@ -585,7 +600,7 @@ impl Transport for RdmaXprt {
     fn destroy(this: &XprtBox<Self>) {
         // The connection's handlers hold back-references: tear it down
         // before the transport goes away.
-        this.data.disconnect(Why::Destroy);
+        this.data.disconnect(this.xprt(), Why::Destroy);
         this.data.bc.destroy();
         let free = this.data.free.lock().top;
         let all = this.data.slots.len();

@@ -26,7 +26,7 @@ impl Conn {
     /// middle: the transport waits for buffer space and SUNRPC calls
     /// `->send_request` again, which resumes here (the Call stays at the
     /// head of the transmit queue). `Ok` once the last piece is posted.
-    pub(super) fn send_continued(&self, rqst: &Rqst, xid: u32, stats: &ConnStats) -> Result {
+    pub(super) fn send_continued(&self, rqst: &TxRqst<'_>, xid: u32, stats: &ConnStats) -> Result {
         let q = &self.ep.qp().handler().0;
         let call_len = u32::try_from(rqst.call_len()).map_err(|_| EINVAL)?;
         loop {
@@ -154,7 +154,7 @@ impl QpState {
     ) {
         let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
         trace::piece(self.id, xid, c"reply", offset, len, last.is_none());
-        let placed = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
+        let placed = self.xprt.with_rqst(xid.to_be(), |rqst| {
             rqst.write_reply_at(offset, payload)
                 .map_err(|e| (e, rqst.reply_buflen()))
         });

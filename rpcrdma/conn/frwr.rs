@@ -235,20 +235,20 @@ impl QpState {
     /// Ends request `xid` (host order) as `f` says, if it still waits,
     /// after writing a deferred Reply `tail` (see [`Regs::tail`]).
     pub(super) fn finish(&self, xid: u32, f: Finish, tail: Option<Tail>) {
-        let _ = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| match f {
+        let _ = self.xprt.with_rqst(xid.to_be(), |rqst| match f {
             Finish::Complete(len) => match tail {
                 Some((at, bytes)) => match rqst.write_reply_at(at, &bytes) {
-                    Ok(()) => rqst.complete(&self.xprt, len),
-                    Err(e) => rqst.fail(&self.xprt, e.to_errno()),
+                    Ok(()) => rqst.complete(len),
+                    Err(e) => rqst.fail(e.to_errno()),
                 },
-                None => rqst.complete(&self.xprt, len),
+                None => rqst.complete(len),
             },
-            Finish::Fail(e) => rqst.fail(&self.xprt, e),
+            Finish::Fail(e) => rqst.fail(e),
             Finish::Retry => {
                 // The responder refused the transmission without
                 // executing it, and its error returned the credit.
-                rqst.allow_resend(&self.xprt);
-                rqst.retry(&self.xprt, EAGAIN.to_errno());
+                rqst.allow_resend();
+                rqst.retry(EAGAIN.to_errno());
             }
         });
     }

@@ -30,7 +30,7 @@ use crate::ib::wr::{
 use crate::ib::Net;
 use crate::proto::chunks::MAX_RANGES;
 use crate::proto::{self, CallError, ChunkPlan, Part, Reply, ReplyData};
-use crate::sunrpc::rqst::{Rqst, XdrSide};
+use crate::sunrpc::rqst::{TxRqst, XdrSide};
 use crate::sunrpc::xprt_box::XprtRef;
 use crate::trace;
 use crate::xdr::header::{self, Protocol};

@@ -18,7 +18,7 @@ impl QpState {
     ) {
         let copied = self
             .xprt
-            .with_rqst(xid.to_be(), |rqst: &Rqst| rqst.copy_reply(payload));
+            .with_rqst(xid.to_be(), |rqst| rqst.copy_reply(payload));
         let f = match copied {
             None => {
                 // A late reply for an RPC that was already
@@ -122,7 +122,7 @@ impl QpState {
                 tail,
                 ..
             })) => {
-                let placed = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
+                let placed = self.xprt.with_rqst(xid.to_be(), |rqst| {
                     rqst.place_written(head, written, tail.len() as u32)
                 });
                 match placed {
@@ -381,11 +381,11 @@ impl QpState {
                 pr_info!(
                     "server answered the RPC-over-RDMA version 2 probe with ERR_VERS: continuing in version 1\n"
                 );
-                let _ = self.xprt.with_rqst(xid.to_be(), |rqst: &Rqst| {
+                let _ = self.xprt.with_rqst(xid.to_be(), |rqst| {
                     // The probe was not executed: send it again, in v1, on
                     // this same connection.
-                    rqst.allow_resend(&self.xprt);
-                    rqst.retry(&self.xprt, EAGAIN.to_errno());
+                    rqst.allow_resend();
+                    rqst.retry(EAGAIN.to_errno());
                 });
             }
             Reply::ReverseCall { xid, payload } => {

@@ -14,7 +14,7 @@ impl Conn {
     /// receive buffer (Long Reply) and/or as `RDMA_NOMSG` with a
     /// Position-Zero Read chunk over the whole Call (Long Call). The MRs
     /// are registered by REG_MR WRs chained before the signalled Send.
-    pub fn send(&self, rqst: &Rqst, slot: u16, stats: &ConnStats) -> Result {
+    pub fn send(&self, rqst: &TxRqst<'_>, slot: u16, stats: &ConnStats) -> Result {
         let q = &self.ep.qp().handler().0;
         // Registrations left from an earlier transmission on this
         // connection (the v2 probe sent again in v1) go first.
@@ -172,7 +172,7 @@ impl Conn {
     /// the MRs and their segments in `slot`.
     fn register(
         &self,
-        rqst: &Rqst,
+        rqst: &TxRqst<'_>,
         slot: u16,
         xid: u32,
         chunks: &ChunkPlan,
@@ -196,7 +196,7 @@ impl Conn {
 
     fn register_ranges(
         &self,
-        rqst: &Rqst,
+        rqst: &TxRqst<'_>,
         slot: u16,
         xid: u32,
         chunks: &ChunkPlan,

@@ -13,7 +13,6 @@
 //! task's release gives it back through `->bc_free_rqst`
 //! ([`BcRqst::from_returned`]). Between the two, SUNRPC owns it.
 
-use super::rqst::Rqst;
 use super::xprt::Xprt;
 use crate::bindings;
 use kernel::alloc::{Flags, KBox, KVec};
@@ -148,15 +147,6 @@ pub unsafe fn is_backchannel(rq: *mut bindings::rpc_rqst) -> bool {
 pub fn has_service(xprt: &Xprt) -> bool {
     // SAFETY: the xprt is alive; the shim reads one pointer.
     unsafe { bindings::rpcrdma2_shim_bc_has_service(xprt.as_raw()) }
-}
-
-/// Gives back the congestion-window slot `rqst` took with
-/// [`super::xprt::request_get_cong`] (a backchannel reply holds it only
-/// while it is being sent, as in the C client, whose backchannel task
-/// releases it right after transmission).
-pub fn put_cong(rqst: &Rqst) {
-    // SAFETY: the rqst is alive; the shim takes transport_lock.
-    unsafe { bindings::rpcrdma2_shim_put_cong(rqst.as_raw()) }
 }
 
 /// The `rpc_xprt` of backchannel request `rq`.

@@ -9,7 +9,10 @@
 //! - [`xprt`]: `struct rpc_xprt` as [`xprt::Xprt`] (state bits, locks,
 //!   counters, the SUNRPC calls made on a transport).
 //! - [`rqst`]: `rpc_rqst` and `rpc_task` as [`rqst::Rqst`] and
-//!   [`rqst::Task`], and the request slots ([`rqst::SlotBox`]).
+//!   [`rqst::Task`], the request handles whose type says in which context
+//!   the transport holds a request ([`rqst::TxRqst`], [`rqst::BcTxRqst`],
+//!   [`rqst::ReplyRqst`], [`rqst::BufRqst`]), and the request slots
+//!   ([`rqst::SlotBox`]).
 //! - [`transport`]: the [`transport::Transport`] trait a transport
 //!   implements and the `rpc_xprt_ops` trampolines that call it.
 //! - [`xprt_box`]: a transport instance's allocation

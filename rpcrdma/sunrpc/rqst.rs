@@ -31,9 +31,20 @@ pub enum XdrSide {
 
 /// An RPC request, seen from SUNRPC: the `struct rpc_rqst`.
 ///
+/// A transport never gets a bare `&Rqst`: it gets a handle whose type
+/// says in which context it holds the request, and which derefs to
+/// `Rqst` for the read-only accessors below. [`TxRqst`]: being
+/// transmitted (`send_request`; [`BcTxRqst`] for a backchannel reply);
+/// [`ReplyRqst`]: found by XID and pinned
+/// for a reply ([`Xprt::with_rqst`]); [`BufRqst`]: its buffers being set
+/// up (`buf_alloc`). What changes the request is on the handle of the
+/// context it is sound in.
+///
 /// # Invariants
 ///
-/// The wrapped `rpc_rqst` is alive.
+/// The wrapped `rpc_rqst` is alive, and a task owns it for as long as the
+/// reference exists (each handle's invariant says how), so the fields its
+/// owner set (XID, lengths, sizes, cookie) are stable.
 #[repr(transparent)]
 pub struct Rqst(Opaque<bindings::rpc_rqst>);
 
@@ -48,11 +59,6 @@ impl Rqst {
 
     pub(super) fn raw(&self) -> *mut bindings::rpc_rqst {
         self.0.get()
-    }
-
-    /// The raw pointer, for calls into SUNRPC.
-    pub fn as_raw(&self) -> *mut bindings::rpc_rqst {
-        self.raw()
     }
 
     /// The XID in network byte order, as it is on the wire.
@@ -98,19 +104,26 @@ impl Rqst {
         }
     }
 
+    /// The connect cookie recorded when the request was last sent.
+    pub fn connect_cookie(&self) -> u32 {
+        // SAFETY: the rqst is alive (type invariant).
+        unsafe { (*self.raw()).rq_connect_cookie }
+    }
+
     /// The geometry of both `xdr_buf`s and their DDP eligibility, for
     /// chunk planning: the Call's pages are NFS WRITE data when
     /// `rq_snd_buf` is flagged `XDRBUF_WRITE`, the Reply's pages receive
     /// READ (or READLINK) data when `rq_rcv_buf` is flagged
     /// `XDRBUF_READ`; DDP is off under GSS integrity and privacy.
-    pub fn chunk_rpc(&self) -> crate::proto::Rpc {
+    fn chunk_rpc(&self) -> crate::proto::Rpc {
         let flags = |side| {
             // SAFETY: as below.
             unsafe { (*self.xdr_buf(side)).flags }
         };
         let geo = |side| {
-            // SAFETY: the rqst is alive and owned by the sending task,
-            // which does not change its buffers while it is being sent.
+            // SAFETY: the rqst is alive; the caller holds a `TxRqst` or a
+            // `ReplyRqst`, and in both contexts nothing changes its buffer
+            // geometry (see `chunk_rpc` of each).
             let b = unsafe { &*self.xdr_buf(side) };
             let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
             crate::proto::Geometry {
@@ -120,8 +133,11 @@ impl Rqst {
                 tail: len(b.tail[0].iov_len),
             }
         };
-        // SAFETY: the rqst is alive and has a credential while it is being
-        // sent (`rq_cred` is set in `rpc_init_task`/`call_refresh`).
+        // SAFETY: the rqst is alive and a forward request owned by its
+        // task (the caller holds a `TxRqst` or a `ReplyRqst`), so it has a
+        // credential: `call_refresh` binds `rq_cred` before
+        // `call_allocate`, and `xprt_release` drops it only after the
+        // request is unpinned.
         let ddp_allowed = unsafe { bindings::rpcrdma2_shim_rqst_ddp_allowed(self.raw()) };
         crate::proto::Rpc {
             call: geo(XdrSide::Call),
@@ -133,11 +149,121 @@ impl Rqst {
         }
     }
 
+    /// Writes `bytes` at offset `at` of the Reply (`rq_private_buf`,
+    /// which shares its memory with `rq_rcv_buf`); `EMSGSIZE` past its
+    /// end.
+    fn write_reply_at(&self, at: u32, bytes: &[u8]) -> Result {
+        let len = u32::try_from(bytes.len()).map_err(|_| EINVAL)?;
+        if len == 0 {
+            return Ok(());
+        }
+        if at as usize + bytes.len() > self.reply_buflen() {
+            return Err(crate::compat::errno::emsgsize());
+        }
+        // SAFETY: the rqst is alive and pinned (the caller holds a
+        // `ReplyRqst`); `bytes` is valid for `len` bytes; the function
+        // checks the range against the xdr_buf.
+        let ret = unsafe {
+            bindings::write_bytes_to_xdr_buf(
+                addr_of_mut!((*self.raw()).rq_private_buf),
+                at,
+                bytes.as_ptr().cast_mut().cast(),
+                len,
+            )
+        };
+        kernel::error::to_result(ret)
+    }
+
+    /// Tries to take a congestion-window slot for the request
+    /// (`xprt_request_get_cong` on its own transport).
+    fn get_cong(&self) -> bool {
+        // SAFETY: the rqst is alive and its `rq_xprt` set (the caller
+        // holds a `TxRqst` or a `BcTxRqst`); the call takes that transport's `transport_lock`.
+        unsafe { bindings::xprt_request_get_cong((*self.raw()).rq_xprt, self.raw()) }
+    }
+
+    /// Copies the whole RPC Call (`rq_snd_buf`: head, pages, tail) into
+    /// `out`, which must hold exactly [`Rqst::call_len`] bytes.
+    fn copy_call(&self, out: &mut [u8]) -> Result {
+        if out.len() != self.call_len() {
+            return Err(EINVAL);
+        }
+        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
+        // SAFETY: the rqst is alive; `out` is valid for `len` bytes and
+        // `read_bytes_from_xdr_buf` checks the range against the buffer.
+        let ret = unsafe {
+            bindings::read_bytes_from_xdr_buf(
+                addr_of_mut!((*self.raw()).rq_snd_buf),
+                0,
+                out.as_mut_ptr().cast(),
+                len,
+            )
+        };
+        kernel::error::to_result(ret)
+    }
+
+    /// Records a transmission: time stamp and bytes sent.
+    fn mark_sent(&self, bytes: usize) {
+        // SAFETY: the rqst is alive and being transmitted under
+        // XPRT_LOCKED (the caller holds a `TxRqst` or a `BcTxRqst`): only
+        // the sender writes these.
+        unsafe {
+            (*self.raw()).rq_xtime = bindings::ktime_get();
+            (*self.raw()).rq_xmit_bytes_sent += bytes;
+        }
+    }
+}
+
+/// A request being transmitted: what the `send_request` trampoline hands
+/// the transport for one of its slots (a forward Call).
+///
+/// # Invariants
+///
+/// SUNRPC's `->send_request` is running for this request and the handle
+/// does not outlive that call: the request's task owns it, holds
+/// XPRT_LOCKED (`xprt_transmit` via `xprt_prepare_transmit` /
+/// `xprt_lock_write`), and does not encode or free its buffers until the
+/// call returns; its `rq_xprt` and `rq_cred` are set.
+pub struct TxRqst<'a>(&'a Rqst);
+
+impl<'a> TxRqst<'a> {
+    /// # Safety
+    ///
+    /// `rqst` is the argument of a running `->send_request` call, and the
+    /// handle is used only during that call.
+    pub(super) unsafe fn new(rqst: &'a Rqst) -> Self {
+        // INVARIANT: per the caller.
+        TxRqst(rqst)
+    }
+
+    /// The geometry of both `xdr_buf`s and their DDP eligibility, for
+    /// chunk planning: the Call's pages are NFS WRITE data when
+    /// `rq_snd_buf` is flagged `XDRBUF_WRITE`, the Reply's pages receive
+    /// READ (or READLINK) data when `rq_rcv_buf` is flagged
+    /// `XDRBUF_READ`; DDP is off under GSS integrity and privacy.
+    pub fn chunk_rpc(&self) -> crate::proto::Rpc {
+        // The sending task does not change its buffers while it is being
+        // sent (type invariant).
+        self.0.chunk_rpc()
+    }
+
+    /// Tries to take a congestion-window slot for the request
+    /// (`xprt_request_get_cong` on its own transport).
+    pub fn get_cong(&self) -> bool {
+        self.0.get_cong()
+    }
+
+    /// Records a transmission: time stamp and bytes sent.
+    pub fn mark_sent(&self, bytes: usize) {
+        self.0.mark_sent(bytes)
+    }
+
     /// Allocates the missing pages of a receive buffer flagged
     /// `XDRBUF_SPARSE_PAGES` (the upper layer frees them); `ENOBUFS` when
     /// a page cannot be had without sleeping.
     pub fn fill_sparse_pages(&self) -> Result {
-        // SAFETY: the rqst is alive and owned by the sending task.
+        // SAFETY: the rqst is alive and being transmitted by its task
+        // (type invariant), which does not change its buffers meanwhile.
         let ret =
             unsafe { bindings::rpcrdma2_shim_fill_sparse_pages(self.xdr_buf(XdrSide::Reply)) };
         kernel::error::to_result(ret)
@@ -151,7 +277,8 @@ impl Rqst {
         if out.len() != layout.len() as usize {
             return Err(EINVAL);
         }
-        // SAFETY: the rqst is alive and owned by the sending task.
+        // SAFETY: the rqst is alive and being transmitted by its task
+        // (type invariant), which does not change its buffers meanwhile.
         let (head_len, page_len) = unsafe {
             let b = &*self.xdr_buf(XdrSide::Call);
             (
@@ -192,82 +319,6 @@ impl Rqst {
             at += len as usize;
         }
         Ok(())
-    }
-
-    /// Starts assembling a Reply whose payload the responder wrote into
-    /// the reply pages through a Write chunk: `head` goes to the start of
-    /// the receive buffer (a head shorter than `head[0].iov_len` trims
-    /// `head[0]`, in `rq_rcv_buf` and `rq_private_buf` alike, so that the
-    /// pages follow it directly, as C `rpcrdma_inline_fixup` does), and the
-    /// `written` payload bytes are already in the pages. The `tail_len`
-    /// inline bytes after the payload belong right after the payload and
-    /// its XDR roundup, where a contiguous Reply has them; that offset
-    /// (which may lie in the pages) and the Reply's length for
-    /// [`Rqst::complete`] are returned. The caller writes the tail there
-    /// with [`Rqst::write_reply_at`] once the pages are no longer mapped
-    /// for DMA (unmapping a bounce-buffered mapping copies the device's
-    /// view back over the pages).
-    ///
-    /// `EINVAL` if `written` exceeds the pages or the parts do not fit.
-    pub fn place_written(&self, head: &[u8], written: u32, tail_len: u32) -> Result<(u32, u32)> {
-        let h = u32::try_from(head.len()).map_err(|_| EINVAL)?;
-        // SAFETY: the rqst is alive and pinned by the caller of
-        // `with_rqst`; no one else touches its receive buffer until it is
-        // completed.
-        unsafe {
-            let rcv = addr_of_mut!((*self.raw()).rq_rcv_buf);
-            let private = addr_of_mut!((*self.raw()).rq_private_buf);
-            if written > (*rcv).page_len {
-                return Err(EINVAL);
-            }
-            let planned = (*rcv).head[0].iov_len;
-            if head.len() < planned {
-                if tail_len != 0 {
-                    return Err(EINVAL);
-                }
-                let delta = planned - head.len();
-                for b in [rcv, private] {
-                    (*b).head[0].iov_len = head.len();
-                    (*b).buflen = (*b).buflen.saturating_sub(delta as u32);
-                }
-            } else if head.len() != planned {
-                return Err(EINVAL);
-            }
-        }
-        let payload_end = h
-            .checked_add(written.checked_next_multiple_of(4).ok_or(EINVAL)?)
-            .ok_or(EINVAL)?;
-        let total = payload_end.checked_add(tail_len).ok_or(EINVAL)?;
-        if total as usize > self.reply_buflen() {
-            return Err(crate::compat::errno::emsgsize());
-        }
-        self.write_reply_at(0, head)?;
-        Ok((payload_end, total))
-    }
-
-    /// Writes `bytes` at offset `at` of the Reply (`rq_private_buf`,
-    /// which shares its memory with `rq_rcv_buf`); `EMSGSIZE` past its
-    /// end.
-    pub fn write_reply_at(&self, at: u32, bytes: &[u8]) -> Result {
-        let len = u32::try_from(bytes.len()).map_err(|_| EINVAL)?;
-        if len == 0 {
-            return Ok(());
-        }
-        if at as usize + bytes.len() > self.reply_buflen() {
-            return Err(crate::compat::errno::emsgsize());
-        }
-        // SAFETY: the rqst is alive and pinned by the caller of
-        // `with_rqst`; `bytes` is valid for `len` bytes; the function
-        // checks the range against the xdr_buf.
-        let ret = unsafe {
-            bindings::write_bytes_to_xdr_buf(
-                addr_of_mut!((*self.raw()).rq_private_buf),
-                at,
-                bytes.as_ptr().cast_mut().cast(),
-                len,
-            )
-        };
-        kernel::error::to_result(ret)
     }
 
     /// Maps `range` of the `side` buffer into `mr` for the peer to access
@@ -365,47 +416,6 @@ impl Rqst {
         }
     }
 
-    /// The call and reply sizes SUNRPC asks `buf_alloc` for.
-    pub fn buffer_sizes(&self) -> (usize, usize) {
-        // SAFETY: the rqst is alive (type invariant).
-        unsafe { ((*self.raw()).rq_callsize, (*self.raw()).rq_rcvsize) }
-    }
-
-    /// Sets `rq_buffer`/`rq_rbuffer` (the Call encode and Reply decode
-    /// buffers).
-    ///
-    /// # Safety
-    ///
-    /// The buffers must hold `rq_callsize` and `rq_rcvsize` bytes and stay
-    /// valid until `buf_free`.
-    pub unsafe fn set_buffers(&self, send: *mut u8, recv: *mut u8) {
-        // SAFETY: the rqst is alive; buffer validity per the caller.
-        unsafe {
-            (*self.raw()).rq_buffer = send.cast();
-            (*self.raw()).rq_rbuffer = recv.cast();
-        }
-    }
-
-    /// Copies the whole RPC Call (`rq_snd_buf`: head, pages, tail) into
-    /// `out`, which must hold exactly [`Rqst::call_len`] bytes.
-    pub fn copy_call(&self, out: &mut [u8]) -> Result {
-        if out.len() != self.call_len() {
-            return Err(EINVAL);
-        }
-        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
-        // SAFETY: the rqst is alive; `out` is valid for `len` bytes and
-        // `read_bytes_from_xdr_buf` checks the range against the buffer.
-        let ret = unsafe {
-            bindings::read_bytes_from_xdr_buf(
-                addr_of_mut!((*self.raw()).rq_snd_buf),
-                0,
-                out.as_mut_ptr().cast(),
-                len,
-            )
-        };
-        kernel::error::to_result(ret)
-    }
-
     /// Copies bytes `offset..offset + out.len()` of the RPC Call
     /// (`rq_snd_buf`) into `out` (a piece of a continued Call).
     pub fn copy_call_range(&self, out: &mut [u8], offset: u32) -> Result {
@@ -428,20 +438,177 @@ impl Rqst {
         kernel::error::to_result(ret)
     }
 
+    /// Does the RPC expect a reply?
+    pub fn reply_expected(&self) -> bool {
+        // SAFETY: the rqst and its task are alive while it is being sent
+        // (type invariant).
+        unsafe { bindings::rpcrdma2_shim_rpc_reply_expected((*self.raw()).rq_task) != 0 }
+    }
+}
+
+impl core::ops::Deref for TxRqst<'_> {
+    type Target = Rqst;
+
+    fn deref(&self) -> &Rqst {
+        self.0
+    }
+}
+
+/// A backchannel reply being transmitted: what the `send_request`
+/// trampoline hands the transport for a [`super::bc::BcRqst`], whose
+/// `rq_snd_buf` holds the RPC Reply to a reverse-direction Call.
+///
+/// Unlike a [`TxRqst`] it has no credential and no Reply buffer to place
+/// chunks in, so it offers only what sending an inline reply needs.
+///
+/// # Invariants
+///
+/// SUNRPC's `->send_request` is running for this backchannel request (its
+/// callback task sends the reply, holding XPRT_LOCKED) and the handle
+/// does not outlive that call; its `rq_xprt` is set (`BcRqst::load`).
+pub struct BcTxRqst<'a>(&'a Rqst);
+
+impl<'a> BcTxRqst<'a> {
+    /// # Safety
+    ///
+    /// `rqst` is a backchannel request that is the argument of a running
+    /// `->send_request` call, and the handle is used only during that
+    /// call.
+    pub(super) unsafe fn new(rqst: &'a Rqst) -> Self {
+        // INVARIANT: per the caller.
+        BcTxRqst(rqst)
+    }
+
+    /// Tries to take a congestion-window slot for the request
+    /// (`xprt_request_get_cong` on its own transport).
+    pub fn get_cong(&self) -> bool {
+        self.0.get_cong()
+    }
+
+    /// Copies the whole RPC Call (`rq_snd_buf`: head, pages, tail) into
+    /// `out`, which must hold exactly [`Rqst::call_len`] bytes.
+    pub fn copy_call(&self, out: &mut [u8]) -> Result {
+        self.0.copy_call(out)
+    }
+
+    /// Records a transmission: time stamp and bytes sent.
+    pub fn mark_sent(&self, bytes: usize) {
+        self.0.mark_sent(bytes)
+    }
+
+    /// Gives back the congestion-window slot [`BcTxRqst::get_cong`] took (a
+    /// backchannel reply holds it only while it is being sent, as in the
+    /// C client, whose backchannel task releases it right after
+    /// transmission).
+    pub fn put_cong(&self) {
+        // SAFETY: the rqst is alive and its `rq_xprt` set (type
+        // invariant); the shim takes `transport_lock`.
+        unsafe { bindings::rpcrdma2_shim_put_cong(self.raw()) }
+    }
+}
+
+impl core::ops::Deref for BcTxRqst<'_> {
+    type Target = Rqst;
+
+    fn deref(&self) -> &Rqst {
+        self.0
+    }
+}
+
+/// A request a reply arrived for: found by XID on its transport's receive
+/// queue and pinned; only [`Xprt::with_rqst`] makes one.
+///
+/// # Invariants
+///
+/// `rqst` was found by `xprt_lookup_rqst` on `xprt` and is pinned
+/// (`xprt_pin_rqst`) for the handle's lifetime: it stays alive, its task
+/// waits for the reply and does not encode, free or release it, and no
+/// one else writes its receive buffer until it is completed.
+pub struct ReplyRqst<'a> {
+    rqst: &'a Rqst,
+    xprt: &'a Xprt,
+}
+
+impl<'a> ReplyRqst<'a> {
+    /// # Safety
+    ///
+    /// `rqst` was found on `xprt` by `xprt_lookup_rqst` and stays pinned
+    /// for `'a`.
+    pub(super) unsafe fn new(rqst: &'a Rqst, xprt: &'a Xprt) -> Self {
+        // INVARIANT: per the caller.
+        ReplyRqst { rqst, xprt }
+    }
+
+    /// As [`TxRqst::chunk_rpc`]: a pinned request is not encoded again
+    /// (`call_encode` first dequeues it, which waits for the unpin).
+    pub fn chunk_rpc(&self) -> crate::proto::Rpc {
+        self.rqst.chunk_rpc()
+    }
+
+    /// Starts assembling a Reply whose payload the responder wrote into
+    /// the reply pages through a Write chunk: `head` goes to the start of
+    /// the receive buffer (a head shorter than `head[0].iov_len` trims
+    /// `head[0]`, in `rq_rcv_buf` and `rq_private_buf` alike, so that the
+    /// pages follow it directly, as C `rpcrdma_inline_fixup` does), and the
+    /// `written` payload bytes are already in the pages. The `tail_len`
+    /// inline bytes after the payload belong right after the payload and
+    /// its XDR roundup, where a contiguous Reply has them; that offset
+    /// (which may lie in the pages) and the Reply's length for
+    /// [`ReplyRqst::complete`] are returned. The caller writes the tail there
+    /// with [`ReplyRqst::write_reply_at`] once the pages are no longer mapped
+    /// for DMA (unmapping a bounce-buffered mapping copies the device's
+    /// view back over the pages).
+    ///
+    /// `EINVAL` if `written` exceeds the pages or the parts do not fit.
+    pub fn place_written(&self, head: &[u8], written: u32, tail_len: u32) -> Result<(u32, u32)> {
+        let h = u32::try_from(head.len()).map_err(|_| EINVAL)?;
+        // SAFETY: the rqst is alive and pinned (type invariant); no one
+        // else touches its receive buffer until it is completed.
+        unsafe {
+            let rcv = addr_of_mut!((*self.raw()).rq_rcv_buf);
+            let private = addr_of_mut!((*self.raw()).rq_private_buf);
+            if written > (*rcv).page_len {
+                return Err(EINVAL);
+            }
+            let planned = (*rcv).head[0].iov_len;
+            if head.len() < planned {
+                if tail_len != 0 {
+                    return Err(EINVAL);
+                }
+                let delta = planned - head.len();
+                for b in [rcv, private] {
+                    (*b).head[0].iov_len = head.len();
+                    (*b).buflen = (*b).buflen.saturating_sub(delta as u32);
+                }
+            } else if head.len() != planned {
+                return Err(EINVAL);
+            }
+        }
+        let payload_end = h
+            .checked_add(written.checked_next_multiple_of(4).ok_or(EINVAL)?)
+            .ok_or(EINVAL)?;
+        let total = payload_end.checked_add(tail_len).ok_or(EINVAL)?;
+        if total as usize > self.reply_buflen() {
+            return Err(crate::compat::errno::emsgsize());
+        }
+        self.write_reply_at(0, head)?;
+        Ok((payload_end, total))
+    }
+
     /// Copies a received RPC Reply into the request's receive buffer
     /// (`rq_private_buf`, which shares its memory with `rq_rcv_buf`).
     /// Fails with `EMSGSIZE` if it does not fit.
     pub fn copy_reply(&self, data: &[u8]) -> Result {
-        self.write_reply_at(0, data)
+        self.rqst.write_reply_at(0, data)
     }
 
     /// Completes the request with a reply of `len` bytes (or a negative
     /// errno as status), waking its task. Takes `queue_lock`.
-    pub fn complete(&self, xprt: &Xprt, len: i32) {
-        // SAFETY: the rqst is alive and pinned; `xprt_complete_rqst`
+    pub fn complete(self, len: i32) {
+        // SAFETY: the rqst is alive and pinned (type invariant); `xprt_complete_rqst`
         // requires `queue_lock`, held across the call.
         unsafe {
-            let lock = addr_of_mut!((*xprt.as_raw()).queue_lock);
+            let lock = addr_of_mut!((*self.xprt.as_raw()).queue_lock);
             spin_lock(lock);
             bindings::xprt_complete_rqst((*self.raw()).rq_task, len);
             spin_unlock(lock);
@@ -459,80 +626,123 @@ impl Rqst {
     /// `tk_rpc_status` is set before its next action, whatever that is.
     /// The request is then completed with no reply bytes, which takes it
     /// off the receive queue and wakes the task.
-    pub fn fail(&self, xprt: &Xprt, errno: i32) {
-        // SAFETY: the rqst is alive and pinned; its task is alive while
+    pub fn fail(self, errno: i32) {
+        // SAFETY: the rqst is alive and pinned (type invariant); its task is alive while
         // the request is queued for a reply, and the shim only does an
         // atomic compare-and-exchange on its `tk_rpc_status`.
         unsafe { bindings::rpcrdma2_shim_task_set_rpc_status((*self.raw()).rq_task, errno) };
-        self.complete(xprt, 0);
+        self.complete(0);
     }
 
     /// Completes the request without a reply so that SUNRPC transmits it
     /// again: `errno` (`-EAGAIN`) is its status; if the send path clears
     /// that status first, the missing reply makes `call_decode()` retry
     /// all the same. For Calls the server did not execute (the v2 probe
-    /// answered by ERR_VERS); see [`Rqst::allow_resend`].
-    pub fn retry(&self, xprt: &Xprt, errno: i32) {
-        // SAFETY: the rqst is alive and pinned; its task is alive while
+    /// answered by ERR_VERS); see [`ReplyRqst::allow_resend`].
+    pub fn retry(self, errno: i32) {
+        // SAFETY: the rqst is alive and pinned (type invariant); its task is alive while
         // the request is queued for a reply.
         unsafe { (*(*self.raw()).rq_task).tk_status = errno };
-        self.complete(xprt, 0);
+        self.complete(0);
     }
 
     /// Lets the next transmission of this request through the
     /// same-connection retransmit check: used when the server rejected
     /// the previous one without executing it (the v2 probe answered by
     /// ERR_VERS), so credit accounting is not at stake.
-    pub fn allow_resend(&self, xprt: &Xprt) {
-        // SAFETY: the rqst is alive and pinned; its task waits for the
+    pub fn allow_resend(&self) {
+        // SAFETY: the rqst is alive and pinned (type invariant); its task waits for the
         // reply, so no transmission races with this store.
-        unsafe { (*self.raw()).rq_connect_cookie = xprt.connect_cookie().wrapping_sub(1) };
+        unsafe { (*self.raw()).rq_connect_cookie = self.xprt.connect_cookie().wrapping_sub(1) };
     }
 
-    /// Forgets the request's congestion-window slot: credits are valid for
-    /// one connection only, and the next connection starts with `cong = 0`
-    /// (RFC 8166 §3.3.3). Without this, releasing the slot later would
-    /// underflow `xprt->cong` and block every send.
-    pub fn reset_cong(&self) {
-        // SAFETY: the rqst is alive (slots live as long as the transport);
-        // called from close, under XPRT_LOCKED, as the C client does.
-        unsafe { (*self.raw()).rq_cong = 0 };
-    }
-
-    /// The connect cookie recorded when the request was last sent.
-    pub fn connect_cookie(&self) -> u32 {
-        // SAFETY: the rqst is alive (type invariant).
-        unsafe { (*self.raw()).rq_connect_cookie }
-    }
-
-    /// Records a transmission: time stamp and bytes sent.
-    pub fn mark_sent(&self, bytes: usize) {
-        // SAFETY: the rqst is alive; the transport holds the send lock.
-        unsafe {
-            (*self.raw()).rq_xtime = bindings::ktime_get();
-            (*self.raw()).rq_xmit_bytes_sent += bytes;
-        }
-    }
-
-    /// Does the RPC expect a reply?
-    pub fn reply_expected(&self) -> bool {
-        // SAFETY: the rqst and its task are alive while it is being sent.
-        unsafe { bindings::rpcrdma2_shim_rpc_reply_expected((*self.raw()).rq_task) != 0 }
+    /// Writes `bytes` at offset `at` of the Reply (`rq_private_buf`,
+    /// which shares its memory with `rq_rcv_buf`); `EMSGSIZE` past its
+    /// end.
+    pub fn write_reply_at(&self, at: u32, bytes: &[u8]) -> Result {
+        // Pinned, and completed at most once (type invariant).
+        self.rqst.write_reply_at(at, bytes)
     }
 }
 
-/// An RPC task, seen from the transport.
+impl core::ops::Deref for ReplyRqst<'_> {
+    type Target = Rqst;
+
+    fn deref(&self) -> &Rqst {
+        self.rqst
+    }
+}
+
+/// A request whose buffers are being set up or released: what the
+/// `buf_alloc` trampoline hands the transport.
 ///
 /// # Invariants
 ///
-/// The wrapped `rpc_task` is alive.
+/// SUNRPC's `->buf_alloc` is running for the request (in `call_allocate`
+/// of the task that owns it, before its Call is encoded) and the handle
+/// does not outlive that call.
+pub struct BufRqst<'a>(&'a Rqst);
+
+impl<'a> BufRqst<'a> {
+    /// # Safety
+    ///
+    /// `rqst` is the request of a running `->buf_alloc` call, and the
+    /// handle is used only during that call.
+    pub(super) unsafe fn new(rqst: &'a Rqst) -> Self {
+        // INVARIANT: per the caller.
+        BufRqst(rqst)
+    }
+
+    /// The call and reply sizes SUNRPC asks `buf_alloc` for.
+    pub fn buffer_sizes(&self) -> (usize, usize) {
+        // SAFETY: the rqst is alive and owned by the calling task, which
+        // set both sizes before `call_allocate` (type invariant).
+        unsafe { ((*self.raw()).rq_callsize, (*self.raw()).rq_rcvsize) }
+    }
+
+    /// Sets `rq_buffer`/`rq_rbuffer` (the Call encode and Reply decode
+    /// buffers).
+    ///
+    /// # Safety
+    ///
+    /// The buffers must hold `rq_callsize` and `rq_rcvsize` bytes and stay
+    /// valid until `buf_free`.
+    pub unsafe fn set_buffers(&self, send: *mut u8, recv: *mut u8) {
+        // SAFETY: the rqst is alive and owned by the calling task, which
+        // reads the buffers only after `buf_alloc` returns (type
+        // invariant); buffer validity per the caller.
+        unsafe {
+            (*self.raw()).rq_buffer = send.cast();
+            (*self.raw()).rq_rbuffer = recv.cast();
+        }
+    }
+}
+
+impl core::ops::Deref for BufRqst<'_> {
+    type Target = Rqst;
+
+    fn deref(&self) -> &Rqst {
+        self.0
+    }
+}
+
+/// An RPC task, seen from the transport: what the `alloc_slot` and
+/// `connect` trampolines hand it.
+///
+/// # Invariants
+///
+/// The wrapped `rpc_task` is alive and a `&Task` exists only while the
+/// task itself runs the op it was passed to (SUNRPC calls `alloc_slot`
+/// from `xprt_reserve` and `connect` from `xprt_connect`, both in the
+/// task's own `__rpc_execute`), so its fields are the caller's to write.
 #[repr(transparent)]
 pub struct Task(Opaque<bindings::rpc_task>);
 
 impl Task {
     /// # Safety
     ///
-    /// `ptr` points to a live `rpc_task` for the lifetime `'a`.
+    /// `ptr` points to a live `rpc_task` that is running the op the
+    /// reference is passed to, and `'a` does not outlive that op.
     pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::rpc_task) -> &'a Task {
         // SAFETY: transparent wrapper; validity per the caller.
         unsafe { &*ptr.cast::<Task>() }
@@ -544,17 +754,8 @@ impl Task {
 
     /// Sets `tk_status`.
     pub fn set_status(&self, status: i32) {
-        // SAFETY: the task is alive and owned by the caller's context.
+        // SAFETY: the task is alive and runs the caller (type invariant).
         unsafe { (*self.raw()).tk_status = status };
-    }
-
-    /// The task's request.
-    pub fn rqst(&self) -> Option<&Rqst> {
-        // SAFETY: the task is alive; `tk_rqstp` is NULL or a live rqst
-        // owned by the task.
-        let rq = unsafe { (*self.raw()).tk_rqstp };
-        // SAFETY: non-NULL `tk_rqstp` is live while the task holds it.
-        (!rq.is_null()).then(|| unsafe { Rqst::from_raw(rq) })
     }
 }
 
@@ -592,17 +793,49 @@ impl<S> SlotBox<S> {
         )
     }
 
-    /// The slot's request.
-    pub fn rqst(&self) -> &Rqst {
+    /// The slot's request, for the trampolines that hand it to the
+    /// transport wrapped in the handle of their context.
+    pub(super) fn rqst(&self) -> &Rqst {
         // SAFETY: the rqst is owned by this box and alive with it.
         unsafe { Rqst::from_raw(self.rqst.get()) }
     }
 
     /// Zeroes the `rpc_rqst` for reuse, as the C client does on release.
-    pub fn reset(&self) {
-        // SAFETY: the slot is not in use by SUNRPC (it is being returned
-        // to the pool), so nothing else accesses the rqst.
+    ///
+    /// # Safety
+    ///
+    /// The slot is free: no task holds it (SUNRPC gave it back through
+    /// `free_slot`, or never had it) and it is not handed out meanwhile.
+    pub unsafe fn reset(&self) {
+        // SAFETY: per the caller, nothing else accesses the rqst.
         unsafe { core::ptr::write_bytes(self.rqst.get(), 0, 1) };
+    }
+
+    /// Forgets the request's congestion-window slot: credits are valid for
+    /// one connection only, and the next connection starts with `cong = 0`
+    /// (RFC 8166 §3.3.3). Without this, releasing the slot later would
+    /// underflow `xprt->cong` and block every send. As C's
+    /// `rpcrdma_req_reset`, called on every slot when a connection is torn
+    /// down, whether a task holds the slot or not; unlike it, the store is
+    /// made under `transport_lock`, which serialises it with the other
+    /// writers of `rq_cong` (`xprt_request_get_cong`, and
+    /// `xprt_release_rqst_cong` in `xprt_release`, which runs without
+    /// XPRT_LOCKED).
+    ///
+    /// # Safety
+    ///
+    /// The slot belongs to `xprt` (its tasks reach it through `xprt`'s
+    /// `alloc_slot`).
+    pub unsafe fn reset_cong(&self, xprt: &Xprt) {
+        // SAFETY: the slot is alive; every writer of `rq_cong` of a slot
+        // of `xprt` holds `xprt`'s `transport_lock` (per the caller), held
+        // across the store.
+        unsafe {
+            let lock = addr_of_mut!((*xprt.as_raw()).transport_lock);
+            spin_lock(lock);
+            (*self.rqst.get()).rq_cong = 0;
+            spin_unlock(lock);
+        }
     }
 
     /// # Safety
@@ -615,9 +848,14 @@ impl<S> SlotBox<S> {
 }
 
 /// Sets a task's request to `slot` (what `alloc_slot` does on success).
-pub fn task_set_slot<S>(task: &Task, slot: &SlotBox<S>) {
-    // SAFETY: the task is alive; the transport keeps every slot alive
-    // until `destroy`, after the last task released it.
+///
+/// # Safety
+///
+/// The slot is free (no task holds it), belongs to the task's transport,
+/// and stays alive until SUNRPC gives it back through `free_slot`.
+pub unsafe fn task_set_slot<S>(task: &Task, slot: &SlotBox<S>) {
+    // SAFETY: the task runs the caller (type invariant); the slot is free
+    // and outlives the task's use (per the caller).
     unsafe {
         (*task.raw()).tk_rqstp = slot.rqst.get();
         (*task.raw()).tk_status = 0;
@@ -633,8 +871,14 @@ pub fn task_add_backlog(xprt: &Xprt, task: &Task) {
 
 /// Hands `slot` to a task waiting on the backlog; returns whether one
 /// took it.
-pub fn wake_up_backlog<S>(xprt: &Xprt, slot: &SlotBox<S>) -> bool {
-    // SAFETY: both are alive; the slot is free (owned by the caller).
+///
+/// # Safety
+///
+/// As for [`task_set_slot`]: the slot is free, belongs to `xprt` and
+/// stays alive until SUNRPC gives it back through `free_slot`.
+pub unsafe fn wake_up_backlog<S>(xprt: &Xprt, slot: &SlotBox<S>) -> bool {
+    // SAFETY: both are alive; the slot is free and outlives the waking
+    // task's use (per the caller).
     unsafe { bindings::xprt_wake_up_backlog(xprt.as_raw(), slot.rqst.get()) }
 }
 

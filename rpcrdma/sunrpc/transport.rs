@@ -7,7 +7,7 @@
 //! maps its raw arguments back to the [`XprtBox`] and [`SlotBox`] they
 //! live in and calls the [`Transport`] method of the same name.
 
-use super::rqst::{Rqst, SlotBox, Task};
+use super::rqst::{BcTxRqst, BufRqst, Rqst, SlotBox, Task, TxRqst};
 use super::xprt_box::{free_addresses, XprtBox};
 use crate::bindings;
 use core::marker::PhantomData;
@@ -53,11 +53,11 @@ pub trait Transport: Sized + Send + Sync + 'static {
     /// Starts (re)connecting; the connect lock is the caller's to take.
     fn connect(this: &XprtBox<Self>, task: &Task);
     /// Sets up the request's Call and Reply buffers.
-    fn buf_alloc(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>) -> Result;
+    fn buf_alloc(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>, rqst: BufRqst<'_>) -> Result;
     /// Releases what `buf_alloc` set up.
     fn buf_free(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>);
     /// Marshals and sends the request (errno contract as in xprt.h).
-    fn send_request(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>) -> Result;
+    fn send_request(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>, rqst: TxRqst<'_>) -> Result;
     /// An RPC timed out while connected.
     fn timer(this: &XprtBox<Self>);
     /// Closes the connection (autoclose or device removal).
@@ -85,7 +85,7 @@ pub trait Transport: Sized + Send + Sync + 'static {
     /// [`super::bc::BcRqst`] whose `rq_snd_buf` holds the RPC Reply
     /// (`send_request` of a backchannel request; errno contract as for
     /// `send_request`).
-    fn bc_send_reply(_this: &XprtBox<Self>, _rqst: &Rqst) -> Result {
+    fn bc_send_reply(_this: &XprtBox<Self>, _rqst: BcTxRqst<'_>) -> Result {
         Err(EIO)
     }
     /// SUNRPC is done with backchannel request `rq` (`bc_free_rqst`).
@@ -203,7 +203,10 @@ unsafe extern "C" fn connect<T: Transport>(
 unsafe extern "C" fn buf_alloc<T: Transport>(task: *mut bindings::rpc_task) -> i32 {
     // SAFETY: SUNRPC calls buf_alloc with the task's rqst set.
     let (this, slot) = unsafe { slot_of::<T>((*task).tk_rqstp) };
-    match T::buf_alloc(this, slot) {
+    // SAFETY: this is `->buf_alloc` for the slot's request, which the
+    // running task owns; the handle lives for the call below only.
+    let rqst = unsafe { BufRqst::new(slot.rqst()) };
+    match T::buf_alloc(this, slot, rqst) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
@@ -225,8 +228,14 @@ unsafe extern "C" fn send_request<T: Transport>(rq: *mut bindings::rpc_rqst) -> 
     // SAFETY: SUNRPC passes a live rqst.
     if unsafe { super::bc::is_backchannel(rq) } {
         // SAFETY: a backchannel request of this transport (see above); it
-        // is alive while its task sends it.
-        let r = unsafe { T::bc_send_reply(XprtBox::from_xprt((*rq).rq_xprt), Rqst::from_raw(rq)) };
+        // is alive while its task sends it, which is this call: the
+        // handle lives for the call only.
+        let r = unsafe {
+            T::bc_send_reply(
+                XprtBox::from_xprt((*rq).rq_xprt),
+                BcTxRqst::new(Rqst::from_raw(rq)),
+            )
+        };
         return match r {
             Ok(()) => 0,
             Err(e) => e.to_errno(),
@@ -234,7 +243,10 @@ unsafe extern "C" fn send_request<T: Transport>(rq: *mut bindings::rpc_rqst) -> 
     }
     // SAFETY: see above.
     let (this, slot) = unsafe { slot_of::<T>(rq) };
-    match T::send_request(this, slot) {
+    // SAFETY: this is `->send_request` for the slot's request; the handle
+    // lives for the call below only.
+    let rqst = unsafe { TxRqst::new(slot.rqst()) };
+    match T::send_request(this, slot, rqst) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }

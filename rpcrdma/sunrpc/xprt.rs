@@ -9,7 +9,7 @@
 //! [`super::transport`], and the transport's allocation in
 //! [`super::xprt_box`].
 
-use super::rqst::Rqst;
+use super::rqst::{ReplyRqst, Rqst};
 use crate::bindings;
 use core::ptr::addr_of_mut;
 use kernel::prelude::*;
@@ -225,8 +225,9 @@ impl Xprt {
     /// Finds the request waiting for `xid` (network byte order) and runs
     /// `f` on it with the request pinned and `queue_lock` released, as the
     /// reply handlers of the C transports do. Returns `None` if no request
-    /// waits for `xid`.
-    pub fn with_rqst<R>(&self, xid: u32, f: impl FnOnce(&Rqst) -> R) -> Option<R> {
+    /// waits for `xid`. The [`ReplyRqst`] `f` gets is the only way to
+    /// one: it proves the request found and pinned, and cannot leave `f`.
+    pub fn with_rqst<R>(&self, xid: u32, f: impl FnOnce(ReplyRqst<'_>) -> R) -> Option<R> {
         let x = self.as_raw();
         // SAFETY: the xprt is alive. `xprt_lookup_rqst` and
         // `xprt_pin_rqst` require `queue_lock`; the pinned request stays
@@ -241,19 +242,15 @@ impl Xprt {
             }
             bindings::xprt_pin_rqst(rq);
             spin_unlock(lock);
-            let ret = f(Rqst::from_raw(rq));
+            // The handle borrows `rq` for the call of `f` only, while it
+            // is pinned.
+            let ret = f(ReplyRqst::new(Rqst::from_raw(rq), self));
             spin_lock(lock);
             bindings::xprt_unpin_rqst(rq);
             spin_unlock(lock);
             Some(ret)
         }
     }
-}
-
-/// Tries to take a congestion-window slot for `rqst` (send path).
-pub fn request_get_cong(xprt: &Xprt, rqst: &Rqst) -> bool {
-    // SAFETY: both are alive; the caller holds the send lock.
-    unsafe { bindings::xprt_request_get_cong(xprt.as_raw(), rqst.raw()) }
 }
 
 /// The reconnect delay SUNRPC computed (jiffies), and back-off for the next.
