@@ -86,15 +86,7 @@ server_do() { # ACTION...: ask the server (soak.sh) and wait for it
 diagnose() {
 	tb_log "diagnostics: $1"
 	tb_log "client: mountstats xprt: $(grep -A40 "$MNT" /proc/self/mountstats | grep -m1 'xprt:' || true)"
-	rdma link show || true
-	rdma resource show cm_id 2>/dev/null | head -n 20 || true
-	grep -H . /sys/class/infiniband/*/ports/1/gids/* 2>/dev/null | grep -v ':0000:0000:0000:0000:0000:0000:0000:0000$' || true
-	grep -H . /sys/class/infiniband/*/ports/1/hw_counters/* 2>/dev/null | grep -v ':0$' | sed 's#.*/hw_counters/##' | tr '\n' ' ' || true
-	echo
-	ip -s -o link show eth0 || true
-	grep '^Udp:' /proc/net/snmp || true
-	ip route show
-	ip neigh show
+	tb_rdma_net_state
 	dmesg | tail -n 40
 	(server_do diag) || true
 	REQ=$((REQ + 1))

@@ -41,6 +41,9 @@ echo 10 >/proc/sys/fs/nfs/nlm_grace_period
 start_nfsd
 echo "nfsd restarted: lease $(cat /proc/fs/nfsd/nfsv4leasetime) s, grace $(cat /proc/fs/nfsd/nfsv4gracetime) s; $(tr '\n' ' ' </proc/fs/nfsd/portlist)"
 
+# shellcheck source=../../vm/guest/lib.sh
+. /testbed/lib.sh
+
 RESPONDER_INSTANCES="$PORT"
 # shellcheck source=responder.sh
 . "$(dirname "${BASH_SOURCE[0]}")/responder.sh"
@@ -86,15 +89,7 @@ serve() { # NAME ACTION [ARGS...]
 			cat "/proc/$pid/stack" || true
 		done
 		pgrep -f "rpcrdma-responder --port $PORT" >/dev/null || echo "no responder is running"
-		rdma link show || true
-		rdma resource show cm_id || true
-		grep -H . /sys/class/infiniband/*/ports/1/gids/* 2>/dev/null | grep -v ':0000:0000:0000:0000:0000:0000:0000:0000$' || true
-		grep -H . /sys/class/infiniband/*/ports/1/hw_counters/* 2>/dev/null | grep -v ':0$' | sed 's#.*/hw_counters/##' | tr '\n' ' ' || true
-		echo
-		ip -s -o link show eth0 || true
-		grep '^Udp:' /proc/net/snmp || true
-		ip route show
-		ip neigh show
+		tb_rdma_net_state
 		tail -n 30 "$CTL/responder-$PORT.log"
 		dmesg | tail -n 30
 		;;

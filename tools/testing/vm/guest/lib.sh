@@ -32,6 +32,23 @@ tb_step() {
 	((rc == 0)) || tb_die "$desc: '$*' exited $rc"
 }
 
+# tb_rdma_net_state: the RDMA links and CM ids, the GID tables, the RDMA
+# devices' and eth0's counters, UDP statistics, routes and neighbours (what
+# to log when a connection hangs).
+tb_rdma_net_state() {
+	rdma link show || true
+	rdma resource show cm_id || true
+	grep -H . /sys/class/infiniband/*/ports/1/gids/* 2>/dev/null |
+		grep -v ':0000:0000:0000:0000:0000:0000:0000:0000$' || true
+	grep -H . /sys/class/infiniband/*/ports/1/hw_counters/* 2>/dev/null |
+		grep -v ':0$' | sed 's#.*/hw_counters/##' | tr '\n' ' ' || true
+	echo
+	ip -s -o link show eth0 || true
+	grep '^Udp:' /proc/net/snmp || true
+	ip route show
+	ip neigh show
+}
+
 # tb_modprobe ARGS...: modprobe from the guest's module tree.
 tb_modprobe() { modprobe -d "$MODS" "$@"; }
 
