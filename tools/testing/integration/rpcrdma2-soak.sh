@@ -117,9 +117,9 @@ outage() {
 }
 
 device_readd() {
-	rdma link delete rxe0
+	rdma link delete "$RDMA_DEV"
 	sleep 2
-	rdma link add rxe0 type rxe netdev eth0
+	rdma link add "$RDMA_DEV" type "$RDMA_PROVIDER" netdev eth0
 }
 
 # progress: the mount's bytes moved so far (mountstats "bytes:" line).
