@@ -56,6 +56,7 @@ kunit_suite!(rpcrdma2_xprt {
     create_formats_ipv4_addresses,
     slots_cycle_through_ops_table,
     connect_timeout_shortens_rpc_timeout,
+    close_reason_first_cause_flushed_gives_way,
 });
 
 fn test_xprt() -> Result<
@@ -133,6 +134,37 @@ fn connect_timeout_shortens_rpc_timeout() -> TestResult {
     kassert_eq!(x.timeouts(), (10 * hz, 3 * hz, 30 * hz));
     x.set_connect_timeout(20 * hz, 20 * hz);
     kassert_eq!(x.timeouts(), (10 * hz, 3 * hz, 20 * hz));
+    Ok(())
+}
+
+/// The reason a connection ends: the first cause noted wins, except that
+/// a flushed completion gives way to a cause noted later (an iWARP peer's
+/// close flushes the QP before the CM reports the disconnect); reported
+/// once.
+fn close_reason_first_cause_flushed_gives_way() -> TestResult {
+    use crate::conn::why::{CloseWhy, Why};
+    let w = CloseWhy::default();
+    kassert_eq!(w.report(Why::Close), Some(Why::Close));
+    kassert_eq!(w.report(Why::Close), None);
+    w.note(Why::PeerDisconnected);
+    kassert_eq!(w.report(Why::Close), None);
+
+    let w = CloseWhy::default();
+    w.note(Why::Flushed);
+    w.note(Why::Flushed);
+    w.note(Why::PeerDisconnected);
+    w.note(Why::RecvError);
+    kassert_eq!(w.report(Why::Close), Some(Why::PeerDisconnected));
+
+    let w = CloseWhy::default();
+    w.note(Why::SendError);
+    w.note(Why::Flushed);
+    w.note(Why::PeerDisconnected);
+    kassert_eq!(w.report(Why::Close), Some(Why::SendError));
+
+    let w = CloseWhy::default();
+    w.note(Why::Flushed);
+    kassert_eq!(w.report(Why::Destroy), Some(Why::Flushed));
     Ok(())
 }
 

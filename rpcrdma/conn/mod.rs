@@ -355,7 +355,9 @@ impl QpHandler for ConnQp {
         let this = &*self.0;
         if let Completion::Done(wc) = &c {
             if !wc.is_success() {
-                if !wc.is_flushed() {
+                if wc.is_flushed() {
+                    this.why.note(Why::Flushed);
+                } else {
                     pr_err!("send: completion error {:?}\n", wc.status_msg());
                     this.why.note(Why::SendError);
                 }
@@ -396,7 +398,9 @@ impl QpHandler for ConnQp {
             }
             Completion::Done(wc) => {
                 this.proto.lock().receive_flushed();
-                if !wc.is_flushed() {
+                if wc.is_flushed() {
+                    this.why.note(Why::Flushed);
+                } else {
                     pr_err!("receive: completion error {:?}\n", wc.status_msg());
                     this.why.note(Why::RecvError);
                 }

@@ -45,10 +45,14 @@ pub enum Why {
     /// The server answered neither our version 2 CONNPROP probe nor with
     /// ERR_VERS (the transport connects again and probes with an RPC).
     ProbeTimeout,
+    /// A completion was flushed before any cause was known: the QP left
+    /// RTS under us (on iWARP the peer's close does that before the CM
+    /// reports it). A weak cause: one noted later replaces it.
+    Flushed,
 }
 
 impl Why {
-    const ALL: [Why; 13] = [
+    const ALL: [Why; 14] = [
         Why::Close,
         Why::Reconnect,
         Why::Destroy,
@@ -62,6 +66,7 @@ impl Why {
         Why::BackchannelOverflow,
         Why::Timeout,
         Why::ProbeTimeout,
+        Why::Flushed,
     ];
 
     /// The reason as the tracepoints print it.
@@ -80,6 +85,7 @@ impl Why {
             Why::BackchannelOverflow => c"backchannel overflow",
             Why::Timeout => c"RPC timeout",
             Why::ProbeTimeout => c"CONNPROP probe unanswered",
+            Why::Flushed => c"flushed",
         }
     }
 
@@ -98,9 +104,12 @@ const DONE: u8 = 0xff;
 pub struct CloseWhy(AtomicU8);
 
 impl CloseWhy {
-    /// Notes `why` unless a cause was noted or reported already.
+    /// Notes `why` unless a cause was noted or reported already; a
+    /// noted [`Why::Flushed`] gives way to any other cause.
     pub fn note(&self, why: Why) {
-        let _ = self.0.compare_exchange(0, why as u8, Relaxed, Relaxed);
+        let _ = self.0.fetch_update(Relaxed, Relaxed, |cur| {
+            (cur == 0 || (cur == Why::Flushed as u8 && why != Why::Flushed)).then_some(why as u8)
+        });
     }
 
     /// The reason to report for the teardown: the cause noted, else

@@ -26,7 +26,8 @@
 # A monitor samples the mount's byte counters every 0.5 s; the longest
 # time without progress in a phase is its stall (faults cause them). Figures, one
 # line per phase and a total, go to /results/soak.txt: bytes moved,
-# faults, reconnects (mountstats connect count), longest stall, fio errors.
+# faults, reconnects (mountstats connect count), longest stall (and the
+# fault it followed), fio errors.
 # Fails on any fio error (I/O or verify), a stall longer than
 # MAX_STALL seconds (default 60: a hang, not a slow recovery; the
 # goal of 10 s is reported, not enforced), no progress in a phase, fio
@@ -136,7 +137,7 @@ connects() {
 # monitor FILE: every 0.5 s, "LONGEST CURRENT" to FILE: the longest time
 # (ms) without progress so far, and the current one.
 monitor() {
-	local file=$1 last now t t_last worst=0
+	local file=$1 last now t t_last worst=0 worst_at=0
 	last=$(progress)
 	t_last=$(date +%s%3N)
 	while [ ! -e "$file.stop" ]; do
@@ -145,16 +146,20 @@ monitor() {
 		t=$(date +%s%3N)
 		if [ "$now" != "$last" ]; then
 			last=$now
-			((t - t_last > worst)) && worst=$((t - t_last))
+			if ((t - t_last > worst)); then
+				worst=$((t - t_last))
+				worst_at=$t_last
+			fi
 			t_last=$t
 		fi
-		echo "$worst $((t - t_last))" >"$file.tmp"
+		echo "$worst $((t - t_last)) $worst_at $t_last" >"$file.tmp"
 		mv "$file.tmp" "$file"
 	done
 }
 
 phase() { # VERS PORT LABEL
 	local vers=$1 port=$2 label=$3 dir faults=() n=0 fio_rc=0 c0 c1 b0 b1 stall cur mon
+	local stall_at cur_at fault_at=() fault_of=() after=none i
 	case $label in
 	svcrdma) faults=(disconnect nfsd-restart) ;;
 	responder) faults=(disconnect responder-restart malformed) ;;
@@ -184,6 +189,8 @@ phase() { # VERS PORT LABEL
 	while kill -0 "$fio_pid" 2>/dev/null && (($(date +%s) + EVERY / 2 < start + SECS)); do
 		local f=${faults[n % ${#faults[@]}]}
 		n=$((n + 1))
+		fault_at+=("$(date +%s%3N)")
+		fault_of+=("$f")
 		tb_log "fault $n: $f"
 		case $f in
 		disconnect) disconnect ;;
@@ -211,13 +218,22 @@ phase() { # VERS PORT LABEL
 	wait "$fio_pid" || fio_rc=$?
 	touch "$mon.stop"
 	wait
-	read -r stall cur <"$mon" || tb_die "vers=$vers $label: the progress monitor left no figures"
-	((cur > stall)) && stall=$cur
+	read -r stall cur stall_at cur_at <"$mon" || tb_die "vers=$vers $label: the progress monitor left no figures"
+	if ((cur > stall)); then
+		stall=$cur
+		stall_at=$cur_at
+	fi
+	# The fault the longest stall followed: the last one injected before
+	# it began, or within a second after (the last progress seen is up to
+	# 0.5 s old).
+	for ((i = 0; i < ${#fault_at[@]}; i++)); do
+		((fault_at[i] <= stall_at + 1000)) && after=${fault_of[i]}
+	done
 	c1=$(connects) b1=$(progress)
 	local moved=$((b1 - b0)) errs
 	errs=$(grep -oE "err= *[0-9]+" /tmp/fio-soak.txt | awk '{s += $NF} END {print s + 0}')
-	printf '%-6s %-9s bytes=%s faults=%s reconnects=%s longest_stall_ms=%s fio_rc=%s fio_errors=%s\n' \
-		"$vers" "$label" "$moved" "$n" "$((c1 - c0))" "$stall" "$fio_rc" "$errs" | tee -a "$OUT"
+	printf '%-6s %-9s bytes=%s faults=%s reconnects=%s longest_stall_ms=%s fio_rc=%s fio_errors=%s after=%s\n' \
+		"$vers" "$label" "$moved" "$n" "$((c1 - c0))" "$stall" "$fio_rc" "$errs" "$after" | tee -a "$OUT"
 	grep -E "^ +(READ|WRITE):" /tmp/fio-soak.txt || true
 	((fio_rc == 0)) || { tail -n 20 /tmp/fio-soak.txt; tb_die "vers=$vers $label: fio failed (exit $fio_rc): an I/O or verify error"; }
 	((errs == 0)) || tb_die "vers=$vers $label: fio counted $errs errors"
