@@ -12,7 +12,7 @@ use crate::conn::why::Why;
 use crate::conn::{Conn, ConnStats, ProtoState};
 use crate::proto;
 use crate::sunrpc::bc::BcRqst;
-use crate::sunrpc::rqst::{self, BcTxRqst, BufRqst, SlotBox, Task, TxRqst};
+use crate::sunrpc::rqst::{self, BcTxRqst, BufRqst, FreeSlot, SlotBox, Task, TxRqst};
 use crate::sunrpc::transport::{SeqFile, Transport};
 use crate::sunrpc::xprt::{self, Xprt};
 use crate::sunrpc::xprt_box::{self, XprtBox};
@@ -62,30 +62,42 @@ struct SlotBufs {
     recv: KVec<u8>,
 }
 
-/// Free slot indices: a stack over a fixed array (6.12's `KVec` has no
-/// `pop`, and a fixed array never allocates on the hot path).
+/// The free slots, as the handles that say they are free: a stack over a
+/// fixed array with room for every slot (6.12's `KVec` has no `pop`, and
+/// a fixed array never allocates on the hot path).
 struct FreeList {
-    idx: KVec<u16>,
+    free: KVec<Option<FreeSlot<Slot>>>,
     top: usize,
 }
 
 impl FreeList {
-    fn full(n: u16) -> Result<Self> {
-        let mut idx = KVec::with_capacity(n.into(), GFP_KERNEL)?;
-        for i in 0..n {
-            idx.push(i, GFP_KERNEL)?;
+    /// The one handle of each of `slots`, all free.
+    fn full(slots: &[Pin<KBox<SlotBox<Slot>>>]) -> Result<Self> {
+        let mut free = KVec::with_capacity(slots.len(), GFP_KERNEL)?;
+        for slot in slots {
+            // SAFETY: the slot was just made, so no task holds it, and
+            // this is its only handle. It is pinned in the transport's slot
+            // array, dropped only with the transport after `destroy`,
+            // which SUNRPC calls once every task, and so every slot, is
+            // released (the array is declared after the free list, so it
+            // outlives the handles also while the transport is dropped).
+            // The handle goes only to this transport's `alloc_slot`
+            // (`task_set_slot`, `wake_up_backlog` with its own `rpc_xprt`)
+            // and back to this free list from its `free_slot`.
+            free.push(Some(unsafe { FreeSlot::new(slot.as_ref()) }), GFP_KERNEL)?;
         }
-        Ok(FreeList { idx, top: n.into() })
+        let top = free.len();
+        Ok(FreeList { free, top })
     }
 
-    fn pop(&mut self) -> Option<u16> {
+    fn pop(&mut self) -> Option<FreeSlot<Slot>> {
         self.top = self.top.checked_sub(1)?;
-        self.idx.as_slice().get(self.top).copied()
+        self.free.as_mut_slice().get_mut(self.top)?.take()
     }
 
-    fn push(&mut self, i: u16) {
-        if let Some(e) = self.idx.as_mut_slice().get_mut(self.top) {
-            *e = i;
+    fn push(&mut self, slot: FreeSlot<Slot>) {
+        if let Some(e) = self.free.as_mut_slice().get_mut(self.top) {
+            *e = Some(slot);
             self.top += 1;
         }
     }
@@ -105,10 +117,13 @@ pub struct Stats {
 /// The rpcrdma2 transport instance.
 #[pin_data]
 pub struct RdmaXprt {
-    /// Every request slot, fixed for the transport's lifetime.
-    slots: KVec<Pin<KBox<SlotBox<Slot>>>>,
+    /// The handles of the free slots (declared before `slots`, so they are
+    /// dropped before the slots they point to).
     #[pin]
     free: SpinLock<FreeList>,
+    /// Every request slot, fixed for the transport's lifetime: the memory
+    /// the handles in `free` and the slots lent to SUNRPC point to.
+    slots: KVec<Pin<KBox<SlotBox<Slot>>>>,
     /// The current connection, if any. Replaced only by the connect
     /// worker and close/destroy, which SUNRPC serialises (XPRT_LOCKED).
     #[pin]
@@ -128,10 +143,12 @@ pub struct RdmaXprt {
 }
 
 impl RdmaXprt {
-    fn new(max_reqs: u16) -> impl PinInit<Self, Error> {
-        try_pin_init!(RdmaXprt {
-            slots: Self::new_slots(max_reqs)?,
-            free <- new_spinlock!(FreeList::full(max_reqs)?, "rpcrdma2_free_slots"),
+    fn new(max_reqs: u16) -> Result<impl PinInit<Self, Error>> {
+        let slots = Self::new_slots(max_reqs)?;
+        let free = FreeList::full(&slots)?;
+        Ok(try_pin_init!(RdmaXprt {
+            free <- new_spinlock!(free, "rpcrdma2_free_slots"),
+            slots,
             conn <- new_spinlock!(None, "rpcrdma2_conn"),
             connect_failed: AtomicBool::new(false),
             stats: Stats::default(),
@@ -139,7 +156,7 @@ impl RdmaXprt {
             proto: Arc::pin_init(new_spinlock!(proto::Transport::new(Self::config(max_reqs))), GFP_KERNEL)?,
             bc: Backchannel::new()?,
             last_close: AtomicU64::new(0),
-        }? Error)
+        }? Error))
     }
 
     /// The protocol configuration, from the module parameters.
@@ -190,9 +207,8 @@ impl RdmaXprt {
         self.free.lock().top
     }
 
-    fn take_slot(&self) -> Option<&SlotBox<Slot>> {
-        let i = self.free.lock().pop()?;
-        self.slots.as_slice().get(usize::from(i)).map(|s| &**s)
+    fn take_slot(&self) -> Option<FreeSlot<Slot>> {
+        self.free.lock().pop()
     }
 
     fn current_conn(&self) -> Option<Arc<Conn>> {
@@ -215,11 +231,16 @@ impl RdmaXprt {
             self.closed(conn.id, conn.disconnect(reason));
             drop(conn);
             // The next connection starts with an empty congestion window.
+            // The free list's lock keeps `put_slot` from resetting a slot
+            // meanwhile.
+            let free = self.free.lock();
             for slot in self.slots.iter() {
                 // SAFETY: the slots are this transport's, and `xprt` is its
-                // `rpc_xprt` (every caller passes `this.xprt()`).
+                // `rpc_xprt` (every caller passes `this.xprt()`); a free
+                // slot is reset only under `free`, held here.
                 unsafe { slot.reset_cong(xprt) };
             }
+            drop(free);
             if self.proto.lock().disconnected() == proto::ProbeLoss::NowV1Only {
                 pr_info!(
                     "the server lost two version 2 probes in a row: using version 1 from now on\n"
@@ -228,14 +249,13 @@ impl RdmaXprt {
         }
     }
 
-    /// # Safety
-    ///
-    /// `slot` is one of this transport's slots and free: SUNRPC gave it
-    /// back (`free_slot`) or `take_slot` just took it and no task got it.
-    unsafe fn put_slot(&self, slot: &SlotBox<Slot>) {
-        // SAFETY: free, per the caller.
-        unsafe { slot.reset() };
-        self.free.lock().push(slot.data.index);
+    /// Returns a free slot to the pool, its `rpc_rqst` zeroed (under the
+    /// free list's lock: `disconnect` resets `rq_cong` of every slot,
+    /// free ones too, under it).
+    fn put_slot(&self, mut slot: FreeSlot<Slot>) {
+        let mut free = self.free.lock();
+        slot.reset();
+        free.push(slot);
     }
 }
 
@@ -244,31 +264,22 @@ impl Transport for RdmaXprt {
 
     fn alloc_slot(this: &XprtBox<Self>, task: &Task) {
         if let Some(slot) = this.data.take_slot() {
-            // SAFETY: `take_slot` popped it off the free list, so no task
-            // holds it; it is this transport's and lives until `destroy`,
-            // after SUNRPC gave every slot back.
-            unsafe { rqst::task_set_slot(task, slot) };
+            rqst::task_set_slot(task, slot);
             return;
         }
         rqst::task_add_backlog(this.xprt(), task);
         // A slot freed between the pop and joining the backlog would have
         // found no waiter: check again, as the C client does.
         if let Some(slot) = this.data.take_slot() {
-            // SAFETY: as above.
-            if !unsafe { rqst::wake_up_backlog(this.xprt(), slot) } {
-                // SAFETY: taken off the free list above and not handed out.
-                unsafe { this.data.put_slot(slot) };
+            if let Some(slot) = rqst::wake_up_backlog(this.xprt(), slot) {
+                this.data.put_slot(slot);
             }
         }
     }
 
-    fn free_slot(this: &XprtBox<Self>, slot: &SlotBox<Slot>) {
-        // SAFETY: SUNRPC gives a slot back through `free_slot` once its
-        // task is done with it: it is free, and it is this transport's
-        // (it came from `alloc_slot`), alive until `destroy`.
-        if !unsafe { rqst::wake_up_backlog(this.xprt(), slot) } {
-            // SAFETY: as above; no waiter took it.
-            unsafe { this.data.put_slot(slot) };
+    fn free_slot(this: &XprtBox<Self>, slot: FreeSlot<Slot>) {
+        if let Some(slot) = rqst::wake_up_backlog(this.xprt(), slot) {
+            this.data.put_slot(slot);
         }
     }
 
@@ -630,7 +641,7 @@ fn params<'a>(args: &'a XprtCreate<'a>) -> xprt_box::CreateParams<'a> {
 
 /// Creates a transport instance for `args` (not yet connected).
 pub fn create(args: &XprtCreate<'_>) -> Result<*mut bindings::rpc_xprt> {
-    XprtBox::<RdmaXprt>::create(&params(args), RdmaXprt::new(DEFAULT_MAX_REQUESTS))
+    XprtBox::<RdmaXprt>::create(&params(args), RdmaXprt::new(DEFAULT_MAX_REQUESTS)?)
 }
 
 /// `xprt_class::setup`: creates a transport instance for `args`.

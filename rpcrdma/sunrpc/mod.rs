@@ -12,7 +12,8 @@
 //!   [`rqst::Task`], the request handles whose type says in which context
 //!   the transport holds a request ([`rqst::TxRqst`], [`rqst::BcTxRqst`],
 //!   [`rqst::ReplyRqst`], [`rqst::BufRqst`]), and the request slots
-//!   ([`rqst::SlotBox`]).
+//!   ([`rqst::SlotBox`]) with the handle of a free one
+//!   ([`rqst::FreeSlot`]).
 //! - [`transport`]: the [`transport::Transport`] trait a transport
 //!   implements and the `rpc_xprt_ops` trampolines that call it.
 //! - [`xprt_box`]: a transport instance's allocation

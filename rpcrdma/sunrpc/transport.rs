@@ -7,7 +7,7 @@
 //! maps its raw arguments back to the [`XprtBox`] and [`SlotBox`] they
 //! live in and calls the [`Transport`] method of the same name.
 
-use super::rqst::{BcTxRqst, BufRqst, Rqst, SlotBox, Task, TxRqst};
+use super::rqst::{BcTxRqst, BufRqst, FreeSlot, Rqst, SlotBox, Task, TxRqst};
 use super::xprt_box::{free_addresses, XprtBox};
 use crate::bindings;
 use core::marker::PhantomData;
@@ -46,8 +46,9 @@ pub trait Transport: Sized + Send + Sync + 'static {
     /// Gives `task` a slot ([`task_set_slot`](super::rqst::task_set_slot))
     /// or queues it on the backlog.
     fn alloc_slot(this: &XprtBox<Self>, task: &Task);
-    /// Takes back a slot SUNRPC is done with.
-    fn free_slot(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>);
+    /// Takes back a slot SUNRPC is done with: the handle says it is free
+    /// again.
+    fn free_slot(this: &XprtBox<Self>, slot: FreeSlot<Self::Slot>);
     /// rpcbind found the server's port.
     fn set_port(this: &XprtBox<Self>, port: u16);
     /// Starts (re)connecting; the connect lock is the caller's to take.
@@ -174,8 +175,11 @@ unsafe extern "C" fn free_slot<T: Transport>(
     x: *mut bindings::rpc_xprt,
     rq: *mut bindings::rpc_rqst,
 ) {
-    // SAFETY: see above.
-    unsafe { T::free_slot(XprtBox::from_xprt(x), SlotBox::from_rqst(rq)) }
+    // SAFETY: see above; SUNRPC calls `free_slot` once for each slot
+    // `alloc_slot` (or a backlog wake-up) lent it, when the task that held
+    // it is done with it (`xprt_release`, after `buf_free`, with
+    // `tk_rqstp` cleared), so the slot is free again.
+    unsafe { T::free_slot(XprtBox::from_xprt(x), FreeSlot::from_rqst(rq)) }
 }
 
 /// # Safety
