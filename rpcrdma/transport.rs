@@ -12,7 +12,8 @@ use crate::conn::why::Why;
 use crate::conn::{Conn, ConnStats, ProtoState};
 use crate::proto;
 use crate::sunrpc::bc::BcRqst;
-use crate::sunrpc::rqst::{self, BcTxRqst, BufRqst, FreeSlot, SlotBox, Task, TxRqst};
+use crate::sunrpc::rqst::{BcTxRqst, BufRqst, TxRqst};
+use crate::sunrpc::slot::{self, FreeSlot, SlotBox, Task};
 use crate::sunrpc::transport::{SeqFile, Transport};
 use crate::sunrpc::xprt::{self, Xprt};
 use crate::sunrpc::xprt_box::{self, XprtBox};
@@ -264,21 +265,21 @@ impl Transport for RdmaXprt {
 
     fn alloc_slot(this: &XprtBox<Self>, task: &Task) {
         if let Some(slot) = this.data.take_slot() {
-            rqst::task_set_slot(task, slot);
+            slot::task_set_slot(task, slot);
             return;
         }
-        rqst::task_add_backlog(this.xprt(), task);
+        slot::task_add_backlog(this.xprt(), task);
         // A slot freed between the pop and joining the backlog would have
         // found no waiter: check again, as the C client does.
         if let Some(slot) = this.data.take_slot() {
-            if let Some(slot) = rqst::wake_up_backlog(this.xprt(), slot) {
+            if let Some(slot) = slot::wake_up_backlog(this.xprt(), slot) {
                 this.data.put_slot(slot);
             }
         }
     }
 
     fn free_slot(this: &XprtBox<Self>, slot: FreeSlot<Slot>) {
-        if let Some(slot) = rqst::wake_up_backlog(this.xprt(), slot) {
+        if let Some(slot) = slot::wake_up_backlog(this.xprt(), slot) {
             this.data.put_slot(slot);
         }
     }
@@ -317,7 +318,7 @@ impl Transport for RdmaXprt {
         };
         // Grow a buffer outside the slot's spinlock: the allocation may
         // sleep (GFP_KERNEL in a synchronous task's context).
-        let gfp = rqst::task_gfp();
+        let gfp = slot::task_gfp();
         let grow = |have: usize, want: usize| -> Result<Option<KVec<u8>>> {
             if have >= want {
                 return Ok(None);

@@ -8,12 +8,13 @@
 //!
 //! - [`xprt`]: `struct rpc_xprt` as [`xprt::Xprt`] (state bits, locks,
 //!   counters, the SUNRPC calls made on a transport).
-//! - [`rqst`]: `rpc_rqst` and `rpc_task` as [`rqst::Rqst`] and
-//!   [`rqst::Task`], the request handles whose type says in which context
-//!   the transport holds a request ([`rqst::TxRqst`], [`rqst::BcTxRqst`],
-//!   [`rqst::ReplyRqst`], [`rqst::BufRqst`]), and the request slots
-//!   ([`rqst::SlotBox`]) with the handle of a free one
-//!   ([`rqst::FreeSlot`]).
+//! - [`rqst`]: `rpc_rqst` as [`rqst::Rqst`], and the request handles
+//!   whose type says in which context the transport holds a request
+//!   ([`rqst::TxRqst`], [`rqst::BcTxRqst`], [`rqst::ReplyRqst`],
+//!   [`rqst::BufRqst`]);
+//! - [`slot`]: `rpc_task` as [`slot::Task`], and the request slots
+//!   ([`slot::SlotBox`]) with the handle of a free one
+//!   ([`slot::FreeSlot`]).
 //! - [`transport`]: the [`transport::Transport`] trait a transport
 //!   implements and the `rpc_xprt_ops` trampolines that call it.
 //! - [`xprt_box`]: a transport instance's allocation
@@ -23,6 +24,7 @@
 
 pub mod bc;
 pub mod rqst;
+pub mod slot;
 pub mod transport;
 pub mod xprt;
 pub mod xprt_box;

@@ -7,7 +7,8 @@
 //! maps its raw arguments back to the [`XprtBox`] and [`SlotBox`] they
 //! live in and calls the [`Transport`] method of the same name.
 
-use super::rqst::{BcTxRqst, BufRqst, FreeSlot, Rqst, SlotBox, Task, TxRqst};
+use super::rqst::{BcTxRqst, BufRqst, Rqst, TxRqst};
+use super::slot::{FreeSlot, SlotBox, Task};
 use super::xprt_box::{free_addresses, XprtBox};
 use crate::bindings;
 use core::marker::PhantomData;
@@ -43,7 +44,7 @@ pub trait Transport: Sized + Send + Sync + 'static {
     /// Per-request state stored after each `rpc_rqst`.
     type Slot: Send + Sync;
 
-    /// Gives `task` a slot ([`task_set_slot`](super::rqst::task_set_slot))
+    /// Gives `task` a slot ([`task_set_slot`](super::slot::task_set_slot))
     /// or queues it on the backlog.
     fn alloc_slot(this: &XprtBox<Self>, task: &Task);
     /// Takes back a slot SUNRPC is done with: the handle says it is free

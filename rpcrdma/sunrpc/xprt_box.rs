@@ -12,7 +12,7 @@
 //! [`XprtBox::create`] and dropped in place by the `destroy` trampoline
 //! (in [`super::transport`]), never by Rust's allocator.
 
-use super::rqst::Task;
+use super::slot::Task;
 #[cfg(rpcrdma2_kunit)]
 use super::transport::destroy;
 use super::transport::{OpsTable, Transport};
