@@ -27,7 +27,8 @@
 #
 # fio runs samples/fio/{randread-4k,seqread-1m,seqwrite-1m}.fio on each NFS
 # configuration, with the client's CPU time (/proc/stat) sampled inside
-# the measured interval.  The repeat loop is outermost so that a drift in
+# the measured interval, and the server's at the same instants on request
+# (server_cpu; the server's answers are in /results/server/cpu-samples.txt).  The repeat loop is outermost so that a drift in
 # host load spreads over all configurations instead of biasing one.
 # Nothing is parsed here: raw outputs and one line per run in
 # bench/runs.tsv go to $RESULTS/bench; run.sh (report.py) turns them into
@@ -98,6 +99,29 @@ cpu_sample() {
 	local line
 	read -r line </proc/stat
 	echo "$EPOCHREALTIME $line"
+}
+
+# server_cpu NAME: ask the server guest (bench/server.sh, cpu_sampler) to
+# read its /proc/stat now, as sample NAME; it answers within about 0.1 s.
+# The request is written aside and renamed, so the server never reads a
+# partial one.  One fork (mv), so callers keep it outside the client's own
+# sampled interval.
+SRV_CPU_REQ=/results/server/cpu-req
+server_cpu() {
+	[ -d "$SRV_CPU_REQ" ] || return 0
+	echo "$EPOCHREALTIME" >"$SRV_CPU_REQ/$1.tmp" &&
+		mv "$SRV_CPU_REQ/$1.tmp" "$SRV_CPU_REQ/$1"
+}
+
+# server_cpu_wait NAME: until the server has taken sample NAME (at most 5 s)
+server_cpu_wait() {
+	local i
+	[ -d "$SRV_CPU_REQ" ] || return 0
+	for ((i = 0; i < 100; i++)); do
+		[ -e "$SRV_CPU_REQ/$1" ] || return 0
+		sleep 0.05
+	done
+	tb_log "server CPU sample $1: no answer from the server within 5 s"
 }
 
 # --- transports ----------------------------------------------------------------
@@ -197,12 +221,16 @@ run_fio() {
 	dmesg -C
 	# client CPU time inside fio's measured interval: a sample half a
 	# second after the ramp and half a second before the end (fio's own
-	# start-up of well under a second shifts both the same way)
+	# start-up of well under a second shifts both the same way); the
+	# server's on request right before the first and right after the
+	# second (its answers lag by up to ~0.1 s, both alike)
 	(
 		sleep "$CPU_T0"
+		server_cpu "$base.0"
 		cpu_sample
 		sleep "$CPU_DT"
 		cpu_sample
+		server_cpu "$base.1"
 	) >"$OUT/$base.cpu" 2>/dev/null &
 	local sampler=$!
 	BENCH_DIR=$MNT/bench BENCH_SIZE=$SIZE BENCH_RUNTIME=$RUNTIME BENCH_RAMP=$RAMP \

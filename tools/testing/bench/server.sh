@@ -18,7 +18,10 @@
 #      target/bench/responder-baseline on port 20052 (--v1-only);
 #   4. starts the perftest servers, each in a restart loop (a perftest
 #      server serves one client run and exits): ib_write_bw on port 18515,
-#      ib_read_bw on 18516, ib_send_lat on 18517, all over rdma_cm (-R).
+#      ib_read_bw on 18516, ib_send_lat on 18517, all over rdma_cm (-R);
+#   5. starts the CPU sampler: the server's /proc/stat on the client's
+#      request, at the start and end of every measured interval (see
+#      cpu_sampler below).
 # It returns at once; the loops and the responders die with the guest.
 
 set -euo pipefail
@@ -103,6 +106,51 @@ perf_loop() {
 		sleep 1
 	done >>"/results/server/perftest-$name.log" 2>&1 </dev/null &
 }
+# cpu_sampler: the server's side of guest.sh's server_cpu.  The client asks
+# for a sample by creating /results/server/cpu-req/NAME (written as
+# NAME.tmp, then renamed; the content is the client's EPOCHREALTIME); this
+# loop looks for requests every 0.1 s and answers each with one line in
+# /results/server/cpu-samples.txt:
+#   NAME CLIENT_T SERVER_T SELF_TICKS cpu user nice system idle iowait ...
+# SERVER_T is this guest's EPOCHREALTIME when it read /proc/stat's first
+# line, SELF_TICKS the loop's own CPU time so far (utime + stime +
+# cutime + cstime of /proc/BASHPID/stat, USER_HZ ticks: its rm children
+# included), so that the report can state what the sampling itself cost;
+# then it removes the request (the client may wait for that).  Everything
+# between two polls is a builtin except that rm: the sleep is a timed read
+# on a FIFO that nobody writes.  The clocks of the two guests are set from
+# the RTC at boot and need not agree, so the report takes the server's
+# interval from the server's own samples.
+CPU_REQ=/results/server/cpu-req CPU_LOG=/results/server/cpu-samples.txt
+cpu_sampler() {
+	local tick=/tmp/bench-cpu-tick f stat self req t
+	local -a sf
+	rm -f "$tick"
+	mkfifo "$tick" || return 1
+	exec 3<>"$tick"
+	shopt -s nullglob
+	echo "# user_hz $(getconf CLK_TCK) nproc $(nproc) sampler pid $BASHPID"
+	while :; do
+		for f in "$CPU_REQ"/*; do
+			[[ $f == *.tmp ]] && continue
+			read -r stat </proc/stat
+			t=$EPOCHREALTIME
+			read -r self <"/proc/$BASHPID/stat"
+			# shellcheck disable=SC2206 # the fields after "(bash) "
+			sf=(${self##*) })
+			req=
+			read -r req <"$f" || true
+			echo "${f##*/} ${req:--} $t $((sf[11] + sf[12] + sf[13] + sf[14])) $stat"
+			rm -f "$f"
+		done
+		read -r -t 0.1 -u 3 _ || true
+	done
+}
+rm -rf "$CPU_REQ"
+mkdir -p "$CPU_REQ"
+cpu_sampler >"$CPU_LOG" 2>/results/server/cpu-sampler.err </dev/null &
+echo "server CPU sampler started (pid $!)"
+
 perf_loop ib_write_bw 18515 -s 1048576 -D "$BENCH_RUNTIME"
 perf_loop ib_read_bw 18516 -s 1048576 -D "$BENCH_RUNTIME"
 perf_loop ib_send_lat 18517 -s 4096 -n "$BENCH_LAT_ITERS"
