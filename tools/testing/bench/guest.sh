@@ -102,23 +102,37 @@ cpu_sample() {
 }
 
 # server_cpu NAME: ask the server guest (bench/server.sh, cpu_sampler) to
-# read its /proc/stat now, as sample NAME; it answers within about 0.1 s.
-# The request is written aside and renamed, so the server never reads a
-# partial one.  One fork (mv), so callers keep it outside the client's own
-# sampled interval.
-SRV_CPU_REQ=/results/server/cpu-req
+# read its /proc/stat now, as sample NAME: one line over the TCP
+# connection that srv_cpu_connect opened (a builtin write: no fork, so
+# it can sit right beside the client's own samples).  A failed write
+# (the sampler gone) closes the connection: the report then says n/a.
+SRV_CPU_PORT=18520 SRV_CPU_ACK=/results/server/cpu-ack SRV_CPU_FD=
+srv_cpu_connect() {
+	local i
+	for ((i = 0; i < 10; i++)); do
+		{ exec {SRV_CPU_FD}>"/dev/tcp/$SERVER_IP/$SRV_CPU_PORT"; } 2>/dev/null && return 0
+		sleep 1
+	done
+	SRV_CPU_FD=
+	tb_log "no connection to the server's CPU sampler ($SERVER_IP port $SRV_CPU_PORT): server CPU will be n/a"
+}
 server_cpu() {
-	[ -d "$SRV_CPU_REQ" ] || return 0
-	echo "$EPOCHREALTIME" >"$SRV_CPU_REQ/$1.tmp" &&
-		mv "$SRV_CPU_REQ/$1.tmp" "$SRV_CPU_REQ/$1"
+	[ -n "$SRV_CPU_FD" ] || return 0
+	trap '' PIPE
+	if ! printf '%s %s\n' "$1" "$EPOCHREALTIME" >&"$SRV_CPU_FD"; then
+		exec {SRV_CPU_FD}>&-
+		SRV_CPU_FD=
+		tb_log "the server's CPU sampler went away at $1: server CPU will be n/a"
+	fi 2>/dev/null
+	trap - PIPE
 }
 
 # server_cpu_wait NAME: until the server has taken sample NAME (at most 5 s)
 server_cpu_wait() {
 	local i
-	[ -d "$SRV_CPU_REQ" ] || return 0
+	[ -n "$SRV_CPU_FD" ] || return 0
 	for ((i = 0; i < 100; i++)); do
-		[ -e "$SRV_CPU_REQ/$1" ] || return 0
+		[ -e "$SRV_CPU_ACK/$1" ] && return 0
 		sleep 0.05
 	done
 	tb_log "server CPU sample $1: no answer from the server within 5 s"
@@ -223,7 +237,7 @@ run_fio() {
 	# second after the ramp and half a second before the end (fio's own
 	# start-up of well under a second shifts both the same way); the
 	# server's on request right before the first and right after the
-	# second (its answers lag by up to ~0.1 s, both alike)
+	# second
 	(
 		sleep "$CPU_T0"
 		server_cpu "$base.0"
@@ -338,6 +352,7 @@ tb_log "bench: repeats $REPEATS, runtime ${RUNTIME}s + ramp ${RAMP}s, file size 
 	echo "rpcrdma2.ko sha256 $(sha256sum <"$KO" | cut -d' ' -f1)"
 } >"$OUT/environment.txt" 2>&1
 
+srv_cpu_connect
 for ((rep = 1; rep <= REPEATS; rep++)); do
 	tb_log "===== repeat $rep of $REPEATS"
 	has raw && run_raw "$rep"

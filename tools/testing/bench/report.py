@@ -694,7 +694,8 @@ def main(res):
                             f"{1000 * statistics.mean(dw):.0f} ms on average (max {1000 * max(dw):.0f} ms);")
         if lags:
             srv_note.append(f"server sample time - client request time: median {1000 * percentile(lags, 0.5):.0f} ms "
-                            f"({1000 * min(lags):.0f} to {1000 * max(lags):.0f}; the guests' clock offset included);")
+                            f"({1000 * min(lags):.0f} to {1000 * max(lags):.0f}; the guests' clock offset, up to "
+                            f"1 s, included);")
         srv_note.append(f"the sampler's own CPU: {100 * statistics.mean(own):.2f} % of the server's vCPU on average "
                         f"(max {100 * max(own):.2f} %), included in srv%.")
     else:

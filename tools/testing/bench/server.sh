@@ -20,8 +20,8 @@
 #      server serves one client run and exits): ib_write_bw on port 18515,
 #      ib_read_bw on 18516, ib_send_lat on 18517, all over rdma_cm (-R);
 #   5. starts the CPU sampler: the server's /proc/stat on the client's
-#      request, at the start and end of every measured interval (see
-#      cpu_sampler below).
+#      request (over TCP, port 18520), at the start and end of every
+#      measured interval (see cpu_sampler below).
 # It returns at once; the loops and the responders die with the guest.
 
 set -euo pipefail
@@ -106,50 +106,41 @@ perf_loop() {
 		sleep 1
 	done >>"/results/server/perftest-$name.log" 2>&1 </dev/null &
 }
-# cpu_sampler: the server's side of guest.sh's server_cpu.  The client asks
-# for a sample by creating /results/server/cpu-req/NAME (written as
-# NAME.tmp, then renamed; the content is the client's EPOCHREALTIME); this
-# loop looks for requests every 0.1 s and answers each with one line in
-# /results/server/cpu-samples.txt:
+# cpu_sampler: the server's side of guest.sh's server_cpu.  The client
+# keeps one TCP connection to port 18520 (busybox nc -l, whose output is
+# this loop's input) and writes a line "NAME CLIENT_T" (CLIENT_T: the
+# client's EPOCHREALTIME) whenever it wants a sample; the loop, blocked in
+# read until then (it costs nothing while it waits), reads the first line
+# of /proc/stat at once and appends to /results/server/cpu-samples.txt
 #   NAME CLIENT_T SERVER_T SELF_TICKS cpu user nice system idle iowait ...
-# SERVER_T is this guest's EPOCHREALTIME when it read /proc/stat's first
-# line, SELF_TICKS the loop's own CPU time so far (utime + stime +
-# cutime + cstime of /proc/BASHPID/stat, USER_HZ ticks: its rm children
-# included), so that the report can state what the sampling itself cost;
-# then it removes the request (the client may wait for that).  Everything
-# between two polls is a builtin except that rm: the sleep is a timed read
-# on a FIFO that nobody writes.  The clocks of the two guests are set from
-# the RTC at boot and need not agree, so the report takes the server's
-# interval from the server's own samples.
-CPU_REQ=/results/server/cpu-req CPU_LOG=/results/server/cpu-samples.txt
+# SERVER_T is this guest's EPOCHREALTIME at that read, SELF_TICKS the
+# loop's own CPU time so far (utime + stime of /proc/BASHPID/stat, USER_HZ
+# ticks), so that the report can state what the sampling cost; then it
+# creates /results/server/cpu-ack/NAME (the client may wait for it).
+# Builtins only, no fork per sample.  The clocks of the two guests are
+# set from the RTC at boot and need not agree, so the report takes the
+# server's interval from the server's own samples.
+CPU_PORT=18520 CPU_LOG=/results/server/cpu-samples.txt CPU_ACK=/results/server/cpu-ack
 cpu_sampler() {
-	local tick=/tmp/bench-cpu-tick f stat self req t
+	local name ctime stat self t
 	local -a sf
-	rm -f "$tick"
-	mkfifo "$tick" || return 1
-	exec 3<>"$tick"
-	shopt -s nullglob
-	echo "# user_hz $(getconf CLK_TCK) nproc $(nproc) sampler pid $BASHPID"
-	while :; do
-		for f in "$CPU_REQ"/*; do
-			[[ $f == *.tmp ]] && continue
-			read -r stat </proc/stat
-			t=$EPOCHREALTIME
-			read -r self <"/proc/$BASHPID/stat"
-			# shellcheck disable=SC2206 # the fields after "(bash) "
-			sf=(${self##*) })
-			req=
-			read -r req <"$f" || true
-			echo "${f##*/} ${req:--} $t $((sf[11] + sf[12] + sf[13] + sf[14])) $stat"
-			rm -f "$f"
-		done
-		read -r -t 0.1 -u 3 _ || true
+	echo "# user_hz $(getconf CLK_TCK) nproc $(nproc) sampler pid $BASHPID port $CPU_PORT"
+	while read -r name ctime; do
+		[[ $name =~ ^[A-Za-z0-9._-]+$ ]] || continue
+		read -r stat </proc/stat
+		t=$EPOCHREALTIME
+		read -r self <"/proc/$BASHPID/stat"
+		# shellcheck disable=SC2206 # the fields after "(bash) "
+		sf=(${self##*) })
+		echo "$name ${ctime:--} $t $((sf[11] + sf[12])) $stat"
+		: >"$CPU_ACK/$name" || true
 	done
+	echo "# the client closed the connection"
 }
-rm -rf "$CPU_REQ"
-mkdir -p "$CPU_REQ"
-cpu_sampler >"$CPU_LOG" 2>/results/server/cpu-sampler.err </dev/null &
-echo "server CPU sampler started (pid $!)"
+mkdir -p "$CPU_ACK"
+/testbed/busybox nc -l -p "$CPU_PORT" </dev/null 2>/results/server/cpu-sampler.err |
+	cpu_sampler >"$CPU_LOG" 2>>/results/server/cpu-sampler.err &
+echo "server CPU sampler listening on port $CPU_PORT"
 
 perf_loop ib_write_bw 18515 -s 1048576 -D "$BENCH_RUNTIME"
 perf_loop ib_read_bw 18516 -s 1048576 -D "$BENCH_RUNTIME"
