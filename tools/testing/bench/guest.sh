@@ -27,7 +27,8 @@
 #
 # fio runs samples/fio/{randread-4k,seqread-1m,seqwrite-1m}.fio on each NFS
 # configuration, with the client's CPU time (/proc/stat) sampled inside
-# the measured interval.  The repeat loop is outermost so that a drift in
+# the measured interval, and the server's at the same instants on request
+# (server_cpu; the server's answers are in /results/server/cpu-samples.txt).  The repeat loop is outermost so that a drift in
 # host load spreads over all configurations instead of biasing one.
 # Nothing is parsed here: raw outputs and one line per run in
 # bench/runs.tsv go to $RESULTS/bench; run.sh (report.py) turns them into
@@ -98,6 +99,43 @@ cpu_sample() {
 	local line
 	read -r line </proc/stat
 	echo "$EPOCHREALTIME $line"
+}
+
+# server_cpu NAME: ask the server guest (bench/server.sh, cpu_sampler) to
+# read its /proc/stat now, as sample NAME: one line over the TCP
+# connection that srv_cpu_connect opened (a builtin write: no fork, so
+# it can sit right beside the client's own samples).  A failed write
+# (the sampler gone) closes the connection: the report then says n/a.
+SRV_CPU_PORT=18520 SRV_CPU_ACK=/results/server/cpu-ack SRV_CPU_FD=
+srv_cpu_connect() {
+	local i
+	for ((i = 0; i < 10; i++)); do
+		{ exec {SRV_CPU_FD}>"/dev/tcp/$SERVER_IP/$SRV_CPU_PORT"; } 2>/dev/null && return 0
+		sleep 1
+	done
+	SRV_CPU_FD=
+	tb_log "no connection to the server's CPU sampler ($SERVER_IP port $SRV_CPU_PORT): server CPU will be n/a"
+}
+server_cpu() {
+	[ -n "$SRV_CPU_FD" ] || return 0
+	trap '' PIPE
+	if ! printf '%s %s\n' "$1" "$EPOCHREALTIME" >&"$SRV_CPU_FD"; then
+		exec {SRV_CPU_FD}>&-
+		SRV_CPU_FD=
+		tb_log "the server's CPU sampler went away at $1: server CPU will be n/a"
+	fi 2>/dev/null
+	trap - PIPE
+}
+
+# server_cpu_wait NAME: until the server has taken sample NAME (at most 5 s)
+server_cpu_wait() {
+	local i
+	[ -n "$SRV_CPU_FD" ] || return 0
+	for ((i = 0; i < 100; i++)); do
+		[ -e "$SRV_CPU_ACK/$1" ] && return 0
+		sleep 0.05
+	done
+	tb_log "server CPU sample $1: no answer from the server within 5 s"
 }
 
 # --- transports ----------------------------------------------------------------
@@ -197,12 +235,16 @@ run_fio() {
 	dmesg -C
 	# client CPU time inside fio's measured interval: a sample half a
 	# second after the ramp and half a second before the end (fio's own
-	# start-up of well under a second shifts both the same way)
+	# start-up of well under a second shifts both the same way); the
+	# server's on request right before the first and right after the
+	# second
 	(
 		sleep "$CPU_T0"
+		server_cpu "$base.0"
 		cpu_sample
 		sleep "$CPU_DT"
 		cpu_sample
+		server_cpu "$base.1"
 	) >"$OUT/$base.cpu" 2>/dev/null &
 	local sampler=$!
 	BENCH_DIR=$MNT/bench BENCH_SIZE=$SIZE BENCH_RUNTIME=$RUNTIME BENCH_RAMP=$RAMP \
@@ -310,6 +352,7 @@ tb_log "bench: repeats $REPEATS, runtime ${RUNTIME}s + ramp ${RAMP}s, file size 
 	echo "rpcrdma2.ko sha256 $(sha256sum <"$KO" | cut -d' ' -f1)"
 } >"$OUT/environment.txt" 2>&1
 
+srv_cpu_connect
 for ((rep = 1; rep <= REPEATS; rep++)); do
 	tb_log "===== repeat $rep of $REPEATS"
 	has raw && run_raw "$rep"

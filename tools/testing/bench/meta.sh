@@ -2,12 +2,12 @@
 # shellcheck shell=bash
 #
 # Metadata workloads of `make bench` (sourced by guest.sh, which defines
-# bench_mount, bench_umount, use_module, record, cpu_sample, MNT, OUT,
-# MODULE and the META_* settings).  The server (server.sh) has created
-# meta/tree/dNN/fNNNNN in the export: META_FILES files of 100 bytes in
-# directories of META_DIRSIZE entries.  run_meta CONFIG VERS REPEAT runs,
-# each phase on a fresh mount with the client's caches dropped first
-# (except restat, which needs stat's cached dentries):
+# bench_mount, bench_umount, use_module, record, cpu_sample, server_cpu,
+# server_cpu_wait, MNT, OUT, MODULE and the META_* settings).  The server
+# (server.sh) has created meta/tree/dNN/fNNNNN in the export: META_FILES
+# files of 100 bytes in directories of META_DIRSIZE entries.  run_meta
+# CONFIG VERS REPEAT runs, each phase on a fresh mount with the client's
+# caches dropped first (except restat, which needs stat's cached dentries):
 #
 #   stat     stat(1) of every file of the tree (cold: LOOKUP-heavy)
 #   restat   the same again on the same mount once every file's attribute
@@ -30,7 +30,10 @@
 #   rpcrdma:xprtrdma_mr_fastreg  (C client) every memory registration
 # The same events are on in every configuration, so their cost is shared.
 # Inside the interval only the command runs; the client's /proc/stat CPU
-# line is read (no fork) right before and after it.
+# line is read (no fork) right before and after it.  The server's is read
+# on request (server_cpu) before the interval, once the server has
+# answered, and after it, waiting for the answer before going on (so that
+# the next unmount is not in the server's window).
 
 META_PHASES=(stat restat ls create remove untar rmtree)
 META_LIMIT=900 # seconds, per phase
@@ -128,11 +131,15 @@ meta_phase() {
 		record meta "$name" "$phase" "$rep" failed:tracepoints - "$opts"
 		return 1
 	fi
+	server_cpu "$base.0"
+	server_cpu_wait "$base.0"
 	{
 		cpu_sample
 		timeout -k 10 "$META_LIMIT" bash -c "$script" >"$OUT/$base.err" 2>&1 || rc=$?
 		cpu_sample
 	} >"$OUT/$base.cpu"
+	server_cpu "$base.1"
+	server_cpu_wait "$base.1"
 	meta_trace_stop "$OUT/$base.trace"
 	cat /proc/self/mountstats >"$OUT/$base.ms1"
 	if ((rc == 0)); then

@@ -4,7 +4,9 @@
 # Report of `make bench` (tools/testing/bench/run.sh): reads the raw fio
 # JSON, perftest outputs and metadata-phase snapshots (mountstats, trace,
 # /proc/stat) of one run (RESULTS/testbed/client/bench/, one line per run
-# in runs.tsv) and writes RESULTS/bench.txt (the tables, also printed),
+# in runs.tsv), the server guest's /proc/stat samples
+# (RESULTS/testbed/server/cpu-samples.txt; runs from before it existed
+# report "n/a" for the server's CPU) and writes RESULTS/bench.txt (the tables, also printed),
 # bench.json, bench.csv (one line per configuration and job or phase),
 # bench-ops.csv (one line per configuration and NFS operation),
 # bench-runs.csv (one line per run) and bench.png.
@@ -143,6 +145,63 @@ def cpu_window(path, user_hz):
     if secs <= 0 or total <= 0:
         return None
     return secs, busy / user_hz, busy / total
+
+
+def server_samples(res):
+    """The server guest's /proc/stat samples (bench/server.sh, cpu_sampler):
+    {NAME: [(client_t or None, server_t, sampler_ticks, [user nice system
+    idle iowait irq softirq steal])]} and the server's USER_HZ (None if not
+    stated); ({}, None) for a run without the file (older runs).  A
+    malformed line (a guest stopped mid-write) is skipped."""
+    for p in (os.path.join(res, "testbed", "server", "cpu-samples.txt"),
+              os.path.join(res, "server", "cpu-samples.txt")):
+        if os.path.exists(p):
+            break
+    else:
+        return {}, None
+    samples, hz = {}, None
+    with open(p, errors="replace") as f:
+        for line in f:
+            w = line.split()
+            if line.startswith("#"):
+                if "user_hz" in w[:-1]:
+                    try:
+                        hz = int(w[w.index("user_hz") + 1])
+                    except ValueError:
+                        pass
+                continue
+            if len(w) < 13 or w[4] != "cpu":
+                continue
+            try:
+                samples.setdefault(w[0], []).append(
+                    (None if w[1] == "-" else float(w[1]), float(w[2]), int(w[3]),
+                     [int(x) for x in w[5:13]]))
+            except ValueError:
+                continue
+    return samples, hz
+
+
+def server_window(samples, base, user_hz):
+    """The server's CPU between its samples BASE.0 and BASE.1 (taken on the
+    client's request at the start and end of a measured interval): a dict
+    of the window's seconds (server clock), busy CPU seconds (user + nice +
+    system + irq + softirq), utilisation (busy / all ticks), the sampler's
+    own CPU seconds in it, and each sample's lag behind the client's
+    request (server clock minus client clock: includes the guests' clock
+    offset); None if a sample is missing."""
+    a, b = samples.get(base + ".0"), samples.get(base + ".1")
+    if not a or not b:
+        return None
+    (c0, t0, s0, x), (c1, t1, s1, y) = a[0], b[-1]
+    d = [q - p for p, q in zip(x, y)]
+    busy = d[0] + d[1] + d[2] + d[5] + d[6]
+    total = sum(d)
+    secs = t1 - t0
+    if secs <= 0 or total <= 0:
+        return None
+    return {"secs": secs, "busy_s": busy / user_hz, "util": busy / total,
+            "self_s": (s1 - s0) / user_hz,
+            "lag_s": [t - c for c, t in ((c0, t0), (c1, t1)) if c is not None]}
 
 
 def mountstats_block(path, mnt="/mnt/bench"):
@@ -330,6 +389,8 @@ def main(res):
             host_load = f.read().splitlines()
 
     user_hz = int(settings.get("user_hz", 100))
+    srv_samples, srv_hz = server_samples(res)
+    srv_hz = srv_hz or user_hz
     runs = []
     with open(runs_tsv) as f:
         for r in csv.DictReader(f, delimiter="\t"):
@@ -339,6 +400,9 @@ def main(res):
             r["cpu_us_op"] = None
             r["util"] = None
             r["meta"] = None
+            r["srv_cpu_us_op"] = None  # the server guest's CPU per I/O or RPC
+            r["srv_util"] = None
+            r["srv_window"] = None
             if r["status"] == "ok":
                 p = os.path.join(bench, r["file"])
                 try:
@@ -351,6 +415,13 @@ def main(res):
                                 # busy CPU seconds per second / I/Os per second
                                 r["util"] = cw[2]
                                 r["cpu_us_op"] = cw[1] / cw[0] * 1e6 / iops
+                            sw = server_window(srv_samples, os.path.splitext(r["file"])[0], srv_hz)
+                            if sw and iops:
+                                # the same, of the server's window
+                                sw["client_secs"] = cw[0] if cw else None
+                                r["srv_window"] = sw
+                                r["srv_util"] = sw["util"]
+                                r["srv_cpu_us_op"] = sw["busy_s"] / sw["secs"] * 1e6 / iops
                     elif r["kind"] == "meta":
                         mv = meta_values(bench, r["file"], user_hz)
                         if mv is not None:
@@ -358,6 +429,13 @@ def main(res):
                             r["value"] = mv["elapsed_s"]
                             r["cpu_us_op"] = mv["cpu_us_per_rpc"]
                             r["util"] = mv["util"]
+                            sw = server_window(srv_samples, r["file"], srv_hz)
+                            if sw and mv["rpcs"]:
+                                # busy seconds of a window around the phase / its RPCs
+                                sw["client_secs"] = mv["elapsed_s"]
+                                r["srv_window"] = sw
+                                r["srv_util"] = sw["util"]
+                                r["srv_cpu_us_op"] = sw["busy_s"] * 1e6 / mv["rpcs"]
                     else:
                         r["value"] = perftest_value(p, r["job"])
                 except (OSError, ValueError, KeyError, StopIteration, IndexError) as e:
@@ -382,7 +460,8 @@ def main(res):
         row = rows.setdefault(key, {"config": r["config"], "job": r["job"], "kind": r["kind"],
                                     "label": label, "transport": transport,
                                     "mount_options": "", "values": [], "clat_us": [],
-                                    "cpu_us_op": [], "util": [], "failures": []})
+                                    "cpu_us_op": [], "util": [], "srv_cpu_us_op": [], "srv_util": [],
+                                    "failures": []})
         if r["mount_options"] not in ("", "-"):
             row["mount_options"] = r["mount_options"]
         if r["value"] is not None:
@@ -392,6 +471,9 @@ def main(res):
             if r["cpu_us_op"] is not None:
                 row["cpu_us_op"].append(r["cpu_us_op"])
                 row["util"].append(r["util"])
+            if r["srv_cpu_us_op"] is not None:
+                row["srv_cpu_us_op"].append(r["srv_cpu_us_op"])
+                row["srv_util"].append(r["srv_util"])
         else:
             row["failures"].append(r["reason"] or r["status"])
     for row in rows.values():
@@ -414,7 +496,14 @@ def main(res):
             if row["kind"] in ("fio", "meta") and len(row["cpu_us_op"]) == len(row["values"]):
                 row["cpu"] = stats(row["cpu_us_op"])
                 row["cpu"]["util_mean"] = statistics.mean(row["util"])
+                row["cpu"]["util_sd"] = stats(row["util"])["sd"]
+            # the server's likewise (None for runs from before its samples)
+            if row["kind"] in ("fio", "meta") and len(row["srv_cpu_us_op"]) == len(row["values"]):
+                row["srv"] = stats(row["srv_cpu_us_op"])
+                row["srv"]["util_mean"] = statistics.mean(row["srv_util"])
+                row["srv"]["util_sd"] = stats(row["srv_util"])["sd"]
         row.setdefault("cpu", None)
+        row.setdefault("srv", None)
         if row["kind"] == "perftest":
             row["mount_options"] = "perftest " + (row["mount_options"] or "")
 
@@ -425,6 +514,10 @@ def main(res):
     def cpu_of(cfg, job):
         row = rows.get((cfg, job))
         return row["cpu"] if row and row["stats"] and row["cpu"] else None
+
+    def srv_of(cfg, job):
+        row = rows.get((cfg, job))
+        return row["srv"] if row and row["stats"] and row["srv"] else None
 
     def ratio(a, b):
         if not a or not b or not b["mean"]:
@@ -449,6 +542,9 @@ def main(res):
                  "cpu_per_op:rpcrdma2_default/C_default": ratio(cpu_of("r2", job), cpu_of("c", job)),
                  "cpu_per_op:rpcrdma2_1k/C_1k": ratio(cpu_of("r2-1k", job), cpu_of("c-1k", job)),
                  "cpu_per_op:TCP/C_default": ratio(cpu_of("tcp", job), cpu_of("c", job)),
+                 "srv_cpu_per_op:rpcrdma2_default/C_default": ratio(srv_of("r2", job), srv_of("c", job)),
+                 "srv_cpu_per_op:rpcrdma2_1k/C_1k": ratio(srv_of("r2-1k", job), srv_of("c-1k", job)),
+                 "srv_cpu_per_op:TCP/C_default": ratio(srv_of("tcp", job), srv_of("c", job)),
                  "v2_continuation/v2_chunks": ratio(mean_of("v2-inl", job), mean_of("v2", job)),
                  "cpu_per_op:v2_continuation/v2_chunks": ratio(cpu_of("v2-inl", job), cpu_of("v2", job)),
                  "C_responder/C_svcrdma": ratio(mean_of("c-resp", job), mean_of("c", job)),
@@ -579,6 +675,32 @@ def main(res):
             return f"{'-':>12} {'-':>5}"
         return f"{c['mean']:>7.0f}±{c['sd']:<4.0f} {100 * c['util_mean']:>5.0f}"
 
+    def srv_cells(row, w=12):
+        c = row.get("srv")
+        if not c:
+            return f"{'n/a':>{w}} {'n/a':>7}"
+        return f"{c['mean']:>{w - 5}.0f}±{c['sd']:<4.0f} {100 * c['util_mean']:>3.0f}±{100 * c['util_sd']:<3.0f}"
+
+    # the server's sampling, over every run that has it (for the notes)
+    wins = [r["srv_window"] for r in runs if r["srv_window"]]
+    srv_note = []
+    if wins:
+        dw = [abs(w["secs"] - w["client_secs"]) for r in runs if r["kind"] == "fio" and (w := r["srv_window"])
+              and w["client_secs"]]
+        lags = [x for w in wins for x in w["lag_s"]]
+        own = [w["self_s"] / w["secs"] for w in wins]
+        if dw:
+            srv_note.append(f"fio: the server's window differs in length from the client's by "
+                            f"{1000 * statistics.mean(dw):.0f} ms on average (max {1000 * max(dw):.0f} ms);")
+        if lags:
+            srv_note.append(f"server sample time - client request time: median {1000 * percentile(lags, 0.5):.0f} ms "
+                            f"({1000 * min(lags):.0f} to {1000 * max(lags):.0f}; the guests' clock offset, up to "
+                            f"1 s, included);")
+        srv_note.append(f"the sampler's own CPU: {100 * statistics.mean(own):.2f} % of the server's vCPU on average "
+                        f"(max {100 * max(own):.2f} %), included in srv%.")
+    else:
+        srv_note.append("this run has no server CPU samples (testbed/server/cpu-samples.txt): n/a.")
+
     def line(job_label, row):
         st = row["stats"]
         opts = short_opts(row["mount_options"]) if row["kind"] == "fio" else row["mount_options"]
@@ -586,14 +708,20 @@ def main(res):
             mm = f"{fmt(st['min'], row['unit'])}-{fmt(st['max'], row['unit'])}"
             return (f"{job_label:<12} {row['label']:<13} {opts:<58} {len(row['values']):>2} "
                     f"{fmt(st['mean'], row['unit']):>9} {fmt(st['sd'], row['unit']):>7} {mm:>17}  "
-                    f"{row['unit']:<5} {cpu_cells(row)}  ok")
+                    f"{row['unit']:<5} {cpu_cells(row)} {srv(row)}  ok")
         return (f"{job_label:<12} {row['label']:<13} {opts:<58} {row['runs']:>2} {'-':>9} {'-':>7} "
-                f"{'-':>17}  {row['unit']:<5} {cpu_cells(row)}  {row['status']}")
+                f"{'-':>17}  {row['unit']:<5} {cpu_cells(row)} {srv(row)}  {row['status']}")
+
+    def srv(row):
+        if row["kind"] == "perftest":
+            return f"{'-':>12} {'-':>7}"
+        return srv_cells(row)
 
     has_fio = any(r["kind"] in ("fio", "perftest") for r in runs)
     if has_fio:
         hdr = (f"{'job':<12} {'configuration':<13} {'mount options (/proc/mounts) / perftest args':<58} "
-               f"{'n':>2} {'mean':>9} {'± sd':>7} {'min-max':>17}  {'unit':<5} {'CPU µs/op':>12} {'CPU%':>5}  status")
+               f"{'n':>2} {'mean':>9} {'± sd':>7} {'min-max':>17}  {'unit':<5} {'CPU µs/op':>12} {'CPU%':>5} "
+               f"{'srv µs/op':>12} {'srv%':>7}  status")
         out.append(hdr)
         out.append("-" * len(hdr))
         for job, (title, unit, perf) in JOBS.items():
@@ -604,6 +732,10 @@ def main(res):
             out.append("")
         out.append("CPU µs/op: client guest CPU time (user+nice+system+irq+softirq, /proc/stat) per fio I/O,")
         out.append("sampled inside the measured interval; CPU%: the client's one vCPU busy.")
+        out.append("srv µs/op, srv%: the same of the server guest (its one vCPU: nfsd, svcrdma, rxe), from its")
+        out.append("/proc/stat read on the client's request right before and after the client's samples;")
+        out.append("srv% is mean ± sd over the runs. n/a: no server samples (a run from before they existed).")
+        out.extend(srv_note)
         out.append("")
         out.append("Ratios of means (± propagated relative sd); n/a where a side has no number:")
         rh = (f"{'job':<12} {'r2 dflt / C dflt':>17} {'r2 1k / C 1k':>14} {'TCP / C dflt':>13} {'r2 dflt / raw':>14} "
@@ -630,6 +762,11 @@ def main(res):
                     [("r2 dflt / C dflt", "cpu_per_op:rpcrdma2_default/C_default", 17),
                      ("r2 1k / C 1k", "cpu_per_op:rpcrdma2_1k/C_1k", 14),
                      ("TCP / C dflt", "cpu_per_op:TCP/C_default", 13)])
+        ratio_table(["Server CPU per I/O, ratios of means (below 1: the server spends less per I/O than for",
+                     "the C client):"],
+                    [("r2 dflt / C dflt", "srv_cpu_per_op:rpcrdma2_default/C_default", 17),
+                     ("r2 1k / C 1k", "srv_cpu_per_op:rpcrdma2_1k/C_1k", 14),
+                     ("TCP / C dflt", "srv_cpu_per_op:TCP/C_default", 13)])
         if any(e["C_responder/C_svcrdma"] for e in ratios):
             ratio_table(["The stock C client through the responder (v1) against the C client to svcrdma,",
                          "ratios of means (speed, goal >= 0.8; CPU per I/O):"],
@@ -652,9 +789,12 @@ def main(res):
         out.append("chunk segments per run (mountstats xprt fields 11-13); MRs: registrations per run "
                    "(rpcrdma2_mr_reg / xprtrdma_mr_fastreg);")
         out.append("chunked: RPCs per run that used a chunk (marshal tracepoints), 'meta' = other than READ/WRITE.")
+        out.append("srv µs/RPC, srv%: the server guest's CPU (as the client's) between its samples taken right before")
+        out.append("and after the phase (waited for: the window exceeds the phase by the sampler's lag); n/a: none.")
         out.append("")
         hdr = (f"{'phase':<7} {'configuration':<16} {'n':>2} {'elapsed s':>8} {'± sd':>6} {'min-max':>13} "
-               f"{'RPCs':>6} {'RPC/s':>6} {'CPU µs/RPC':>11} {'CPU%':>5} {'chunk segs r/w/reply':>20} "
+               f"{'RPCs':>6} {'RPC/s':>6} {'CPU µs/RPC':>11} {'CPU%':>5} {'srv µs/RPC':>11} {'srv%':>7} "
+               f"{'chunk segs r/w/reply':>20} "
                f"{'MRs':>6} {'chunked (meta)':>15}  status")
         out.append(hdr)
         out.append("-" * len(hdr))
@@ -683,11 +823,12 @@ def main(res):
                     c = row.get("cpu")
                     cpu = f"{c['mean']:>6.0f}±{c['sd']:<4.0f} {100 * c['util_mean']:>5.0f}" if c else f"{'-':>11} {'-':>5}"
                     out.append(f"{ph:<7} {row['label']:<16} {n:>2} {st['mean']:>8.2f} {st['sd']:>6.2f} "
-                               f"{st['min']:>6.2f}-{st['max']:<6.2f} {rpcs_s} {rate} {cpu} {segs:>20} "
-                               f"{mrs:>6} {ch:>15}  ok")
+                               f"{st['min']:>6.2f}-{st['max']:<6.2f} {rpcs_s} {rate} {cpu} {srv_cells(row, 11)} "
+                               f"{segs:>20} {mrs:>6} {ch:>15}  ok")
                 else:
                     out.append(f"{ph:<7} {row['label']:<16} {n:>2} {'-':>8} {'-':>6} {'-':>13} {rpcs_s} "
-                               f"{'-':>6} {'-':>11} {'-':>5} {segs:>20} {mrs:>6} {ch:>15}  {row['status']}")
+                               f"{'-':>6} {'-':>11} {'-':>5} {srv_cells(row, 11)} {segs:>20} {mrs:>6} {ch:>15}  "
+                               f"{row['status']}")
             out.append("")
         chunk_notes = []
         for (cfg, ph), pe in sorted(phase_extra.items()):
@@ -813,8 +954,8 @@ def main(res):
                    "meta_phase_extra": {f"{c} {p}": v for (c, p), v in phase_extra.items()},
                    "meta_ops": list(ops_rows.values()), "meta_ratios": meta_ratios, "v2_vs_v1": v2v1,
                    "runs": [{k: r[k] for k in ("kind", "config", "job", "repeat", "status", "value",
-                                               "clat_us", "cpu_us_op", "util", "reason",
-                                               "mount_options", "file")}
+                                               "clat_us", "cpu_us_op", "util", "srv_cpu_us_op", "srv_util",
+                                               "srv_window", "reason", "mount_options", "file")}
                             | ({"meta": {k: v for k, v in r["meta"].items() if k != "trace"}
                                 | {"chunked": r["meta"]["trace"]["chunked"], "mrs": r["meta"]["trace"]["mrs"],
                                    "trace_lost": r["meta"]["trace"]["lost"]}} if r["meta"] else {})
@@ -823,16 +964,20 @@ def main(res):
         w = csv.writer(f)
         w.writerow(["job", "config", "transport", "mount_options", "unit", "runs_ok", "runs",
                     "mean", "sd", "min", "max", "cpu_us_per_op", "cpu_us_per_op_sd", "cpu_util",
-                    "rpcs_per_run", "status"])
+                    "rpcs_per_run", "status", "cpu_util_sd", "srv_cpu_us_per_op", "srv_cpu_us_per_op_sd",
+                    "srv_cpu_util", "srv_cpu_util_sd"])
         for row in rowlist:
             st = row["stats"] or {}
             c = row.get("cpu") or {}
+            sv = row.get("srv") or {}
             pe = phase_extra.get((row["config"], row["job"]), {})
             w.writerow([row["job"], row["config"], row["transport"], row["mount_options"], row["unit"],
                         len(row["values"]), row["runs"], st.get("mean", ""), st.get("sd", ""),
                         st.get("min", ""), st.get("max", ""), c.get("mean", ""), c.get("sd", ""),
                         c.get("util_mean", ""),
-                        statistics.mean(pe["rpcs"]) if pe.get("rpcs") else "", row["status"]])
+                        statistics.mean(pe["rpcs"]) if pe.get("rpcs") else "", row["status"],
+                        c.get("util_sd", ""), sv.get("mean", ""), sv.get("sd", ""), sv.get("util_mean", ""),
+                        sv.get("util_sd", "")])
     with open(os.path.join(res, "bench-ops.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["config", "op", "rpcs_per_run", "mean_rtt_us", "mean_rtt_sd", "p50_rtt_us", "p50_rtt_sd",
@@ -846,14 +991,16 @@ def main(res):
     with open(os.path.join(res, "bench-runs.csv"), "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["kind", "config", "job", "repeat", "status", "value", "clat_us", "cpu_us_per_op",
-                    "cpu_util", "rpcs", "reason", "mount_options"])
+                    "cpu_util", "rpcs", "reason", "mount_options", "srv_cpu_us_per_op", "srv_cpu_util"])
         for r in runs:
             w.writerow([r["kind"], r["config"], r["job"], r["repeat"], r["status"],
                         "" if r["value"] is None else r["value"],
                         "" if r["clat_us"] is None else r["clat_us"],
                         "" if r["cpu_us_op"] is None else r["cpu_us_op"],
                         "" if r["util"] is None else r["util"],
-                        r["meta"]["rpcs"] if r["meta"] else "", r["reason"], r["mount_options"]])
+                        r["meta"]["rpcs"] if r["meta"] else "", r["reason"], r["mount_options"],
+                        "" if r["srv_cpu_us_op"] is None else r["srv_cpu_us_op"],
+                        "" if r["srv_util"] is None else r["srv_util"]])
 
     chart(res, settings, rows, ratios, meta_cfgs, meta_ratios, ops_rows, v2v1)
     return 3 if failed else 0

@@ -6,8 +6,9 @@
 # plus raw perftest between the same two guests, and metadata workloads
 # (stat, ls -l, create/remove, untar) over NFS/TCP, the C client and
 # rpcrdma2 to svcrdma and rpcrdma2 through the responder in versions 1 and
-# 2, with the client's CPU time per operation, in one testbed boot; then a
-# table (mean, spread, ratios), a PNG chart and JSON/CSV results.
+# 2, with the client's and the server's CPU time per operation, in one
+# testbed boot; then a table (mean, spread, ratios), a PNG chart and
+# JSON/CSV results.
 # See Documentation/benchmarks.rst.
 #
 #   tools/testing/bench/run.sh [options]

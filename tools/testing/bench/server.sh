@@ -18,7 +18,10 @@
 #      target/bench/responder-baseline on port 20052 (--v1-only);
 #   4. starts the perftest servers, each in a restart loop (a perftest
 #      server serves one client run and exits): ib_write_bw on port 18515,
-#      ib_read_bw on 18516, ib_send_lat on 18517, all over rdma_cm (-R).
+#      ib_read_bw on 18516, ib_send_lat on 18517, all over rdma_cm (-R);
+#   5. starts the CPU sampler: the server's /proc/stat on the client's
+#      request (over TCP, port 18520), at the start and end of every
+#      measured interval (see cpu_sampler below).
 # It returns at once; the loops and the responders die with the guest.
 
 set -euo pipefail
@@ -103,6 +106,42 @@ perf_loop() {
 		sleep 1
 	done >>"/results/server/perftest-$name.log" 2>&1 </dev/null &
 }
+# cpu_sampler: the server's side of guest.sh's server_cpu.  The client
+# keeps one TCP connection to port 18520 (busybox nc -l, whose output is
+# this loop's input) and writes a line "NAME CLIENT_T" (CLIENT_T: the
+# client's EPOCHREALTIME) whenever it wants a sample; the loop, blocked in
+# read until then (it costs nothing while it waits), reads the first line
+# of /proc/stat at once and appends to /results/server/cpu-samples.txt
+#   NAME CLIENT_T SERVER_T SELF_TICKS cpu user nice system idle iowait ...
+# SERVER_T is this guest's EPOCHREALTIME at that read, SELF_TICKS the
+# loop's own CPU time so far (utime + stime of /proc/BASHPID/stat, USER_HZ
+# ticks), so that the report can state what the sampling cost; then it
+# creates /results/server/cpu-ack/NAME (the client may wait for it).
+# Builtins only, no fork per sample.  The clocks of the two guests are
+# set from the RTC at boot and need not agree, so the report takes the
+# server's interval from the server's own samples.
+CPU_PORT=18520 CPU_LOG=/results/server/cpu-samples.txt CPU_ACK=/results/server/cpu-ack
+cpu_sampler() {
+	local name ctime stat self t
+	local -a sf
+	echo "# user_hz $(getconf CLK_TCK) nproc $(nproc) sampler pid $BASHPID port $CPU_PORT"
+	while read -r name ctime; do
+		[[ $name =~ ^[A-Za-z0-9._-]+$ ]] || continue
+		read -r stat </proc/stat
+		t=$EPOCHREALTIME
+		read -r self <"/proc/$BASHPID/stat"
+		# shellcheck disable=SC2206 # the fields after "(bash) "
+		sf=(${self##*) })
+		echo "$name ${ctime:--} $t $((sf[11] + sf[12])) $stat"
+		: >"$CPU_ACK/$name" || true
+	done
+	echo "# the client closed the connection"
+}
+mkdir -p "$CPU_ACK"
+/testbed/busybox nc -l -p "$CPU_PORT" </dev/null 2>/results/server/cpu-sampler.err |
+	cpu_sampler >"$CPU_LOG" 2>>/results/server/cpu-sampler.err &
+echo "server CPU sampler listening on port $CPU_PORT"
+
 perf_loop ib_write_bw 18515 -s 1048576 -D "$BENCH_RUNTIME"
 perf_loop ib_read_bw 18516 -s 1048576 -D "$BENCH_RUNTIME"
 perf_loop ib_send_lat 18517 -s 4096 -n "$BENCH_LAT_ITERS"
