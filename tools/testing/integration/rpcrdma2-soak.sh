@@ -18,6 +18,7 @@
 #   svcrdma:   fail_sunrpc disconnect, nfsd restart
 #   responder: fail_sunrpc disconnect, responder killed and restarted,
 #              responder restarted malforming a reply (MALFORMED below)
+#              for one interval, then restarted without
 # and, with LINK_BOUNCE=1, the server's eth0 down for 3 s (under load this
 # breaks soft-RoCE on the server for any client: Documentation/testing.rst,
 # "Soak"), with OUTAGE=1 every frame between the guests lost for 3 s
@@ -108,13 +109,29 @@ disconnect() { # one injected disconnect at the next transmission
 # for the other points at a MAC nobody has, then is deleted (ARP finds the
 # peer again). Unlike link-bounce, no transmit fails locally; soft-RoCE
 # moves a QP whose transmit fails to the error state, its GSI QP
-# (connection management) included, for good.
+# (connection management) included, for good. Both sides start at an
+# agreed time, 1.5 s after the request, each on its own clock: when the
+# client began first and ended after the server's answer, a "3 s" outage
+# lasted 5-7 s on a loaded guest (the request's latency, a process start
+# taking up to a second), long enough for RC retries to run out, so the
+# fault was not the one named. The log says when each side's loss began
+# and ended, relative to the agreed start.
 outage() {
-	local me
+	local me at t0 t1 srv
 	me=$(ip -4 -o addr show dev eth0 | awk '{sub("/.*", "", $4); print $4; exit}')
+	at=$(($(date +%s%3N) + 1500))
+	server_do outage "$1" "$me" "$at" &
+	srv=$!
+	tb_sleep_until_ms "$at"
 	ip neigh replace "$NFS_SERVER" lladdr 02:00:00:00:00:01 nud permanent dev eth0
-	server_do outage "$1" "$me"
+	t0=$(date +%s%3N)
+	sleep "$1"
 	ip neigh del "$NFS_SERVER" dev eth0 || true
+	t1=$(date +%s%3N)
+	wait "$srv" || tb_die "the server's side of the outage failed"
+	# server_do ran in a subshell: its request number is used up here.
+	REQ=$((REQ + 1))
+	tb_log "  outage: the client's side from +$((t0 - at)) to +$((t1 - at)) ms of the agreed start; the server's: $(grep -h "outage at $at:" /results/server/soak.log | tail -n 1 | sed 's/.*outage at [0-9]*: //')"
 }
 
 device_readd() {
@@ -199,6 +216,12 @@ phase() { # VERS PORT LABEL
 			local kind=${MALFORMED[MAL_N++ % ${#MALFORMED[@]}]}
 			tb_log "  the responder restarted malforming the 40th reply of every connection: $kind"
 			server_do responder-restart --malform-nth "40:$kind"
+			# For one interval only: left malforming, it went on killing
+			# every connection into the next faults and the next
+			# responder phase, whose stalls were then charged to no fault.
+			sleep "$EVERY"
+			tb_log "  the responder restarted without malforming"
+			server_do responder-restart
 			;;
 		link-bounce) server_do link-bounce 3 ;;
 		outage) outage 3 ;;

@@ -11,8 +11,9 @@
 #   responder-restart [ARGS] kill the responder and start it again, with
 #                            ARGS added (for example --malform-nth 40:KIND)
 #   link-bounce SECS         take the server's eth0 down for SECS seconds
-#   outage SECS PEER         send nothing to PEER for SECS seconds (its
-#                            neighbour entry points at a MAC nobody has)
+#   outage SECS PEER AT      send nothing to PEER for SECS seconds from AT
+#                            (ms since the epoch; its neighbour entry points
+#                            at a MAC nobody has)
 #   diag                     log the responder's state (process, kernel
 #                            stack), RDMA links and CM ids, routes,
 #                            neighbours, the log tails (a hang)
@@ -78,9 +79,13 @@ serve() { # NAME ACTION [ARGS...]
 		ip link set eth0 up
 		;;
 	outage)
+		local t0 at=${3:-0}
+		tb_sleep_until_ms "$at"
 		ip neigh replace "$2" lladdr 02:00:00:00:00:02 nud permanent dev eth0
+		t0=$(date +%s%3N)
 		sleep "${1:-3}"
 		ip neigh del "$2" dev eth0 || true
+		echo "$(date +%T) $name: outage at $at: from +$((t0 - at)) to +$(($(date +%s%3N) - at)) ms"
 		;;
 	diag)
 		local pid

@@ -32,6 +32,16 @@ tb_step() {
 	((rc == 0)) || tb_die "$desc: '$*' exited $rc"
 }
 
+# tb_sleep_until_ms AT: sleep until AT (milliseconds since the epoch, as
+# date +%s%3N prints it); at once if AT has passed. The guests' clocks both
+# come from the host's, so two guests can start something together.
+tb_sleep_until_ms() {
+	local d
+	d=$(($1 - $(date +%s%3N)))
+	((d > 0)) || return 0
+	sleep "$((d / 1000)).$(printf %03d $((d % 1000)))"
+}
+
 # tb_rdma_net_state: the RDMA links and CM ids, the GID tables, the RDMA
 # devices' and eth0's counters, UDP statistics, routes and neighbours (what
 # to log when a connection hangs).
