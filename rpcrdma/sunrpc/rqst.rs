@@ -3,6 +3,11 @@
 //! `struct rpc_rqst` behind the safe [`Rqst`], and the handles whose type
 //! says in which context the transport holds a request. Tasks and request
 //! slots are in [`super::slot`].
+//!
+//! A request's buffers are described in SUNRPC's own terms: the shape of
+//! each `xdr_buf` ([`XdrBufShape`], both in [`RqstShape`]) and ranges in
+//! one of its three parts ([`XdrRange`], [`XdrPart`]). What a transport
+//! makes of them (chunks, for RPC-over-RDMA) is the transport's business.
 
 use super::xprt::{spin_lock, spin_unlock, Xprt};
 use crate::bindings;
