@@ -64,7 +64,7 @@ struct Rpcrdma2 {
 impl kernel::Module for Rpcrdma2 {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let ib_client = ib::client::ClientRegistration::new()?;
-        let class = sunrpc::ClassRegistration::new()?;
+        let class = sunrpc::ClassRegistration::new::<transport::RdmaXprt>()?;
         pr_info!("RPC-over-RDMA transport 'rdma' registered (netids rdma, rdma6)\n");
         Ok(Rpcrdma2 {
             _class: class,

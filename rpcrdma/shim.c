@@ -22,18 +22,29 @@ static struct xprt_class rpcrdma2_class = {
 	.name	= "rdma",
 	.owner	= THIS_MODULE,
 	.ident	= XPRT_TRANSPORT_RDMA,
-	.setup	= rpcrdma2_rs_setup,
+	/* .setup is the Rust transport type's, set at registration. */
 	.netid	= { "rdma", "rdma6", "" },
 };
 
-int rpcrdma2_shim_register_class(void)
+int rpcrdma2_shim_register_class(struct rpc_xprt *(*setup)(struct xprt_create *))
 {
-	return xprt_register_transport(&rpcrdma2_class);
+	int ret;
+
+	if (!setup)
+		return -EINVAL;
+	if (rpcrdma2_class.setup)
+		return -EBUSY;
+	rpcrdma2_class.setup = setup;
+	ret = xprt_register_transport(&rpcrdma2_class);
+	if (ret)
+		rpcrdma2_class.setup = NULL;
+	return ret;
 }
 
 void rpcrdma2_shim_unregister_class(void)
 {
 	xprt_unregister_transport(&rpcrdma2_class);
+	rpcrdma2_class.setup = NULL;
 }
 
 static bool force_v1;
@@ -160,14 +171,10 @@ bool rpcrdma2_shim_task_gfp_is_kernel(void)
 	return rpc_task_gfp_mask() == GFP_KERNEL;
 }
 
-static void rpcrdma2_connect_work_fn(struct work_struct *work)
+void rpcrdma2_shim_init_connect_work(struct delayed_work *dwork,
+				     void (*fn)(struct work_struct *work))
 {
-	rpcrdma2_rs_connect_worker(to_delayed_work(work));
-}
-
-void rpcrdma2_shim_init_connect_work(struct delayed_work *dwork)
-{
-	INIT_DELAYED_WORK(dwork, rpcrdma2_connect_work_fn);
+	INIT_DELAYED_WORK(dwork, fn);
 }
 
 void rpcrdma2_shim_queue_connect_work(struct delayed_work *dwork, unsigned long delay)
@@ -181,12 +188,13 @@ void rpcrdma2_shim_cancel_connect_work(struct delayed_work *dwork)
 }
 
 /*
- * Direct data placement is off under GSS integrity and privacy, whose
- * checksums cover the payload (test_bit() is a static inline).
+ * Whether the request's auth flavour touches the data (GSS integrity and
+ * privacy, whose checksums cover the payload): test_bit() is a static
+ * inline.
  */
-bool rpcrdma2_shim_rqst_ddp_allowed(struct rpc_rqst *rqst)
+bool rpcrdma2_shim_rqst_auth_datatouch(struct rpc_rqst *rqst)
 {
-	return !test_bit(RPCAUTH_AUTH_DATATOUCH,
+	return test_bit(RPCAUTH_AUTH_DATATOUCH,
 			 &rqst->rq_cred->cr_auth->au_flags);
 }
 

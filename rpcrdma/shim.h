@@ -3,7 +3,10 @@
  * The C side of rpcrdma2: prototypes shared by shim.c and the Rust crate.
  *
  * rpcrdma2_shim_*  are implemented in C (shim.c) and called from Rust.
- * rpcrdma2_rs_*    are implemented in Rust (#[no_mangle]) and called from C.
+ * The C side calls Rust only through function pointers Rust hands it (the
+ * class's setup, the connect work function, the rpc_xprt_ops table):
+ * generic trampolines of rpcrdma/sunrpc/ instantiated for the transport
+ * type, so no Rust symbol here names one.
  */
 #ifndef RPCRDMA2_SHIM_H
 #define RPCRDMA2_SHIM_H
@@ -11,12 +14,13 @@
 struct rpc_xprt;
 struct xprt_create;
 
-/* The "rdma" xprt_class (ident XPRT_TRANSPORT_RDMA, netids rdma, rdma6). */
-int rpcrdma2_shim_register_class(void);
+/*
+ * The "rdma" xprt_class (ident XPRT_TRANSPORT_RDMA, netids rdma, rdma6),
+ * registered with @setup as its xprt_class::setup (which returns an
+ * ERR_PTR on failure). -EBUSY if the class already has a setup.
+ */
+int rpcrdma2_shim_register_class(struct rpc_xprt *(*setup)(struct xprt_create *));
 void rpcrdma2_shim_unregister_class(void);
-
-/* xprt_class::setup, implemented in Rust. Returns an ERR_PTR on failure. */
-struct rpc_xprt *rpcrdma2_rs_setup(struct xprt_create *args);
 
 
 /* --- rpc_xprt helpers (static inlines and macros in the kernel headers) --- */
@@ -53,7 +57,7 @@ bool rpcrdma2_shim_task_gfp_is_kernel(void);
 
 struct rpc_rqst;
 struct xdr_buf;
-bool rpcrdma2_shim_rqst_ddp_allowed(struct rpc_rqst *rqst);
+bool rpcrdma2_shim_rqst_auth_datatouch(struct rpc_rqst *rqst);
 int rpcrdma2_shim_fill_sparse_pages(struct xdr_buf *buf);
 
 /* The backchannel (see shim.c). */
@@ -63,10 +67,11 @@ bool rpcrdma2_shim_bc_queue(struct rpc_rqst *rqst);
 void rpcrdma2_shim_put_cong(struct rpc_rqst *rqst);
 
 /* The connect worker: a delayed work on system_long_wq (6.12's Rust has
- * no delayed work). It calls rpcrdma2_rs_connect_worker(). */
-void rpcrdma2_shim_init_connect_work(struct delayed_work *dwork);
+ * no delayed work) running @fn, a Rust trampoline. */
+struct work_struct;
+void rpcrdma2_shim_init_connect_work(struct delayed_work *dwork,
+				     void (*fn)(struct work_struct *work));
 void rpcrdma2_shim_queue_connect_work(struct delayed_work *dwork, unsigned long delay);
 void rpcrdma2_shim_cancel_connect_work(struct delayed_work *dwork);
-void rpcrdma2_rs_connect_worker(struct delayed_work *dwork);
 
 #endif /* RPCRDMA2_SHIM_H */

@@ -70,8 +70,7 @@ fn test_xprt() -> Result<
     let args =
         sunrpc::testing::TestCreateArgs::ipv4(0xc000_0201, 20049).map_err(|_| TestFailure)?;
     let x = crate::transport::create(&args.get()).map_err(|_| TestFailure)?;
-    // SAFETY: `x` comes from `transport::create` and is not given to SUNRPC.
-    let x = unsafe { Unpublished::new(x) }.ok_or(TestFailure)?;
+    let x = Unpublished::from_new(x);
     Ok((args, x))
 }
 

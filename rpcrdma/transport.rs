@@ -7,7 +7,6 @@
 //! the send path does not allocate.
 
 use crate::backchannel::Backchannel;
-use crate::bindings;
 use crate::conn::why::Why;
 use crate::conn::{Conn, ConnStats, ProtoState};
 use crate::proto;
@@ -16,7 +15,7 @@ use crate::sunrpc::rqst::{BcTxRqst, BufRqst, TxRqst};
 use crate::sunrpc::slot::{self, FreeSlot, SlotBox, Task};
 use crate::sunrpc::transport::{SeqFile, Transport};
 use crate::sunrpc::xprt::{self, Xprt};
-use crate::sunrpc::xprt_box::{self, XprtBox};
+use crate::sunrpc::xprt_box::{self, NewXprt, XprtBox};
 use crate::sunrpc::XprtCreate;
 use crate::trace;
 use core::pin::Pin;
@@ -262,6 +261,12 @@ impl RdmaXprt {
 
 impl Transport for RdmaXprt {
     type Slot = Slot;
+
+    fn setup(args: &XprtCreate<'_>) -> Result<NewXprt<Self>> {
+        create(args).inspect_err(|e| {
+            pr_err!("transport setup failed: {:?}\n", e);
+        })
+    }
 
     fn alloc_slot(this: &XprtBox<Self>, task: &Task) {
         if let Some(slot) = this.data.take_slot() {
@@ -641,13 +646,6 @@ fn params<'a>(args: &'a XprtCreate<'a>) -> xprt_box::CreateParams<'a> {
 }
 
 /// Creates a transport instance for `args` (not yet connected).
-pub fn create(args: &XprtCreate<'_>) -> Result<*mut bindings::rpc_xprt> {
+pub fn create(args: &XprtCreate<'_>) -> Result<NewXprt<RdmaXprt>> {
     XprtBox::<RdmaXprt>::create(&params(args), RdmaXprt::new(DEFAULT_MAX_REQUESTS)?)
-}
-
-/// `xprt_class::setup`: creates a transport instance for `args`.
-pub fn setup(args: &XprtCreate<'_>) -> Result<*mut bindings::rpc_xprt> {
-    create(args).inspect_err(|e| {
-        pr_err!("transport setup failed: {:?}\n", e);
-    })
 }

@@ -4,8 +4,9 @@
 //! buffers; its setup is in `establish.rs`, the Send path in `send.rs`,
 //! the reply handler in `reply.rs`, the per-slot FRWR registrations and
 //! their invalidation in `frwr.rs`, Message Continuation in
-//! `continued.rs`, recovery from transport errors in `recovery.rs`, the
-//! CM handshake the connection waits on in [`crate::connect`].
+//! `continued.rs`, recovery from transport errors in `recovery.rs`, a
+//! request's `xdr_buf`s in the protocol's terms in `xdrbuf.rs`, the CM
+//! handshake the connection waits on in [`crate::connect`].
 //!
 //! A connection is created by the transport's connect worker
 //! ([`Conn::establish`]) and torn down by `close` (dropping it drains the
@@ -49,6 +50,7 @@ mod recovery;
 mod reply;
 mod send;
 pub mod why;
+mod xdrbuf;
 
 use self::continued::Cursor;
 use self::frwr::{Chunking, Finish, RegSizing, RegTable};

@@ -75,7 +75,7 @@ impl QpState {
             let g = self.regs.lock();
             g.find(xid).and_then(|i| g.get(i)).and_then(|r| r.plan)
         };
-        let rpc = self.xprt.with_rqst(xid.to_be(), |rqst| rqst.chunk_rpc())?;
+        let rpc = proto::Rpc::from(self.xprt.with_rqst(xid.to_be(), |rqst| rqst.shape())?);
         let chunks = self.chunking().is_some() && self.proto.lock().config().max_segs > 0;
         let sent = Sent::of(plan.as_ref(), &rpc, chunks);
         let mut g = self.recovery.lock();

@@ -29,7 +29,7 @@ impl Conn {
         let chunking = q.chunking();
         // Receive pages the upper layer left to the transport.
         rqst.fill_sparse_pages()?;
-        let mut rpc = rqst.chunk_rpc();
+        let mut rpc = proto::Rpc::from(rqst.shape());
         rpc.ddp_allowed &= crate::compat::params::ddp();
         let page_size = mr::page_size() as u32;
         let depth = chunking.as_ref().map_or(1, |c| c.caps.depth);
@@ -132,7 +132,7 @@ impl Conn {
             }
             let total = hdr.checked_add(layout.len() as usize).ok_or(EINVAL)?;
             let body = buf.get_mut(hdr..total).ok_or(EINVAL)?;
-            rqst.copy_call_layout(body, &layout)?;
+            xdrbuf::copy_call_layout(rqst, body, &layout)?;
             Ok(total)
         })();
         let total = match r {
@@ -218,7 +218,9 @@ impl Conn {
             } else {
                 (XdrSide::Reply, MrAccess::RemoteWrite)
             };
-            if let Err(e) = rqst.map_range(side, range, &mut mr, access, xid, pages) {
+            let mapped = xdrbuf::xdr_range(range)
+                .and_then(|r| rqst.map_range(side, &r, &mut mr, access, xid, pages));
+            if let Err(e) = mapped {
                 c.pool.put(mr);
                 if crate::compat::print::ratelimit() {
                     pr_err!(

@@ -4,6 +4,17 @@
 //!
 //! Together with `ib` (and the one-call wrappers of `compat`), this is the
 //! only place in the module that touches raw pointers or calls C directly.
+//!
+//! Like the kernel's `block::mq` (which `rnull` implements), it is a
+//! generic abstraction: it names no type of the transport that uses it.
+//! Everything C calls (the ops table, the class's `setup`, the connect
+//! worker) is a trampoline generic over the [`transport::Transport`] type,
+//! installed as a function pointer when the class is registered
+//! ([`ClassRegistration::new`]) or an instance created
+//! ([`xprt_box::XprtBox::create`]); requests are described in SUNRPC's
+//! own terms (`xdr_buf` parts: [`rqst::XdrBufShape`], [`rqst::XdrRange`]),
+//! which the transport translates into its protocol's.
+//!
 //! The pieces:
 //!
 //! - [`xprt`]: `struct rpc_xprt` as [`xprt::Xprt`] (state bits, locks,
@@ -16,7 +27,8 @@
 //!   ([`slot::SlotBox`]) with the handle of a free one
 //!   ([`slot::FreeSlot`]).
 //! - [`transport`]: the [`transport::Transport`] trait a transport
-//!   implements and the `rpc_xprt_ops` trampolines that call it.
+//!   implements and the trampolines that call it: the `rpc_xprt_ops`
+//!   table, the class's `setup` and the connect worker.
 //! - [`xprt_box`]: a transport instance's allocation
 //!   ([`xprt_box::XprtBox`]), its creation and the back-references
 //!   ([`xprt_box::XprtRef`]) of its connection's handlers.
@@ -45,18 +57,23 @@ pub const XPRT_TRANSPORT_RDMA: i32 = bindings::xprt_transports_XPRT_TRANSPORT_RD
 /// # Invariants
 ///
 /// While a `ClassRegistration` exists, the class defined in `shim.c` is on
-/// SUNRPC's transport list; dropping it unregisters the class.
+/// SUNRPC's transport list, with the `setup` trampoline of the transport
+/// type it was registered for; dropping it unregisters the class.
 pub struct ClassRegistration(());
 
 impl ClassRegistration {
-    /// Registers the `rdma` transport class.
+    /// Registers the `rdma` transport class, whose `setup` creates
+    /// transports of type `T` ([`transport::Transport::setup`]).
     ///
     /// Fails with `EEXIST` when another module (normally the in-kernel
-    /// `rpcrdma.ko`) already owns transport ident 256.
-    pub fn new() -> Result<Self> {
-        // SAFETY: FFI call without preconditions; the class is a static in
-        // this module's C shim and outlives the registration.
-        let ret = unsafe { bindings::rpcrdma2_shim_register_class() };
+    /// `rpcrdma.ko`) already owns transport ident 256, and with `EBUSY`
+    /// while the class is registered already.
+    pub fn new<T: transport::Transport>() -> Result<Self> {
+        // SAFETY: the class is a static in this module's C shim and
+        // outlives the registration; the trampoline is valid for as long
+        // as the module is loaded, which the class (its owner is this
+        // module) ensures while it may be called.
+        let ret = unsafe { bindings::rpcrdma2_shim_register_class(Some(transport::setup::<T>)) };
         if ret == -(bindings::EEXIST as i32) {
             pr_err!(
                 "transport ident {} (netid rdma) is already registered, probably by rpcrdma.ko: unload it first (-EEXIST)\n",
@@ -89,35 +106,12 @@ impl XprtCreate<'_> {
     pub(crate) fn raw(&self) -> &bindings::xprt_create {
         self.0
     }
-}
 
-/// The connect worker (a delayed work in `shim.c`) of the one transport
-/// type this module has.
-///
-/// # Safety
-///
-/// `dwork` is the connect work of a live rpcrdma2 transport.
-#[no_mangle]
-pub unsafe extern "C" fn rpcrdma2_rs_connect_worker(dwork: *mut bindings::delayed_work) {
-    // SAFETY: per the function's contract.
-    unsafe { transport::connect_worker_entry::<crate::transport::RdmaXprt>(dwork) }
-}
-
-/// `xprt_class::setup` for the `rdma` class (see `shim.c`).
-///
-/// # Safety
-///
-/// `args` must point to a valid `struct xprt_create` for the duration of
-/// the call, as `xprt_create_transport()` guarantees.
-#[no_mangle]
-pub unsafe extern "C" fn rpcrdma2_rs_setup(
-    args: *mut bindings::xprt_create,
-) -> *mut bindings::rpc_xprt {
-    // SAFETY: the caller guarantees `args` is valid for the call.
-    let args = XprtCreate(unsafe { &*args });
-    match crate::transport::setup(&args) {
-        Ok(xprt) => xprt,
-        // An ERR_PTR: the negative errno cast to a pointer.
-        Err(e) => e.to_errno() as isize as *mut bindings::rpc_xprt,
+    /// # Safety
+    ///
+    /// `args` points to a valid `struct xprt_create` for `'a`.
+    unsafe fn from_raw<'a>(args: *const bindings::xprt_create) -> XprtCreate<'a> {
+        // SAFETY: per the caller.
+        XprtCreate(unsafe { &*args })
     }
 }

@@ -3,6 +3,11 @@
 //! `struct rpc_rqst` behind the safe [`Rqst`], and the handles whose type
 //! says in which context the transport holds a request. Tasks and request
 //! slots are in [`super::slot`].
+//!
+//! A request's buffers are described in SUNRPC's own terms: the shape of
+//! each `xdr_buf` ([`XdrBufShape`], both in [`RqstShape`]) and ranges in
+//! one of its three parts ([`XdrRange`], [`XdrPart`]). What a transport
+//! makes of them (chunks, for RPC-over-RDMA) is the transport's business.
 
 use super::xprt::{spin_lock, spin_unlock, Xprt};
 use crate::bindings;
@@ -18,6 +23,70 @@ pub enum XdrSide {
     Call,
     /// `rq_rcv_buf` (whose memory `rq_private_buf` shares).
     Reply,
+}
+
+/// The shape of an `xdr_buf`: the lengths of its three parts (`head[0]`,
+/// the page list, `tail[0]`) and the flags that say what its pages hold.
+/// Lengths that do not fit in a `u32` read as `u32::MAX`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct XdrBufShape {
+    /// `head[0].iov_len`.
+    pub head_len: u32,
+    /// `page_base`: offset of the first byte of page data in the first
+    /// page of the page list.
+    pub page_base: u32,
+    /// `page_len`.
+    pub page_len: u32,
+    /// `tail[0].iov_len`.
+    pub tail_len: u32,
+    /// `len`: the length of the message in the buffer.
+    pub len: u32,
+    /// `buflen`: the buffer's capacity.
+    pub buflen: u32,
+    /// `flags & XDRBUF_WRITE`: the pages hold data written by the upper
+    /// layer (NFS WRITE payload).
+    pub write_pages: bool,
+    /// `flags & XDRBUF_READ`: the pages receive data read by the upper
+    /// layer (NFS READ or READLINK payload).
+    pub read_pages: bool,
+}
+
+/// The shape of both `xdr_buf`s of a request, and whether its
+/// credential's auth flavour touches the data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RqstShape {
+    /// `rq_snd_buf`: the Call.
+    pub call: XdrBufShape,
+    /// `rq_rcv_buf`: the Reply.
+    pub reply: XdrBufShape,
+    /// `RPCAUTH_AUTH_DATATOUCH` of the credential's auth: GSS integrity
+    /// or privacy, whose checksums cover the payload, so the payload must
+    /// pass through the auth's wrap and unwrap.
+    pub auth_datatouch: bool,
+}
+
+/// One of the three parts of an `xdr_buf`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XdrPart {
+    /// `head[0]`; offsets are from `iov_base`.
+    Head,
+    /// The page list; offsets are from the first byte of page data
+    /// (`page_base`), so offset `o` is in page `(page_base + o) /
+    /// PAGE_SIZE`.
+    Pages,
+    /// `tail[0]`; offsets are from `iov_base`.
+    Tail,
+}
+
+/// A byte range inside one part of an `xdr_buf`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct XdrRange {
+    /// The part.
+    pub part: XdrPart,
+    /// Offset in the part.
+    pub offset: u32,
+    /// Length in bytes.
+    pub len: u32,
 }
 
 /// An RPC request, seen from SUNRPC: the `struct rpc_rqst`.
@@ -101,42 +170,41 @@ impl Rqst {
         unsafe { (*self.raw()).rq_connect_cookie }
     }
 
-    /// The geometry of both `xdr_buf`s and their DDP eligibility, for
-    /// chunk planning: the Call's pages are NFS WRITE data when
-    /// `rq_snd_buf` is flagged `XDRBUF_WRITE`, the Reply's pages receive
-    /// READ (or READLINK) data when `rq_rcv_buf` is flagged
-    /// `XDRBUF_READ`; DDP is off under GSS integrity and privacy.
-    fn chunk_rpc(&self) -> crate::proto::Rpc {
-        let flags = |side| {
-            // SAFETY: as below.
-            unsafe { (*self.xdr_buf(side)).flags }
-        };
-        let geo = |side| {
-            // SAFETY: the rqst is alive; the caller holds a `TxRqst` or a
-            // `ReplyRqst`, and in both contexts nothing changes its buffer
-            // geometry (see `chunk_rpc` of each).
-            let b = unsafe { &*self.xdr_buf(side) };
-            let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-            crate::proto::Geometry {
-                head: len(b.head[0].iov_len),
-                page_base: b.page_base,
-                page_len: b.page_len,
-                tail: len(b.tail[0].iov_len),
-            }
-        };
+    /// The shape of the `side` buffer.
+    ///
+    /// The caller holds a `TxRqst` or a `ReplyRqst`: in both contexts
+    /// nothing changes the buffer's geometry but the handle itself (see
+    /// `shape` of each).
+    fn xdr_shape(&self, side: XdrSide) -> XdrBufShape {
+        // SAFETY: the rqst is alive (type invariant); the geometry is
+        // stable in the caller's context (above).
+        let b = unsafe { &*self.xdr_buf(side) };
+        let len = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        XdrBufShape {
+            head_len: len(b.head[0].iov_len),
+            page_base: b.page_base,
+            page_len: b.page_len,
+            tail_len: len(b.tail[0].iov_len),
+            len: b.len,
+            buflen: b.buflen,
+            write_pages: b.flags & bindings::XDRBUF_WRITE != 0,
+            read_pages: b.flags & bindings::XDRBUF_READ != 0,
+        }
+    }
+
+    /// The shape of both buffers and the auth's data touch (see
+    /// [`RqstShape`]); the caller holds a `TxRqst` or a `ReplyRqst`.
+    fn shape(&self) -> RqstShape {
         // SAFETY: the rqst is alive and a forward request owned by its
         // task (the caller holds a `TxRqst` or a `ReplyRqst`), so it has a
         // credential: `call_refresh` binds `rq_cred` before
         // `call_allocate`, and `xprt_release` drops it only after the
         // request is unpinned.
-        let ddp_allowed = unsafe { bindings::rpcrdma2_shim_rqst_ddp_allowed(self.raw()) };
-        crate::proto::Rpc {
-            call: geo(XdrSide::Call),
-            call_ddp: flags(XdrSide::Call) & bindings::XDRBUF_WRITE != 0,
-            reply: geo(XdrSide::Reply),
-            reply_buflen: u32::try_from(self.reply_buflen()).unwrap_or(u32::MAX),
-            reply_ddp: flags(XdrSide::Reply) & bindings::XDRBUF_READ != 0,
-            ddp_allowed,
+        let auth_datatouch = unsafe { bindings::rpcrdma2_shim_rqst_auth_datatouch(self.raw()) };
+        RqstShape {
+            call: self.xdr_shape(XdrSide::Call),
+            reply: self.xdr_shape(XdrSide::Reply),
+            auth_datatouch,
         }
     }
 
@@ -227,15 +295,18 @@ impl<'a> TxRqst<'a> {
         TxRqst(rqst)
     }
 
-    /// The geometry of both `xdr_buf`s and their DDP eligibility, for
-    /// chunk planning: the Call's pages are NFS WRITE data when
-    /// `rq_snd_buf` is flagged `XDRBUF_WRITE`, the Reply's pages receive
-    /// READ (or READLINK) data when `rq_rcv_buf` is flagged
-    /// `XDRBUF_READ`; DDP is off under GSS integrity and privacy.
-    pub fn chunk_rpc(&self) -> crate::proto::Rpc {
+    /// The shape of both `xdr_buf`s and whether the auth touches the
+    /// data (see [`RqstShape`]).
+    pub fn shape(&self) -> RqstShape {
         // The sending task does not change its buffers while it is being
         // sent (type invariant).
-        self.0.chunk_rpc()
+        self.0.shape()
+    }
+
+    /// The shape of the `side` buffer alone.
+    pub fn xdr_shape(&self, side: XdrSide) -> XdrBufShape {
+        // As `shape`.
+        self.0.xdr_shape(side)
     }
 
     /// Tries to take a congestion-window slot for the request
@@ -260,56 +331,40 @@ impl<'a> TxRqst<'a> {
         kernel::error::to_result(ret)
     }
 
-    /// Copies the inline part of the Call described by `layout` (head
-    /// bytes, the pages or none of them, then tail bytes from
-    /// `tail_offset`) into `out`, which must be exactly `layout.len()`
-    /// bytes.
-    pub fn copy_call_layout(&self, out: &mut [u8], layout: &crate::proto::SendLayout) -> Result {
-        if out.len() != layout.len() as usize {
+    /// Copies `out.len()` bytes at `offset` of `part` of the Call
+    /// (`rq_snd_buf`) into `out`; `EINVAL` if they are not all inside
+    /// that part.
+    pub fn copy_call_part(&self, out: &mut [u8], part: XdrPart, offset: u32) -> Result {
+        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
+        let shape = self.0.xdr_shape(XdrSide::Call);
+        let (base, part_len) = match part {
+            XdrPart::Head => (0, shape.head_len),
+            XdrPart::Pages => (shape.head_len, shape.page_len),
+            XdrPart::Tail => (
+                shape.head_len.checked_add(shape.page_len).ok_or(EINVAL)?,
+                shape.tail_len,
+            ),
+        };
+        if offset.checked_add(len).ok_or(EINVAL)? > part_len {
             return Err(EINVAL);
         }
+        if len == 0 {
+            return Ok(());
+        }
+        let at = base.checked_add(offset).ok_or(EINVAL)?;
         // SAFETY: the rqst is alive and being transmitted by its task
-        // (type invariant), which does not change its buffers meanwhile.
-        let (head_len, page_len) = unsafe {
-            let b = &*self.xdr_buf(XdrSide::Call);
-            (
-                u32::try_from(b.head[0].iov_len).map_err(|_| EINVAL)?,
-                b.page_len,
+        // (type invariant), which does not change its buffers meanwhile;
+        // `out` is valid for `len` bytes and `read_bytes_from_xdr_buf`
+        // checks the range against the buffer.
+        let ret = unsafe {
+            bindings::read_bytes_from_xdr_buf(
+                addr_of_mut!((*self.raw()).rq_snd_buf),
+                at,
+                out.as_mut_ptr().cast(),
+                len,
             )
         };
-        if layout.head > head_len || (layout.pages != 0 && layout.pages != page_len) {
-            return Err(EINVAL);
-        }
-        let tail_at = head_len
-            .checked_add(page_len)
-            .and_then(|n| n.checked_add(layout.tail_offset))
-            .ok_or(EINVAL)?;
-        let parts = [
-            (0, layout.head),
-            (head_len, layout.pages),
-            (tail_at, layout.tail),
-        ];
-        let mut at = 0usize;
-        for (base, len) in parts {
-            if len == 0 {
-                continue;
-            }
-            let dst = out.get_mut(at..at + len as usize).ok_or(EINVAL)?;
-            // SAFETY: the rqst is alive; `dst` is valid for `len` bytes
-            // and `read_bytes_from_xdr_buf` checks the range against the
-            // buffer.
-            let ret = unsafe {
-                bindings::read_bytes_from_xdr_buf(
-                    addr_of_mut!((*self.raw()).rq_snd_buf),
-                    base,
-                    dst.as_mut_ptr().cast(),
-                    len,
-                )
-            };
-            kernel::error::to_result(ret)?;
-            at += len as usize;
-        }
-        Ok(())
+        kernel::error::to_result(ret)
     }
 
     /// Maps `range` of the `side` buffer into `mr` for the peer to access
@@ -325,21 +380,20 @@ impl<'a> TxRqst<'a> {
     pub fn map_range(
         &self,
         side: XdrSide,
-        range: &crate::proto::Range,
+        range: &XdrRange,
         mr: &mut crate::ib::mr::Mr,
         access: crate::ib::mr::MrAccess,
         xid: u32,
         pages: &mut KVec<crate::ib::mr::PageSeg>,
     ) -> Result {
-        use crate::proto::Part;
-        // SAFETY: as in `chunk_rpc`.
+        // SAFETY: as in `xdr_shape`.
         let b = unsafe { &*self.xdr_buf(side) };
         let off = range.offset as usize;
         let len = range.len as usize;
         let end = off.checked_add(len).ok_or(EINVAL)?;
         match range.part {
-            Part::Head | Part::Tail => {
-                let iov = if range.part == Part::Head {
+            XdrPart::Head | XdrPart::Tail => {
+                let iov = if range.part == XdrPart::Head {
                     &b.head[0]
                 } else {
                     &b.tail[0]
@@ -360,7 +414,7 @@ impl<'a> TxRqst<'a> {
                     )
                 }
             }
-            Part::Pages => {
+            XdrPart::Pages => {
                 if end > b.page_len as usize || len == 0 || b.pages.is_null() {
                     return Err(EINVAL);
                 }
@@ -403,7 +457,6 @@ impl<'a> TxRqst<'a> {
                 }
                 Ok(())
             }
-            Part::WritePad => Err(EINVAL),
         }
     }
 
@@ -530,10 +583,10 @@ impl<'a> ReplyRqst<'a> {
         ReplyRqst { rqst, xprt }
     }
 
-    /// As [`TxRqst::chunk_rpc`]: a pinned request is not encoded again
+    /// As [`TxRqst::shape`]: a pinned request is not encoded again
     /// (`call_encode` first dequeues it, which waits for the unpin).
-    pub fn chunk_rpc(&self) -> crate::proto::Rpc {
-        self.rqst.chunk_rpc()
+    pub fn shape(&self) -> RqstShape {
+        self.rqst.shape()
     }
 
     /// Starts assembling a Reply whose payload the responder wrote into

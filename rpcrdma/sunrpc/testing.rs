@@ -4,7 +4,7 @@
 //! class's setup through its C ABI, and `xprt_create` arguments. Compiled
 //! only into the module's KUnit variant (`cfg(rpcrdma2_kunit)`).
 
-use super::{rpcrdma2_rs_setup, XprtCreate, XPRT_TRANSPORT_RDMA};
+use super::{XprtCreate, XPRT_TRANSPORT_RDMA};
 use crate::bindings;
 use core::pin::Pin;
 use kernel::alloc::{flags::GFP_KERNEL, KBox};
@@ -23,13 +23,18 @@ pub fn find_transport_ident(netid: &CStr) -> Result<i32> {
     Ok(ret)
 }
 
-/// Calls the class's setup entry point as SUNRPC does and decodes the
-/// `ERR_PTR` it may return (with `kernel::error::from_err_ptr`). For
-/// tests of the C ABI path.
+/// Calls the registered class's `setup` through its `xprt_class`, as
+/// SUNRPC's `xprt_create_transport` does, and decodes the `ERR_PTR` it
+/// may return (with `kernel::error::from_err_ptr`). For tests of the C
+/// ABI path; `ENOENT` if the class has no `setup` (not registered).
 pub fn call_class_setup(args: &bindings::xprt_create) -> Result<*mut bindings::rpc_xprt> {
     let mut args = *args;
+    // SAFETY: the class is a static of the C shim; `setup` is written
+    // only by registration and unregistration, which the loaded module
+    // (these tests run in it) does not do meanwhile.
+    let setup = unsafe { (*bindings::rpcrdma2_shim_class()).setup }.ok_or(ENOENT)?;
     // SAFETY: `args` is a valid `xprt_create` for the duration of the call.
-    kernel::error::from_err_ptr(unsafe { rpcrdma2_rs_setup(&mut args) })
+    kernel::error::from_err_ptr(unsafe { setup(&mut args) })
 }
 
 /// An IPv4 `xprt_create` in the initial network namespace, for tests.

@@ -5,11 +5,17 @@
 //! SUNRPC calls a transport through the `rpc_xprt_ops` table that
 //! [`XprtBox::create`] installs; each `unsafe extern "C"` trampoline here
 //! maps its raw arguments back to the [`XprtBox`] and [`SlotBox`] they
-//! live in and calls the [`Transport`] method of the same name.
+//! live in and calls the [`Transport`] method of the same name. So do the
+//! class's `setup` (installed by [`super::ClassRegistration::new`]) and
+//! the connect worker (the work function `XprtBox::create` sets up): C
+//! reaches the transport only through these function pointers, each
+//! instantiated for the transport type, so nothing here names that type
+//! and no `#[no_mangle]` entry point is needed.
 
 use super::rqst::{BcTxRqst, BufRqst, Rqst, TxRqst};
 use super::slot::{FreeSlot, SlotBox, Task};
-use super::xprt_box::{free_addresses, XprtBox};
+use super::xprt_box::{free_addresses, NewXprt, XprtBox};
+use super::XprtCreate;
 use crate::bindings;
 use core::marker::PhantomData;
 use core::ptr::addr_of_mut;
@@ -43,6 +49,10 @@ impl core::fmt::Write for SeqFile<'_> {
 pub trait Transport: Sized + Send + Sync + 'static {
     /// Per-request state stored after each `rpc_rqst`.
     type Slot: Send + Sync;
+
+    /// `xprt_class::setup`: creates a transport instance for `args` with
+    /// [`XprtBox::create`] (not yet connected); may sleep.
+    fn setup(args: &XprtCreate<'_>) -> Result<NewXprt<Self>>;
 
     /// Gives `task` a slot ([`task_set_slot`](super::slot::task_set_slot))
     /// or queues it on the backlog.
@@ -396,14 +406,38 @@ pub(super) unsafe extern "C" fn destroy<T: Transport>(x: *mut bindings::rpc_xprt
     }
 }
 
-/// The connect worker's entry for transport type `T`.
+/// `xprt_class::setup` of the class registered for transport type `T`
+/// (see [`super::ClassRegistration::new`]): an `ERR_PTR` on failure.
 ///
 /// # Safety
 ///
-/// `dwork` is the `connect_work` of a live `XprtBox<T>`.
-pub unsafe fn connect_worker_entry<T: Transport>(dwork: *mut bindings::delayed_work) {
-    let off = core::mem::offset_of!(XprtBox<T>, connect_work);
-    // SAFETY: container_of: `dwork` is the field at `off` in the box.
-    let this = unsafe { &*dwork.cast::<u8>().sub(off).cast::<XprtBox<T>>() };
+/// Called by SUNRPC (`xprt_create_transport`) with `args` valid for the
+/// duration of the call.
+pub(super) unsafe extern "C" fn setup<T: Transport>(
+    args: *mut bindings::xprt_create,
+) -> *mut bindings::rpc_xprt {
+    // SAFETY: the caller guarantees `args` is valid for the call.
+    let args = unsafe { XprtCreate::from_raw(args) };
+    match T::setup(&args) {
+        // Handed to SUNRPC, which owns it from now on (`destroy`).
+        Ok(x) => x.into_raw(),
+        // An ERR_PTR: the negative errno cast to a pointer.
+        Err(e) => e.to_errno() as isize as *mut bindings::rpc_xprt,
+    }
+}
+
+/// The connect worker of an `XprtBox<T>`: the work function
+/// `XprtBox::<T>::create` gives its `connect_work`.
+///
+/// # Safety
+///
+/// Called by the workqueue with the `work` of the `connect_work` of a
+/// live `XprtBox<T>` (`destroy` cancels the work before the box goes).
+pub(super) unsafe extern "C" fn connect_worker<T: Transport>(work: *mut bindings::work_struct) {
+    let off = core::mem::offset_of!(XprtBox<T>, connect_work)
+        + core::mem::offset_of!(bindings::delayed_work, work);
+    // SAFETY: container_of: `work` is the `work` of the `delayed_work` at
+    // `connect_work` in a live box (the caller's contract).
+    let this = unsafe { &*work.cast::<u8>().sub(off).cast::<XprtBox<T>>() };
     T::connect_worker(this)
 }

@@ -15,10 +15,9 @@
 use super::slot::Task;
 #[cfg(rpcrdma2_kunit)]
 use super::transport::destroy;
-use super::transport::{OpsTable, Transport};
+use super::transport::{connect_worker, OpsTable, Transport};
 use super::xprt::{spin_lock, spin_unlock, Xprt};
 use crate::bindings;
-#[cfg(rpcrdma2_kunit)]
 use core::marker::PhantomData;
 use core::ptr::{addr_of_mut, NonNull};
 use core::sync::atomic::{AtomicUsize, Ordering};
@@ -85,6 +84,25 @@ impl Drop for XprtRef {
     }
 }
 
+/// A transport instance [`XprtBox::create`] made, before it is handed to
+/// SUNRPC: what [`Transport::setup`] returns, so that the class's `setup`
+/// hands SUNRPC only `rpc_xprt`s that live in an `XprtBox<T>` of the
+/// class's own transport type. Dropping it without handing it over
+/// leaks the instance.
+///
+/// # Invariants
+///
+/// `0` is the `rpc_xprt` of an `XprtBox<T>` made by `XprtBox::<T>::create`
+/// that no one else references.
+pub struct NewXprt<T: Transport>(NonNull<bindings::rpc_xprt>, PhantomData<T>);
+
+impl<T: Transport> NewXprt<T> {
+    /// The `rpc_xprt`, for SUNRPC (or a test) to own from now on.
+    pub fn into_raw(self) -> *mut bindings::rpc_xprt {
+        self.0.as_ptr()
+    }
+}
+
 /// Parameters for [`XprtBox::create`].
 pub struct CreateParams<'a> {
     /// The `xprt_create` SUNRPC passed to the class's setup.
@@ -111,12 +129,9 @@ impl<T: Transport> XprtBox<T> {
 
     /// Allocates and initialises a transport: generic `rpc_xprt` fields,
     /// the destination address and display strings, the ops table, the
-    /// connect worker, then `T` from `init`. Returns the raw `rpc_xprt`
-    /// for the class's setup to hand to SUNRPC.
-    pub fn create(
-        p: &CreateParams<'_>,
-        init: impl PinInit<T, Error>,
-    ) -> Result<*mut bindings::rpc_xprt> {
+    /// connect worker, then `T` from `init`. Returns the new instance
+    /// for [`Transport::setup`] to hand to SUNRPC.
+    pub fn create(p: &CreateParams<'_>, init: impl PinInit<T, Error>) -> Result<NewXprt<T>> {
         let args = p.args.raw();
         if args.addrlen > core::mem::size_of::<bindings::__kernel_sockaddr_storage>() {
             return Err(EBADF);
@@ -148,7 +163,8 @@ impl<T: Transport> XprtBox<T> {
             }
             return Err(e);
         }
-        Ok(x.as_ptr())
+        // INVARIANT: made by `create`, not given to anyone yet.
+        Ok(NewXprt(x, PhantomData))
     }
 
     /// # Safety
@@ -184,7 +200,10 @@ impl<T: Transport> XprtBox<T> {
                 bindings::rpcrdma2_shim_xprt_set_bound(x);
             }
             format_addresses(x)?;
-            bindings::rpcrdma2_shim_init_connect_work((*this).connect_work.get());
+            bindings::rpcrdma2_shim_init_connect_work(
+                (*this).connect_work.get(),
+                Some(connect_worker::<T>),
+            );
             addr_of_mut!((*this).refs).write(AtomicUsize::new(0));
             // (`timeout` is plain data, zeroed by xprt_alloc, unused until
             // set_connect_timeout.)
@@ -298,6 +317,12 @@ impl<T: Transport> Unpublished<T> {
     /// `x` came from `XprtBox::<T>::create` and was not given to SUNRPC.
     pub unsafe fn new(x: *mut bindings::rpc_xprt) -> Option<Self> {
         NonNull::new(x).map(|x| Unpublished(x, PhantomData))
+    }
+
+    /// Wraps a new instance that was not handed to SUNRPC.
+    pub fn from_new(x: NewXprt<T>) -> Self {
+        // INVARIANT: `NewXprt`'s invariant is this one.
+        Unpublished(x.0, PhantomData)
     }
 
     /// The transport.
