@@ -450,7 +450,9 @@ impl Transport for RdmaXprt {
         // instead of Write chunks, fewer segments, Write resource, Reply
         // resource), and RPCs failed by a transport error; continued
         // replies received, continued Calls sent, asynchronous credit
-        // grants sent (version 2 Message Continuation and credits).
+        // grants sent (version 2 Message Continuation and credits);
+        // replies dropped as stale (for an earlier transmission of an RPC
+        // sent again, received before this one was posted).
         let _ = this.xprt().write_generic_stats(seq);
         let ld = |a: &core::sync::atomic::AtomicU64| a.load(Relaxed);
         let ps = *this.data.proto.lock().stats();
@@ -480,7 +482,7 @@ impl Transport for RdmaXprt {
         );
         let _ = writeln!(
             seq,
-            " {} {} {} {} {} {} {} {} {}",
+            " {} {} {} {} {} {} {} {} {} {}",
             rec.position_zero,
             rec.reply_chunk,
             rec.segments,
@@ -490,6 +492,7 @@ impl Transport for RdmaXprt {
             ps.continued_replies,
             ps.continued_calls,
             ps.grants_sent,
+            ld(&c.stale_replies),
         );
     }
 

@@ -8,7 +8,7 @@
 //! and `ib::mr`.
 
 use super::*;
-use crate::proto::reqlife::{Action, Event, Life};
+use crate::proto::reqlife::{Action, Event, Life, Phase};
 use crate::proto::xidmap::{self, XidEntry};
 
 /// Inline Reply bytes that follow a Write chunk's payload, and the offset
@@ -258,8 +258,22 @@ impl QpState {
         self.regs.lock().find(xid)
     }
 
+    /// RPC `xid` (host order) has its MRs mapped for a transmission whose
+    /// REG_MRs and Send are not posted yet ([`Life::Mapped`]): a reply
+    /// with its XID now answers an earlier transmission. Once true for a
+    /// reply it stays true for it (the reply was received before the
+    /// post); [`QpState::end_rpc`] decides again under the lock.
+    pub(super) fn unposted(&self, xid: u32) -> bool {
+        let g = self.regs.lock();
+        g.find(xid)
+            .and_then(|i| g.get(i))
+            .is_some_and(|r| r.life.phase() == Phase::Mapped)
+    }
+
     /// Ends RPC `xid` as `f` says once its MRs, if it has any, are
     /// invalidated (C: `frwr_unmap_async`, then `rpcrdma_complete_rqst`).
+    /// A reply before the RPC's current transmission is posted is stale
+    /// ([`Action::Stale`]): it ends nothing and invalidates nothing.
     pub(super) fn end_rpc(&self, qp: &Qp<ConnQp>, xid: u32, f: Finish, inv: Option<u32>) {
         let Some(slot) = self.slot_of(xid) else {
             if inv.is_some() {
@@ -268,20 +282,31 @@ impl QpState {
             self.finish(xid, f, None);
             return;
         };
-        let start = {
+        let a = {
             let mut g = self.regs.lock();
             match g.get_mut(slot) {
                 Some(r) if r.life.is_active() && r.xid == xid => {
-                    r.remote_rkey = inv;
                     // Parked while REG_MRs are in the Send queue, ignored
-                    // while `Conn::release` takes the MRs back.
-                    matches!(r.life.step(Event::Reply(f)), Ok(Action::StartInvalidation))
+                    // while `Conn::release` takes the MRs back, stale
+                    // before the post.
+                    let a = r.life.step(Event::Reply(f));
+                    // A stale reply's remote invalidation was of an
+                    // earlier transmission's MR: this one's are re-keyed
+                    // when mapped (`Mr::map_*`), and their REG_MRs, posted
+                    // after this reply was received, register them
+                    // again. It must not spare one of them a LOCAL_INV.
+                    if !matches!(a, Ok(Action::Stale)) {
+                        r.remote_rkey = inv;
+                    }
+                    a
                 }
-                _ => false,
+                _ => Ok(Action::Nothing),
             }
         };
-        if start {
-            self.start_inv(qp, slot);
+        match a {
+            Ok(Action::StartInvalidation) => self.start_inv(qp, slot),
+            Ok(Action::Stale) => self.stale_reply(xid, inv),
+            _ => {}
         }
     }
 

@@ -102,6 +102,11 @@ pub struct ConnStats {
     /// Send With Invalidate naming an rkey that is not one of the RPC's
     /// (the responder's error; all MRs are invalidated locally).
     pub remote_inv_foreign: AtomicU64,
+    /// Replies dropped as stale: they arrived while the RPC, sent again
+    /// on the same connection, had its MRs mapped and its REG_MRs not yet
+    /// posted (`proto::reqlife`'s `Action::Stale`), so they answer an
+    /// earlier transmission; the RPC ends with the reply to this one.
+    pub stale_replies: AtomicU64,
     /// MRs allocated for chunks (C: `mrs_allocated`).
     pub mrs_allocated: AtomicU64,
     /// Replies whose chunks did not match what the Call registered.

@@ -80,6 +80,31 @@ impl QpState {
         }
     }
 
+    /// A reply for RPC `xid` received before the RPC's current
+    /// transmission was posted (its MRs mapped, its REG_MRs and Send not
+    /// posted: `proto::reqlife`'s `Action::Stale`): it answers an earlier
+    /// transmission of the XID on this connection (the RPC is sent again
+    /// after a transport error, or retransmitted). Dropped: it does not
+    /// end the RPC (the reply to this transmission does) and invalidates
+    /// nothing; its remote invalidation `rkey`, if any, was of the earlier
+    /// transmission's MRs. Counted and logged.
+    pub(super) fn stale_reply(&self, xid: u32, rkey: Option<u32>) {
+        self.stats.stale_replies.fetch_add(1, Relaxed);
+        if crate::compat::print::ratelimit() {
+            match rkey {
+                Some(rkey) => pr_info!(
+                    "reply: xid {:#010x}: a reply to an earlier transmission (it invalidated that one's rkey {:#x}) arrived before the RPC was sent again; ignored, the reply to this transmission ends the RPC\n",
+                    xid,
+                    rkey
+                ),
+                None => pr_info!(
+                    "reply: xid {:#010x}: a reply to an earlier transmission arrived before the RPC was sent again; ignored, the reply to this transmission ends the RPC\n",
+                    xid
+                ),
+            }
+        }
+    }
+
     /// A reply that uses chunks: checks it against what RPC `xid`
     /// registered, then ends the RPC.
     pub(super) fn deliver_chunked(
@@ -201,7 +226,8 @@ impl QpState {
     }
 
     /// Fires the tracepoints of a received message (`recovery`: what is
-    /// done about a transport error).
+    /// done about a transport error; `stale`: a reply dropped as
+    /// [`QpState::stale_reply`], traced as class `stale`).
     fn trace_received(
         &self,
         data: &[u8],
@@ -209,6 +235,7 @@ impl QpState {
         vers: Option<Protocol>,
         settled: Option<Protocol>,
         recovery: Option<&proto::Recovery>,
+        stale: bool,
     ) {
         if !trace::received_enabled() {
             return;
@@ -257,6 +284,7 @@ impl QpState {
             }
             Reply::Disconnect(_) => (c"disconnect", msg_xid, 0),
         };
+        let class = if stale { c"stale" } else { class };
         trace::reply(self.id, xid, vers, class, data.len(), status);
         if let Some(u) = out.credits {
             trace::credits(self.id, msg_xid, u.credits);
@@ -289,8 +317,19 @@ impl QpState {
             // The connect worker waits for this (Conn::probe).
             self.cm.probe_answered();
         }
+        // A reply while the RPC's current transmission is not posted yet
+        // answers an earlier one: dropped before it reaches the request,
+        // its registrations or its recovery state (`end_rpc` decides
+        // again under the lock, for a transmission that starts meanwhile).
+        let stale = match out.reply {
+            Reply::Deliver { xid, .. } | Reply::Chunked { xid, .. } | Reply::Fail { xid, .. } => {
+                self.unposted(xid)
+            }
+            _ => false,
+        };
         // A transport error: resend the RPC or fail it (recovery.rs).
         let recovery = match out.reply {
+            _ if stale => None,
             Reply::Fail {
                 xid,
                 cause: proto::Cause::RdmaError { protocol, body },
@@ -298,7 +337,7 @@ impl QpState {
             } => self.recovery_for(xid, protocol, &body),
             _ => None,
         };
-        self.trace_received(data, &out, vers, settled, recovery.as_ref());
+        self.trace_received(data, &out, vers, settled, recovery.as_ref(), stale);
         if settled == Some(Protocol::V2) {
             pr_info!(
                 "server answered in RPC-over-RDMA version 2: connection settled on version 2\n"
@@ -311,6 +350,11 @@ impl QpState {
             self.xprt.write_space();
         }
         match out.reply {
+            Reply::Deliver { xid, .. } | Reply::Chunked { xid, .. } | Reply::Fail { xid, .. }
+                if stale =>
+            {
+                self.stale_reply(xid, inv)
+            }
             Reply::Deliver { xid, payload } => self.deliver_inline(qp, xid, payload, inv),
             Reply::Chunked { xid, header } => self.deliver_chunked(qp, xid, &header, inv),
             Reply::Fail {

@@ -264,8 +264,9 @@ impl Conn {
         let mut chain = match q.take_chain() {
             Ok(c) => c,
             Err(e) => {
-                // Nothing posted: the MRs stay in the slot until the
-                // next transmission releases them.
+                // Nothing posted: the MRs stay in the slot (`Mapped`: a
+                // reply is stale) until the next transmission releases
+                // them.
                 let _ = q.sends.lock().push(sb);
                 return Err(if e == ENOMEM {
                     crate::compat::errno::enobufs()
@@ -274,14 +275,23 @@ impl Conn {
                 });
             }
         };
-        if let Some(r) = q.regs.lock().get_mut(i) {
+        let posted = q.regs.lock().get_mut(i).map(|r| {
             // Before the post: their contexts may come back before it
-            // returns. Refused only if the slot is not freshly registered
-            // (a reply for an earlier transmission of the XID already
-            // drained it): then no MR is left in it to post.
-            let _ = r
-                .life
-                .step(Event::Posted(u32::try_from(n).unwrap_or(u32::MAX)));
+            // returns. From now on a reply with the XID may be for this
+            // transmission; until now it was stale (`end_rpc`).
+            r.life
+                .step(Event::Posted(u32::try_from(n).unwrap_or(u32::MAX)))
+                .is_ok()
+        });
+        if posted != Some(true) {
+            // Only this sender moves the slot out of `Mapped` (a reply
+            // leaves it as it is), so this cannot happen; if it did, the
+            // REG_MRs would be in the Send queue unaccounted for: post
+            // nothing and give the MRs back.
+            q.put_chain(chain);
+            let _ = q.sends.lock().push(sb);
+            self.release(slot);
+            return Err(EIO);
         }
         let mut taken = 0usize;
         loop {

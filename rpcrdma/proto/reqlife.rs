@@ -15,6 +15,14 @@
 //! waits until no REG_MR is in the Send queue and no invalidation runs,
 //! and keeps a reply from starting one.
 //!
+//! A reply counts only once the transmission it could answer is posted:
+//! between `RegTable::activate` and the post ([`Life::Mapped`]) a reply
+//! with the RPC's XID answers an earlier transmission of it (the RPC is
+//! sent again on the same connection: a resend after a transport error,
+//! a retransmission). It is [`Action::Stale`]: it neither ends the RPC
+//! nor invalidates MRs whose REG_MRs are not even posted, and the RPC
+//! waits for the reply to this transmission.
+//!
 //! [`Life`] is that state machine. The glue (`conn/frwr.rs`,
 //! `conn/send.rs`) feeds it the [`Event`]s under the lock of the slot
 //! table and carries out the [`Action`] each step returns. It is generic
@@ -28,7 +36,12 @@ pub enum Life<F> {
     /// No RPC with chunk registrations holds the slot.
     #[default]
     Idle,
-    /// An RPC's MRs are mapped (registered once its REG_MRs run).
+    /// An RPC's MRs are mapped and its REG_MRs not posted yet: nothing of
+    /// the slot is in the Send queue, and no reply can be for this
+    /// transmission (one that arrives is [`Action::Stale`]).
+    Mapped,
+    /// The RPC's REG_MRs are posted (the MRs are registered once they
+    /// run).
     Registered {
         /// REG_MR contexts still owned by the Send queue.
         in_flight: u32,
@@ -61,6 +74,8 @@ pub enum Life<F> {
 pub enum Phase {
     /// [`Life::Idle`].
     Idle,
+    /// [`Life::Mapped`].
+    Mapped,
     /// [`Life::Registered`].
     Registered,
     /// [`Life::Invalidating`].
@@ -74,14 +89,16 @@ pub enum Phase {
 pub enum Event<F> {
     /// An RPC takes the (idle) slot and maps its MRs.
     Activate,
-    /// Its `n` REG_MRs are about to be posted (before the post: their
-    /// contexts may come back before it returns).
+    /// Its `n` REG_MRs are about to be posted, with the Send after them
+    /// (before the post: their contexts may come back before it
+    /// returns). Only from [`Life::Mapped`].
     Posted(u32),
     /// One REG_MR context came back from the Send queue.
     RegRetired,
-    /// The reply arrived (or the RPC is to end without one): end the RPC
-    /// this way once its MRs are invalidated. A later reply before the
-    /// invalidation ends replaces it.
+    /// A reply with the RPC's XID arrived: end the RPC this way once its
+    /// MRs are invalidated. A later reply before the invalidation ends
+    /// replaces it. Before [`Event::Posted`] it answers an earlier
+    /// transmission ([`Action::Stale`]).
     Reply(F),
     /// A LOCAL_INV failed (or was never posted).
     InvFailed,
@@ -97,6 +114,13 @@ pub enum Event<F> {
 pub enum Action<F> {
     /// Nothing.
     Nothing,
+    /// The reply answers an earlier transmission of the XID: this one's
+    /// REG_MRs (and its Send) are not posted yet ([`Life::Mapped`],
+    /// unchanged). The glue drops it: it does not end the RPC, does not
+    /// invalidate, and ignores a remote invalidation it carries (an rkey
+    /// of the earlier transmission's MRs: this one's are re-keyed when
+    /// mapped, and their REG_MRs, posted after, register them again).
+    Stale,
     /// Post LOCAL_INVs for the slot's registered MRs now; [`Event::Drain`]
     /// follows once the last is back (at once if none is needed).
     StartInvalidation,
@@ -140,6 +164,7 @@ impl<F> Life<F> {
     pub const fn phase(&self) -> Phase {
         match self {
             Life::Idle => Phase::Idle,
+            Life::Mapped => Phase::Mapped,
             Life::Registered { .. } => Phase::Registered,
             Life::Invalidating { .. } => Phase::Invalidating,
             Life::Releasing { .. } => Phase::Releasing,
@@ -155,7 +180,7 @@ impl<F> Life<F> {
     pub const fn in_flight(&self) -> u32 {
         match self {
             Life::Registered { in_flight, .. } | Life::Releasing { in_flight } => *in_flight,
-            Life::Idle | Life::Invalidating { .. } => 0,
+            Life::Idle | Life::Mapped | Life::Invalidating { .. } => 0,
         }
     }
 
@@ -182,26 +207,17 @@ fn transition<F>(s: Life<F>, e: Event<F>) -> (Life<F>, Result<Action<F>, Illegal
     use Event as E;
     use Life as L;
     match (s, e) {
-        (L::Idle, E::Activate) => (
-            L::Registered {
-                in_flight: 0,
-                finish: None,
-            },
-            Ok(A::Nothing),
-        ),
-        (
-            L::Registered {
-                in_flight: 0,
-                finish: None,
-            },
-            E::Posted(n),
-        ) => (
+        (L::Idle, E::Activate) => (L::Mapped, Ok(A::Nothing)),
+        (L::Mapped, E::Posted(n)) => (
             L::Registered {
                 in_flight: n,
                 finish: None,
             },
             Ok(A::Nothing),
         ),
+        // Nothing of this transmission is posted: the reply is for an
+        // earlier one.
+        (L::Mapped, E::Reply(_)) => (L::Mapped, Ok(A::Stale)),
         (L::Registered { in_flight, finish }, E::RegRetired) => match in_flight.checked_sub(1) {
             Some(0) => match finish {
                 Some(f) => (
@@ -291,6 +307,9 @@ fn transition<F>(s: Life<F>, e: Event<F>) -> (Life<F>, Result<Action<F>, Illegal
             }),
         ),
         (L::Idle, E::Release) => (L::Idle, Ok(A::Nothing)),
+        // Nothing in the Send queue (not posted, or the post failed
+        // before the REG_MRs went): the MRs can be taken back at once.
+        (L::Mapped, E::Release) => (L::Releasing { in_flight: 0 }, Ok(A::TakeBack)),
         (L::Registered { in_flight, .. } | L::Releasing { in_flight }, E::Release) => (
             L::Releasing { in_flight },
             Ok(if in_flight > 0 { A::Wait } else { A::TakeBack }),

@@ -2411,14 +2411,24 @@ fn backchannel_v1() -> TestResult {
 
 // ---- request lifecycle -----------------------------------------------
 
-/// A slot's registration lifecycle (`reqlife`): a reply parked until the
-/// last REG_MR is back, one invalidation, a failed LOCAL_INV that does
-/// not complete the RPC, a release that waits for the Send queue and
-/// one that waits for an invalidation, refused events.
+/// A slot's registration lifecycle (`reqlife`): a reply before the post
+/// (for an earlier transmission) that is stale and changes nothing, a
+/// reply parked until the last REG_MR is back, one invalidation, a failed
+/// LOCAL_INV that does not complete the RPC, a release that waits for
+/// the Send queue and one that waits for an invalidation, a release
+/// before the post, refused events.
 fn request_lifecycle() -> TestResult {
     let mut l: Life<i32> = Life::new();
     check!(l.step(Event::Activate) == Ok(Action::Nothing));
+    check!(l == Life::Mapped);
+    check!(l.step(Event::Reply(4)) == Ok(Action::Stale));
+    check!(l == Life::Mapped);
     check!(l.step(Event::Posted(2)) == Ok(Action::Nothing));
+    let refused = Illegal {
+        phase: reqlife::Phase::Registered,
+        event: Event::Posted(2),
+    };
+    check!(l.step(Event::Posted(2)) == Err(refused));
     check!(l.step(Event::Reply(5)) == Ok(Action::Nothing));
     check!(l.step(Event::RegRetired) == Ok(Action::Nothing));
     check!(l.step(Event::RegRetired) == Ok(Action::StartInvalidation));
@@ -2431,6 +2441,7 @@ fn request_lifecycle() -> TestResult {
     check!(l == Life::Idle);
 
     check!(l.step(Event::Activate) == Ok(Action::Nothing));
+    check!(l.step(Event::Posted(0)) == Ok(Action::Nothing));
     check!(l.step(Event::Reply(-5)) == Ok(Action::StartInvalidation));
     check!(l.step(Event::InvFailed) == Ok(Action::Nothing));
     check!(l.step(Event::Release) == Ok(Action::Wait));
@@ -2459,5 +2470,15 @@ fn request_lifecycle() -> TestResult {
         event: Event::Drain,
     };
     check!(l.step(Event::Drain) == Err(refused) && l == Life::Idle);
+
+    // The post failed: nothing in the Send queue, taken back at once.
+    check!(l.step(Event::Activate) == Ok(Action::Nothing));
+    let refused = Illegal {
+        phase: reqlife::Phase::Mapped,
+        event: Event::RegRetired,
+    };
+    check!(l.step(Event::RegRetired) == Err(refused) && l == Life::Mapped);
+    check!(l.step(Event::Release) == Ok(Action::TakeBack));
+    check!(l == Life::Releasing { in_flight: 0 });
     Ok(())
 }

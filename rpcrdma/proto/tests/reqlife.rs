@@ -4,14 +4,17 @@
 //! transition by hand, then random event sequences driven like the glue
 //! drives them, against a reference model (the booleans `conn/frwr.rs`
 //! kept before: `active`, `in_flight`, `invalidating`, `releasing`,
-//! `inv_failed`, `finish`) and against the invariants: invalidation
-//! starts exactly once, only when no REG_MR is in flight and the reply
-//! arrived; a failed invalidation never completes the RPC; the release
-//! waiters are woken exactly when one waits, nothing is in flight and no
-//! invalidation runs. Last, any event in any state: a refused event
-//! changes nothing, and the old code did not start an invalidation with
-//! it (nor end the RPC, but for its drain of a slot that was not
-//! invalidating, which the glue never asks for).
+//! `inv_failed`, `finish`; plus `posted`, the fix of the race where a
+//! reply for an earlier transmission of the XID arrived between
+//! `activate` and the post) and against the invariants: invalidation
+//! starts exactly once, only once this transmission is posted, no REG_MR
+//! is in flight and a reply to it arrived; a reply before the post is
+//! stale and changes nothing; a failed invalidation never completes the
+//! RPC; the release waiters are woken exactly when one waits, nothing is
+//! in flight and no invalidation runs. Last, any event in any state: a
+//! refused event changes nothing, and the reference did not start an
+//! invalidation with it (nor end the RPC, but for its drain of a slot
+//! that was not invalidating, which the glue never asks for).
 
 mod common;
 use common::Rng;
@@ -32,10 +35,13 @@ impl Rng {
 
 /// `Regs` before `reqlife`, with the transition code of `end_rpc`,
 /// `reg_done`, `inv_done`, `drain_slot`, `Conn::release_slot` and
-/// `post_with_regs` as it was.
+/// `post_with_regs` as it was, and `posted`: this transmission's REG_MRs
+/// are posted (before, a reply between `activate` and the post started
+/// an invalidation of MRs whose REG_MRs were not even posted).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Old {
     active: bool,
+    posted: bool,
     in_flight: u32,
     invalidating: bool,
     releasing: bool,
@@ -58,6 +64,7 @@ impl Old {
     /// `post_with_regs`: `r.in_flight = n`.
     fn posted(&mut self, n: u32) -> Action<F> {
         self.in_flight = n;
+        self.posted = true;
         Action::Nothing
     }
 
@@ -79,6 +86,10 @@ impl Old {
     fn reply(&mut self, f: F) -> Action<F> {
         if !self.active {
             return Action::Nothing;
+        }
+        if !self.posted && !self.releasing {
+            // For an earlier transmission: nothing changes.
+            return Action::Stale;
         }
         self.finish = Some(f);
         let go = self.in_flight == 0 && !self.invalidating && !self.releasing;
@@ -132,12 +143,18 @@ impl Old {
 
     /// The booleans a state stands for. `finish` is compared only where
     /// the old code could still use it: a released RPC's parked reply
-    /// is never used (invalidation cannot start once `releasing`).
+    /// is never used (invalidation cannot start once `releasing`); nor
+    /// is `posted` of a released slot (a reply is ignored either way).
     fn of(l: &Life<F>) -> Old {
         match *l {
             Life::Idle => Old::default(),
+            Life::Mapped => Old {
+                active: true,
+                ..Old::default()
+            },
             Life::Registered { in_flight, finish } => Old {
                 active: true,
+                posted: true,
                 in_flight,
                 finish,
                 ..Old::default()
@@ -148,6 +165,7 @@ impl Old {
                 releasing,
             } => Old {
                 active: true,
+                posted: true,
                 invalidating: true,
                 releasing,
                 inv_failed: failed,
@@ -167,6 +185,7 @@ impl Old {
     fn relevant(mut self) -> Old {
         if self.releasing && !self.invalidating {
             self.finish = None;
+            self.posted = false;
         }
         self
     }
@@ -278,6 +297,73 @@ fn release_waits_for_invalidation() {
 }
 
 #[test]
+fn reply_before_posted_is_stale() {
+    let mut l = Life::new();
+    step(&mut l, Event::Activate);
+    assert_eq!(l, Life::Mapped);
+    assert_eq!(l.phase(), Phase::Mapped);
+    assert!(l.is_active());
+    assert_eq!(l.in_flight(), 0);
+    // A late reply to an earlier transmission of the XID: no
+    // invalidation of MRs whose REG_MRs are not posted, nothing parked.
+    assert_eq!(step(&mut l, Event::Reply(4)), Action::Stale);
+    assert_eq!(step(&mut l, Event::Reply(5)), Action::Stale);
+    assert_eq!(l, Life::Mapped);
+    // The post goes on; the reply to this transmission ends the RPC.
+    assert_eq!(step(&mut l, Event::Posted(2)), Action::Nothing);
+    assert_eq!(
+        l,
+        Life::Registered {
+            in_flight: 2,
+            finish: None
+        }
+    );
+    assert_eq!(step(&mut l, Event::Reply(6)), Action::Nothing);
+    assert_eq!(step(&mut l, Event::RegRetired), Action::Nothing);
+    assert_eq!(step(&mut l, Event::RegRetired), Action::StartInvalidation);
+    assert_eq!(
+        step(&mut l, Event::Drain),
+        Action::Drained {
+            finish: Some(6),
+            wake: false
+        }
+    );
+    // The same with a post of no REG_MR: the reply after it is the one.
+    step(&mut l, Event::Activate);
+    assert_eq!(step(&mut l, Event::Reply(7)), Action::Stale);
+    step(&mut l, Event::Posted(0));
+    assert_eq!(step(&mut l, Event::Reply(8)), Action::StartInvalidation);
+    assert_eq!(
+        step(&mut l, Event::Drain),
+        Action::Drained {
+            finish: Some(8),
+            wake: false
+        }
+    );
+}
+
+#[test]
+fn release_before_posted_takes_back_at_once() {
+    // The post failed (or never happened): nothing is in the Send queue.
+    let mut l = Life::new();
+    step(&mut l, Event::Activate);
+    assert_eq!(step(&mut l, Event::Reply(1)), Action::Stale);
+    assert_eq!(step(&mut l, Event::Release), Action::TakeBack);
+    assert_eq!(l, Life::Releasing { in_flight: 0 });
+    assert_eq!(step(&mut l, Event::Reply(2)), Action::Nothing);
+    // Too late to post.
+    assert_eq!(
+        l.step(Event::Posted(1)),
+        Err(Illegal {
+            phase: Phase::Releasing,
+            event: Event::Posted(1)
+        })
+    );
+    l.reset();
+    assert_eq!(l, Life::Idle);
+}
+
+#[test]
 fn release_without_registrations_in_flight() {
     let mut l = Life::new();
     step(&mut l, Event::Activate);
@@ -288,18 +374,37 @@ fn release_without_registrations_in_flight() {
 
 #[test]
 fn illegal_events_change_nothing() {
-    let cases: [(Life<F>, Event<F>); 12] = [
+    let cases: [(Life<F>, Event<F>); 18] = [
         (Life::Idle, Event::Posted(1)),
         (Life::Idle, Event::RegRetired),
         (Life::Idle, Event::Reply(1)),
         (Life::Idle, Event::InvFailed),
         (Life::Idle, Event::Drain),
+        (Life::Mapped, Event::Activate),
+        (Life::Mapped, Event::RegRetired),
+        (Life::Mapped, Event::InvFailed),
+        (Life::Mapped, Event::Drain),
         (
             Life::Registered {
                 in_flight: 0,
                 finish: None,
             },
             Event::RegRetired,
+        ),
+        // Posted twice: only a mapped slot is posted.
+        (
+            Life::Registered {
+                in_flight: 0,
+                finish: None,
+            },
+            Event::Posted(1),
+        ),
+        (
+            Life::Registered {
+                in_flight: 0,
+                finish: Some(3),
+            },
+            Event::Posted(1),
         ),
         (
             Life::Registered {
@@ -361,6 +466,10 @@ fn illegal_events_change_nothing() {
 /// queue, who waits, what the invariants need to know.
 #[derive(Default)]
 struct Sim {
+    /// Activated, REG_MRs not posted yet.
+    mapped: bool,
+    /// This activation's REG_MRs were posted.
+    posted: bool,
     /// REG_MR contexts in the Send queue.
     regs_queued: u32,
     /// LOCAL_INVs posted and not back.
@@ -383,12 +492,15 @@ struct Sim {
     finished: bool,
     /// Totals over the sequence: activations, RPCs finished, drains
     /// that did not finish (a LOCAL_INV failed), release wake-ups, waits
-    /// for an invalidation.
+    /// for an invalidation, stale replies (before the post), releases
+    /// before the post.
     activations: u64,
     finishes: u64,
     unfinished: u64,
     wakes: u64,
     inv_waits: u64,
+    stales: u64,
+    unposted_releases: u64,
 }
 
 impl Sim {
@@ -400,6 +512,8 @@ impl Sim {
             unfinished: s.unfinished,
             wakes: s.wakes,
             inv_waits: s.inv_waits,
+            stales: s.stales,
+            unposted_releases: s.unposted_releases,
             ..Sim::default()
         }
     }
@@ -449,6 +563,7 @@ fn observe(sim: &mut Sim, p: &Pair, e: Event<F>, a: Action<F>) {
     }
     match a {
         Action::StartInvalidation => {
+            assert!(sim.posted, "invalidation before the REG_MRs were posted");
             assert!(!sim.inv_started, "invalidation started twice");
             assert_eq!(sim.regs_queued, 0, "invalidation with REG_MR in flight");
             assert!(sim.reply.is_some(), "invalidation without a reply");
@@ -477,7 +592,16 @@ fn observe(sim: &mut Sim, p: &Pair, e: Event<F>, a: Action<F>) {
         }
         Action::TakeBack => {
             assert!(!busy && l.phase() == Phase::Releasing);
+            if !sim.posted {
+                sim.unposted_releases += 1;
+            }
             sim.taking_back = true;
+        }
+        Action::Stale => {
+            assert!(matches!(e, Event::Reply(_)), "{e:?} -> stale");
+            assert!(!sim.posted && sim.mapped, "stale reply after the post");
+            assert_eq!(*l, Life::Mapped);
+            sim.stales += 1;
         }
         Action::WakeRelease | Action::Nothing => {}
     }
@@ -523,9 +647,31 @@ fn run(rng: &mut Rng, steps: usize) -> Sim {
                     };
                     let a = p.step(Event::Activate);
                     assert_eq!(a, Action::Nothing);
-                    let n = rng.below(17) as u32;
-                    sim.regs_queued = n;
-                    Event::Posted(n)
+                    sim.mapped = true;
+                    continue;
+                }
+            }
+            _ if sim.mapped => {
+                // Between activate and the post: a late reply to an
+                // earlier transmission of the XID, a failed post
+                // (`Conn::release` takes the MRs back), or the post.
+                match rng.below(10) {
+                    0 | 1 => {
+                        next_f += 1;
+                        Event::Reply(next_f)
+                    }
+                    2 => {
+                        sim.mapped = false;
+                        sim.released = true;
+                        Event::Release
+                    }
+                    _ => {
+                        sim.mapped = false;
+                        sim.posted = true;
+                        let n = rng.below(17) as u32;
+                        sim.regs_queued = n;
+                        Event::Posted(n)
+                    }
                 }
             }
             0 | 1 if sim.regs_queued > 0 => {
@@ -595,6 +741,8 @@ fn random_sequences_match_the_booleans() {
         total.unfinished += s.unfinished;
         total.wakes += s.wakes;
         total.inv_waits += s.inv_waits;
+        total.stales += s.stales;
+        total.unposted_releases += s.unposted_releases;
     }
     // The sequences reach every outcome many times.
     let t = [
@@ -603,8 +751,12 @@ fn random_sequences_match_the_booleans() {
         total.unfinished,
         total.wakes,
         total.inv_waits,
+        total.stales,
+        total.unposted_releases,
     ];
-    eprintln!("activations, finishes, unfinished, wakes, inv_waits: {t:?}");
+    eprintln!(
+        "activations, finishes, unfinished, wakes, inv_waits, stales, unposted_releases: {t:?}"
+    );
     assert!(t.iter().all(|&n| n > 500), "{t:?}");
 }
 

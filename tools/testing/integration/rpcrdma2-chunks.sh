@@ -51,15 +51,15 @@ TARGET=$(printf 'x/%.0s' $(seq 1 2000))
 
 # A field of the mount's "xprt: rdma" line in /proc/self/mountstats, by
 # name: the C client's layout (transport.c xprt_rdma_print_stats), then
-# rpcrdma2's remote_inv, backchannel, error recovery and continuation
-# counters. Fails on a line of another length.
+# rpcrdma2's remote_inv, backchannel, error recovery, continuation and
+# stale-reply counters. Fails on a line of another length.
 FIELDS=(port bind connect connect_time idle sends recvs bad_xids req_u bklog_u
 	read_chunk write_chunk reply_chunk rdma_request rdma_reply pullup fixup
 	hardway failed_marshal bad_reply nomsg recycled orphaned mrs_allocated
 	local_inv empty_sendctx zero remote_inv bc_calls bc_replies bc_dropped
 	recover_position_zero recover_reply_chunk recover_segments
 	recover_write_resource recover_reply_resource recover_failed
-	cont_replies cont_calls grants_sent)
+	cont_replies cont_calls grants_sent stale_replies)
 rdma_line() {
 	awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" && $2 == "rdma" {print; exit}' \
 		/proc/self/mountstats

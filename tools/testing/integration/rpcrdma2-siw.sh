@@ -61,7 +61,7 @@ FIELDS=(port bind connect connect_time idle sends recvs bad_xids req_u bklog_u
 	local_inv empty_sendctx zero remote_inv bc_calls bc_replies bc_dropped
 	recover_position_zero recover_reply_chunk recover_segments
 	recover_write_resource recover_reply_resource recover_failed
-	cont_replies cont_calls grants_sent)
+	cont_replies cont_calls grants_sent stale_replies)
 rdma_line() {
 	awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" && $2 == "rdma" {print; exit}' \
 		/proc/self/mountstats
