@@ -351,20 +351,7 @@ impl<'a> TxRqst<'a> {
         if len == 0 {
             return Ok(());
         }
-        let at = base.checked_add(offset).ok_or(EINVAL)?;
-        // SAFETY: the rqst is alive and being transmitted by its task
-        // (type invariant), which does not change its buffers meanwhile;
-        // `out` is valid for `len` bytes and `read_bytes_from_xdr_buf`
-        // checks the range against the buffer.
-        let ret = unsafe {
-            bindings::read_bytes_from_xdr_buf(
-                addr_of_mut!((*self.raw()).rq_snd_buf),
-                at,
-                out.as_mut_ptr().cast(),
-                len,
-            )
-        };
-        kernel::error::to_result(ret)
+        self.read_call(base.checked_add(offset).ok_or(EINVAL)?, out)
     }
 
     /// Maps `range` of the `side` buffer into `mr` for the peer to access
@@ -468,13 +455,21 @@ impl<'a> TxRqst<'a> {
         if end as usize > self.call_len() {
             return Err(EINVAL);
         }
-        // SAFETY: the rqst is alive and owned by the sending task; `out`
-        // is valid for `len` bytes and `read_bytes_from_xdr_buf` checks the
-        // range against the buffer.
+        self.read_call(offset, out)
+    }
+
+    /// Copies `out.len()` bytes at `at` of the Call (`rq_snd_buf`) into
+    /// `out` (`read_bytes_from_xdr_buf` checks the range).
+    fn read_call(&self, at: u32, out: &mut [u8]) -> Result {
+        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
+        // SAFETY: the rqst is alive and being transmitted by its task
+        // (type invariant), which does not change its buffers meanwhile;
+        // `out` is valid for `len` bytes and `read_bytes_from_xdr_buf`
+        // checks the range against the buffer.
         let ret = unsafe {
             bindings::read_bytes_from_xdr_buf(
                 addr_of_mut!((*self.raw()).rq_snd_buf),
-                offset,
+                at,
                 out.as_mut_ptr().cast(),
                 len,
             )
