@@ -134,6 +134,15 @@ outage() {
 	tb_log "  outage: the client's side from +$((t0 - at)) to +$((t1 - at)) ms of the agreed start; the server's: $(grep -h "outage at $at:" /results/server/soak.log | tail -n 1 | sed 's/.*outage at [0-9]*: //')"
 }
 
+# clean_restart: the responder restarted without --malform-nth. Left
+# malforming, it went on breaking every connection into the next faults
+# and the next responder phase, whose stalls were then charged to no
+# fault; so a malformed kind lasts one interval (or to the phase's end).
+clean_restart() {
+	tb_log "  the responder restarted without malforming"
+	server_do responder-restart
+}
+
 device_readd() {
 	rdma link delete "$RDMA_DEV"
 	sleep 2
@@ -154,11 +163,19 @@ connects() {
 # monitor FILE: every 0.5 s, "LONGEST CURRENT" to FILE: the longest time
 # (ms) without progress so far, and the current one.
 monitor() {
-	local file=$1 last now t t_last worst=0 worst_at=0
+	local file=$1 last now t t_last worst=0 worst_at=0 fpid=
 	last=$(progress)
 	t_last=$(date +%s%3N)
 	while [ ! -e "$file.stop" ]; do
 		sleep 0.5
+		# Nothing moves once fio is done: the time until the phase ends
+		# (a fault's interval running out) is no stall.
+		if [ -z "$fpid" ] && [ -e "$file.fio" ]; then
+			read -r fpid <"$file.fio" || fpid=
+		fi
+		if [ -n "$fpid" ] && [ ! -e "/proc/$fpid" ]; then
+			break
+		fi
 		now=$(progress)
 		t=$(date +%s%3N)
 		if [ "$now" != "$last" ]; then
@@ -176,7 +193,7 @@ monitor() {
 
 phase() { # VERS PORT LABEL
 	local vers=$1 port=$2 label=$3 dir faults=() n=0 fio_rc=0 c0 c1 b0 b1 stall cur mon
-	local stall_at cur_at fault_at=() fault_of=() after=none i
+	local stall_at cur_at fault_at=() fault_of=() after=none i clean=0
 	case $label in
 	svcrdma) faults=(disconnect nfsd-restart) ;;
 	responder) faults=(disconnect responder-restart malformed) ;;
@@ -192,7 +209,7 @@ phase() { # VERS PORT LABEL
 	mkdir -p "$dir"
 	c0=$(connects) b0=$(progress)
 	mon=/tmp/soak-mon
-	rm -f "$mon" "$mon.stop"
+	rm -f "$mon" "$mon.stop" "$mon.fio"
 	echo "0 0" >"$mon"
 	monitor "$mon" &
 	fio --directory="$dir" --size=16m --bsrange=4k-256k --ioengine=libaio --iodepth=8 \
@@ -201,9 +218,19 @@ phase() { # VERS PORT LABEL
 		--name=reader --rw=randread \
 		--output=/tmp/fio-soak.txt &
 	local fio_pid=$! start
+	echo "$fio_pid" >"$mon.fio"
 	start=$(date +%s)
 	sleep "$EVERY"
 	while kill -0 "$fio_pid" 2>/dev/null && (($(date +%s) + EVERY / 2 < start + SECS)); do
+		if ((clean)); then
+			# A malformed reply kind lasts one interval (clean_restart).
+			clean=0
+			fault_at+=("$(date +%s%3N)")
+			fault_of+=(clean-restart)
+			clean_restart
+			sleep "$EVERY"
+			continue
+		fi
 		local f=${faults[n % ${#faults[@]}]}
 		n=$((n + 1))
 		fault_at+=("$(date +%s%3N)")
@@ -216,12 +243,7 @@ phase() { # VERS PORT LABEL
 			local kind=${MALFORMED[MAL_N++ % ${#MALFORMED[@]}]}
 			tb_log "  the responder restarted malforming the 40th reply of every connection: $kind"
 			server_do responder-restart --malform-nth "40:$kind"
-			# For one interval only: left malforming, it went on killing
-			# every connection into the next faults and the next
-			# responder phase, whose stalls were then charged to no fault.
-			sleep "$EVERY"
-			tb_log "  the responder restarted without malforming"
-			server_do responder-restart
+			clean=1
 			;;
 		link-bounce) server_do link-bounce 3 ;;
 		outage) outage 3 ;;
@@ -241,6 +263,9 @@ phase() { # VERS PORT LABEL
 	wait "$fio_pid" || fio_rc=$?
 	touch "$mon.stop"
 	wait
+	# Restarted only now if the phase ended first: after the monitor, so
+	# that the time after fio's end is not counted as a stall.
+	((clean == 0)) || clean_restart
 	read -r stall cur stall_at cur_at <"$mon" || tb_die "vers=$vers $label: the progress monitor left no figures"
 	if ((cur > stall)); then
 		stall=$cur

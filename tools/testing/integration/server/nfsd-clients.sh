@@ -79,12 +79,25 @@ for d in "$T"/events/nfsd/nfsd_deleg_* "$T"/events/nfsd/nfsd_cb_* "$T"/events/nf
 	echo 1 >"$d/enable"
 done
 echo 1 >"$T/tracing_on"
+# Each file is replaced only when its content changed: a client guest
+# reading a file over 9p while it is replaced can crash in Linux 6.12
+# (Documentation/testing.rst, "Troubleshooting"), so the fewer
+# replacements the better.
 (
+	state=unset trace=unset
 	while :; do
-		snapshot >"$CTL/nfsd-clients.tmp"
-		mv "$CTL/nfsd-clients.tmp" "$CTL/nfsd-clients.txt"
-		cat "$T/trace" >"$CTL/server-trace.tmp"
-		mv "$CTL/server-trace.tmp" "$CTL/server-trace.txt"
+		s=$(snapshot)
+		if [ "$s" != "$state" ]; then
+			printf '%s\n' "$s" >"$CTL/nfsd-clients.tmp"
+			mv "$CTL/nfsd-clients.tmp" "$CTL/nfsd-clients.txt"
+			state=$s
+		fi
+		s=$(cat "$T/trace")
+		if [ "$s" != "$trace" ]; then
+			printf '%s\n' "$s" >"$CTL/server-trace.tmp"
+			mv "$CTL/server-trace.tmp" "$CTL/server-trace.txt"
+			trace=$s
+		fi
 		serve_requests
 		[ -e "$CTL/client.finished" ] && exit 0
 		sleep 0.2

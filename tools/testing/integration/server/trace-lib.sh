@@ -20,10 +20,16 @@ trace_svcrdma() {
 		echo 1 >"$T/events/rpcrdma/${ev%%:*}/enable"
 	done
 	echo 1 >"$T/tracing_on"
+	# Replaced only when the trace changed (see nfsd-clients.sh).
 	(
+		trace=unset
 		while :; do
-			cat "$T/trace" >/results/ctl/server-trace.tmp
-			mv /results/ctl/server-trace.tmp /results/ctl/server-trace.txt
+			s=$(cat "$T/trace")
+			if [ "$s" != "$trace" ]; then
+				printf '%s\n' "$s" >/results/ctl/server-trace.tmp
+				mv /results/ctl/server-trace.tmp /results/ctl/server-trace.txt
+				trace=$s
+			fi
 			[ -e /results/ctl/client.finished ] && exit 0
 			sleep 0.5
 		done
