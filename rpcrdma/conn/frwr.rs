@@ -10,6 +10,7 @@
 use super::*;
 use crate::proto::reqlife::{Action, Event, Life, Phase};
 use crate::proto::xidmap::{self, XidEntry};
+use crate::xdr::chunk::Segment;
 
 /// Inline Reply bytes that follow a Write chunk's payload, and the offset
 /// in the Reply where they go.
@@ -54,6 +55,16 @@ pub(super) struct Regs {
     /// Scratch page list for mapping one range (room for an MR's depth,
     /// allocated at connect so that the data path never allocates).
     pub(super) pages: KVec<PageSeg>,
+}
+
+/// A mapped MR advertised as a chunk segment (RFC 8166
+/// `xdr_rdma_segment`): the rkey is the handle, the iova the offset.
+pub(super) fn segment(r: RemoteRegion) -> Segment {
+    Segment {
+        handle: r.rkey,
+        length: r.length,
+        offset: r.iova,
+    }
 }
 
 impl Regs {

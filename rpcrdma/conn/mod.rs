@@ -21,7 +21,7 @@ use crate::ib::endpoint::Endpoint;
 use crate::ib::mr::caps::FrwrCaps;
 use crate::ib::mr::inv::MrWr;
 use crate::ib::mr::pool::MrPool;
-use crate::ib::mr::{self, Mr, MrAccess, MrState, PageSeg, Segment};
+use crate::ib::mr::{self, Mr, MrAccess, MrState, PageSeg, RemoteRegion};
 use crate::ib::qp::{Qp, QpCaps, QpHandler};
 use crate::ib::verbs::PollContext;
 use crate::ib::wc::Completion;

@@ -232,7 +232,7 @@ impl Conn {
                 }
                 return Err(e);
             }
-            let seg = mr.segment().ok_or(EIO)?;
+            let seg = super::frwr::segment(mr.region().ok_or(EIO)?);
             trace::mr_reg(q.id, xid, seg.handle, seg.length, seg.offset);
             let mut g = q.regs.lock();
             let r = g.get_mut(i).ok_or(EINVAL)?;

@@ -21,11 +21,11 @@
 //! ```
 //!
 //! - `map_*` builds the scatterlist, `ib_dma_map_sg()`s it and
-//!   `ib_map_mr_sg()`s it with `PAGE_SIZE` pages, puts the RPC's XID in the
-//!   high 32 bits of the iova and bumps the key's low byte
+//!   `ib_map_mr_sg()`s it with `PAGE_SIZE` pages, puts the caller's tag in
+//!   the high 32 bits of the iova and bumps the key's low byte
 //!   (`ib_update_fast_reg_key()`), as `frwr_map()` does. The
-//!   [`Segment`] (handle, length, offset) is what the chunk encoder puts
-//!   on the wire.
+//!   [`RemoteRegion`] (rkey, length, iova) is what the peer needs to reach
+//!   the memory; a user advertises it in its own protocol.
 //! - A [`SendOp::RegMr`](super::wr::SendOp::RegMr) WR whose context owns
 //!   the MR (see [`MrWr`], [`super::wr::SendCtx::mr`]) registers it; a
 //!   [`SendOp::LocalInv`](super::wr::SendOp::LocalInv) invalidates it.
@@ -106,12 +106,18 @@ impl MrAccess {
     }
 }
 
-/// A registered chunk segment (RFC 8166 `xdr_rdma_segment`): the codec's
-/// own type, so [`Mr::segment`] feeds the chunk encoder directly. For an
-/// MR, `handle` is the rkey after the key bump, `length` the bytes
-/// registered and `offset` the iova of the first byte (XID in the high
-/// 32 bits).
-pub use crate::xdr::chunk::Segment;
+/// Where the peer reaches a mapped MR: what an RDMA Read or Write from
+/// the other side names.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RemoteRegion {
+    /// The rkey after the key bump.
+    pub rkey: u32,
+    /// The bytes registered.
+    pub length: u32,
+    /// The iova of the first byte (the tag passed to `map_*` in the high
+    /// 32 bits).
+    pub iova: u64,
+}
 
 /// A piece of a page, as an `xdr_buf`'s page list gives it.
 #[derive(Clone, Copy, Debug)]
@@ -141,7 +147,7 @@ pub enum MrState {
     Mapped = 1,
     /// A REG_MR WR is outstanding.
     RegPosted = 2,
-    /// Registered: the peer may access it under [`Segment::handle`].
+    /// Registered: the peer may access it under [`RemoteRegion::rkey`].
     Registered = 3,
     /// A LOCAL_INV WR is outstanding.
     InvPosted = 4,
@@ -205,7 +211,7 @@ pub struct Mr {
     /// rewrite `ib_mr` fields while it executes a REG_MR, so shared
     /// readers never look into it.
     rkey: u32,
-    seg: Segment,
+    region: RemoteRegion,
     pd: Arc<Pd>,
 }
 
@@ -261,7 +267,7 @@ impl Mr {
             state: AtomicU8::new(MrState::Free as u8),
             owned: None,
             rkey,
-            seg: Segment::default(),
+            region: RemoteRegion::default(),
             pd: pd.clone(),
         })
     }
@@ -315,15 +321,16 @@ impl Mr {
         self.access
     }
 
-    /// The segment to advertise, while the MR is mapped (in any state
+    /// Where the peer reaches the MR, while it is mapped (in any state
     /// from `Mapped` to `Invalidated`).
-    pub fn segment(&self) -> Option<Segment> {
-        (self.mapped != 0).then_some(self.seg)
+    pub fn region(&self) -> Option<RemoteRegion> {
+        (self.mapped != 0).then_some(self.region)
     }
 
     /// Maps up to [`Mr::depth`] of `segs` for the peer to access as
-    /// `access`, tagging the iova with `xid` (host order: the number whose
-    /// big-endian encoding is the RPC's XID on the wire, `be32_to_cpu(rq_xid)`). Without SG_GAPS, stops after
+    /// `access`, with `tag` in the high 32 bits of the iova (the C client
+    /// puts the RPC's XID there; a peer's access to a stale mapping then
+    /// misses). Without SG_GAPS, stops after
     /// a segment that does not end at a page boundary or before one that
     /// does not start at one (the next MR takes the rest, as in C).
     /// Returns how many segments were mapped.
@@ -341,7 +348,7 @@ impl Mr {
         &mut self,
         segs: &[PageSeg],
         access: MrAccess,
-        xid: u32,
+        tag: u32,
     ) -> Result<usize> {
         self.check_free()?;
         let psize = page_size() as u64;
@@ -380,7 +387,7 @@ impl Mr {
                 break;
             }
         }
-        self.map_sg(i as u32, access, xid)?;
+        self.map_sg(i as u32, access, tag)?;
         Ok(i)
     }
 
@@ -395,7 +402,7 @@ impl Mr {
         ptr: *const u8,
         len: usize,
         access: MrAccess,
-        xid: u32,
+        tag: u32,
     ) -> Result {
         self.check_free()?;
         let psize = page_size();
@@ -417,7 +424,7 @@ impl Mr {
         };
         kernel::error::to_result(ret)
             .inspect_err(|_| pr_err!("MR: buffer is not in the kernel's linear map (-EINVAL)\n"))?;
-        self.map_sg(1, access, xid)
+        self.map_sg(1, access, tag)
     }
 
     /// Maps an owned kmalloc buffer; the MR keeps it until [`Mr::unmap`]
@@ -426,7 +433,7 @@ impl Mr {
         &mut self,
         buf: KVec<u8>,
         access: MrAccess,
-        xid: u32,
+        tag: u32,
     ) -> core::result::Result<(), (Error, KVec<u8>)> {
         if self.owned.is_some() {
             return Err((EBUSY, buf));
@@ -434,7 +441,7 @@ impl Mr {
         // SAFETY: the buffer is a kmalloc allocation that the MR owns from
         // here until it is unmapped (or the MR deregistered and dropped),
         // and it is never resized meanwhile.
-        match unsafe { self.map_kva(buf.as_ptr(), buf.len(), access, xid) } {
+        match unsafe { self.map_kva(buf.as_ptr(), buf.len(), access, tag) } {
             Ok(()) => {
                 self.owned = Some(buf);
                 Ok(())
@@ -444,7 +451,7 @@ impl Mr {
     }
 
     /// DMA-maps the first `nents` entries and loads them into the MR.
-    fn map_sg(&mut self, nents: u32, access: MrAccess, xid: u32) -> Result {
+    fn map_sg(&mut self, nents: u32, access: MrAccess, tag: u32) -> Result {
         let dev = self.pd.device().as_ptr();
         let dir = access.dma_dir();
         // SAFETY: the first `nents` entries were just set; the device is
@@ -474,18 +481,18 @@ impl Mr {
         }
         // SAFETY: the MR is ours and idle (`Free`, `&mut self`); these
         // are the C client's updates of `iova` and the key (frwr_map()).
-        let seg = unsafe {
-            (*mr).iova = ((*mr).iova & 0xffff_ffff) | (u64::from(xid) << 32);
+        let region = unsafe {
+            (*mr).iova = ((*mr).iova & 0xffff_ffff) | (u64::from(tag) << 32);
             let key = ((*mr).rkey as u8).wrapping_add(1);
             bindings::rpcrdma2_shim_update_fast_reg_key(mr, key);
-            Segment {
-                handle: (*mr).rkey,
+            RemoteRegion {
+                rkey: (*mr).rkey,
                 length: (*mr).length as u32,
-                offset: (*mr).iova,
+                iova: (*mr).iova,
             }
         };
-        self.rkey = seg.handle;
-        self.seg = seg;
+        self.rkey = region.rkey;
+        self.region = region;
         super::census::enter(super::census::Kind::MrMapping);
         // INVARIANT: `nents` entries are mapped in `dir`.
         self.mapped = nents;

@@ -27,7 +27,7 @@ use super::listen::{Incoming, Listener};
 use super::mr::caps::FrwrCaps;
 use super::mr::inv::MrWr;
 use super::mr::pool::MrPool;
-use super::mr::{page_size, Mr, MrAccess, MrState, PageSeg, Segment};
+use super::mr::{page_size, Mr, MrAccess, MrState, PageSeg, RemoteRegion};
 use super::qp::{Qp, QpCaps, QpHandler};
 use super::tests::{device_and_ip, step, CmLog, Seen, STEP_MS};
 use super::verbs::{Pd, PollContext};
@@ -79,7 +79,7 @@ fn frwr_map_rules() -> TestResult {
     let pool = step!(MrPool::new(&pd, caps, 2), "allocating the MR pool");
     let mut mr = step!(pool.get().ok_or(ENOMEM), "taking an MR");
     kassert_eq!(mr.state(), MrState::Free);
-    kassert!(mr.segment().is_none());
+    kassert!(mr.region().is_none());
     kassert!(mr.unmap().is_err());
     let ps = page_size() as u32;
     let p = pages.0;
@@ -97,16 +97,16 @@ fn frwr_map_rules() -> TestResult {
         "mapping"
     );
     kassert_eq!(n, if caps.sg_gaps { 2 } else { 1 });
-    let s = step!(mr.segment().ok_or(EINVAL), "segment");
-    kassert_eq!(s.offset >> 32, 7);
+    let s = step!(mr.region().ok_or(EINVAL), "segment");
+    kassert_eq!(s.iova >> 32, 7);
     kassert_eq!(s.length, if caps.sg_gaps { 100 + ps } else { 100 });
     // The key's low byte moved on by one; the rest stayed.
-    kassert_eq!(s.handle, (rkey0 & !0xff) | (rkey0.wrapping_add(1) & 0xff));
+    kassert_eq!(s.rkey, (rkey0 & !0xff) | (rkey0.wrapping_add(1) & 0xff));
     kassert_eq!(mr.state(), MrState::Mapped);
     // Mapped: no second mapping, no remote invalidation; unmap is fine.
     // SAFETY: as above.
     kassert!(unsafe { mr.map_pages(&[seg(0, 0, ps)], MrAccess::RemoteRead, 1) }.is_err());
-    kassert!(mr.remote_invalidated(s.handle).is_err());
+    kassert!(mr.remote_invalidated(s.rkey).is_err());
     kassert!(step!(mr.unmap(), "unmapping").is_none());
     kassert_eq!(mr.state(), MrState::Free);
 
@@ -133,7 +133,7 @@ fn frwr_map_rules() -> TestResult {
         "mapping"
     );
     kassert_eq!(n, caps.depth as usize);
-    kassert_eq!(mr.segment().map(|s| s.length), Some(caps.depth * ps));
+    kassert_eq!(mr.region().map(|s| s.length), Some(caps.depth * ps));
     kassert!(mr.unmap().is_ok());
     let r = {
         // SAFETY: as above (the pages outlive the mapping attempt).
@@ -413,18 +413,18 @@ fn b_pattern(i: usize) -> u8 {
     (i as u8).wrapping_mul(7).wrapping_add((i >> 8) as u8)
 }
 
-fn seg_bytes(s: &Segment, out: &mut KVec<u8>) -> Result {
-    out.extend_from_slice(&s.handle.to_be_bytes(), GFP_KERNEL)?;
+fn seg_bytes(s: &RemoteRegion, out: &mut KVec<u8>) -> Result {
+    out.extend_from_slice(&s.rkey.to_be_bytes(), GFP_KERNEL)?;
     out.extend_from_slice(&s.length.to_be_bytes(), GFP_KERNEL)?;
-    out.extend_from_slice(&s.offset.to_be_bytes(), GFP_KERNEL)?;
+    out.extend_from_slice(&s.iova.to_be_bytes(), GFP_KERNEL)?;
     Ok(())
 }
 
-fn seg_from(b: &[u8]) -> Option<Segment> {
-    Some(Segment {
-        handle: u32::from_be_bytes(b.get(0..4)?.try_into().ok()?),
+fn seg_from(b: &[u8]) -> Option<RemoteRegion> {
+    Some(RemoteRegion {
+        rkey: u32::from_be_bytes(b.get(0..4)?.try_into().ok()?),
         length: u32::from_be_bytes(b.get(4..8)?.try_into().ok()?),
-        offset: u64::from_be_bytes(b.get(8..16)?.try_into().ok()?),
+        iova: u64::from_be_bytes(b.get(8..16)?.try_into().ok()?),
     })
 }
 

@@ -9,7 +9,7 @@ use super::super::dma::DmaDir;
 use super::super::mr::caps::FrwrCaps;
 use super::super::mr::inv::{invalidate_sync, post_local_inv, MrWr};
 use super::super::mr::pool::MrPool;
-use super::super::mr::{find_by_rkey, page_size, Mr, MrAccess, MrState, PageSeg, Segment};
+use super::super::mr::{find_by_rkey, page_size, Mr, MrAccess, MrState, PageSeg, RemoteRegion};
 use super::super::tests::{check_stack_headroom, device_and_ip, step};
 use super::super::wc::WcOpcode;
 use super::super::wr::{SendChain, SendWr};
@@ -86,7 +86,7 @@ fn register_and_advertise(
     p: &Pair,
     pool: &MrPool,
     pages: &mut Pages,
-) -> core::result::Result<(Segment, Segment, Segment, usize), Failure> {
+) -> core::result::Result<(RemoteRegion, RemoteRegion, RemoteRegion, usize), Failure> {
     const A_LEN: usize = 6000;
     let mut a = step!(pool.get().ok_or(ENOMEM), "taking an MR");
     let mut a_buf = step!(KVec::from_elem(0xaau8, A_LEN, GFP_KERNEL), "allocating");
@@ -136,7 +136,7 @@ fn register_and_advertise(
     let c_buf = step!(KVec::from_elem(0xccu8, 512, GFP_KERNEL), "allocating");
     kassert!(c.map_buf(c_buf, MrAccess::RemoteWrite, XID + 2).is_ok());
 
-    let (sa, sb, sc) = match (a.segment(), b.segment(), c.segment()) {
+    let (sa, sb, sc) = match (a.region(), b.region(), c.region()) {
         (Some(x), Some(y), Some(z)) => (x, y, z),
         _ => {
             kassert!(false);
@@ -148,11 +148,11 @@ fn register_and_advertise(
     kassert_eq!(sb.length as usize, b_len);
     kassert_eq!(sc.length, 512);
     kassert_eq!(
-        (sa.offset >> 32, sb.offset >> 32, sc.offset >> 32),
+        (sa.iova >> 32, sb.iova >> 32, sc.iova >> 32),
         (0x1234_5678, 0x1234_5679, 0x1234_567a)
     );
-    kassert_eq!(sa.handle, a.rkey());
-    kassert!(sa.handle != sb.handle && sb.handle != sc.handle);
+    kassert_eq!(sa.rkey, a.rkey());
+    kassert!(sa.rkey != sb.rkey && sb.rkey != sc.rkey);
 
     // REG_MR x3 chained in front of the Send that advertises them: one post.
     let mut ad = KVec::new();
@@ -177,9 +177,9 @@ fn register_and_advertise(
         kassert_eq!(
             log.sends.as_slice(),
             &[
-                (sa.handle, 1, None),
-                (sb.handle, 1, None),
-                (sc.handle, 1, None),
+                (sa.rkey, 1, None),
+                (sb.rkey, 1, None),
+                (sc.rkey, 1, None),
                 (1, 0, Some(WcOpcode::Send))
             ][..]
         );
@@ -192,7 +192,7 @@ fn register_and_advertise(
 /// The server reads the advertisement, RDMA-Writes a pattern into A and
 /// RDMA-Reads B (bytes checked).
 #[inline(never)]
-fn server_write_read(p: &Pair, sa: Segment, sb: Segment, b_len: usize) -> TestResult {
+fn server_write_read(p: &Pair, sa: RemoteRegion, sb: RemoteRegion, b_len: usize) -> TestResult {
     kassert!(p.ss.wait(|l| !l.received.is_empty()));
     let (ra, rb) = {
         let log = p.ss.log.lock();
@@ -211,11 +211,9 @@ fn server_write_read(p: &Pair, sa: Segment, sb: Segment, b_len: usize) -> TestRe
     )?;
     let r = buf(p.server.pd(), b_len, DmaDir::FromDevice, 11, |_| 0)?;
     let mut chain = step!(SendChain::new_boxed(GFP_KERNEL), "allocating");
+    kassert!(chain.push(SendWr::rdma_write(w, sa.iova, sa.rkey)).is_ok());
     kassert!(chain
-        .push(SendWr::rdma_write(w, sa.offset, sa.handle))
-        .is_ok());
-    kassert!(chain
-        .push(SendWr::rdma_read(r, sb.offset, sb.handle).signaled())
+        .push(SendWr::rdma_read(r, sb.iova, sb.rkey).signaled())
         .is_ok());
     step!(
         p.server.qp().post_send_chain(&mut chain),
@@ -244,31 +242,31 @@ fn server_write_read(p: &Pair, sa: Segment, sb: Segment, b_len: usize) -> TestRe
 #[inline(never)]
 fn remote_and_sync_invalidation(
     p: &Pair,
-    sa: Segment,
-    sb: Segment,
+    sa: RemoteRegion,
+    sb: RemoteRegion,
 ) -> core::result::Result<(Mr, Mr), Failure> {
     let (cs, client) = (&p.cs, &p.client);
     let inv = buf(p.server.pd(), 8, DmaDir::ToDevice, 12, |_| 0x11)?;
     step!(
         p.server
             .qp()
-            .post_send_one(SendWr::send_with_inv(inv, sb.handle).signaled()),
+            .post_send_one(SendWr::send_with_inv(inv, sb.rkey).signaled()),
         "posting Send With Invalidate"
     );
     kassert!(cs.wait(|l| !l.received.is_empty()));
     let got_inv = cs.log.lock().received[0].1;
-    kassert_eq!(got_inv, Some(sb.handle));
-    let mut b = step!(cs.take_mr(sb.handle).ok_or(ENOENT), "finding B");
-    let a = step!(cs.take_mr(sa.handle).ok_or(ENOENT), "finding A");
+    kassert_eq!(got_inv, Some(sb.rkey));
+    let mut b = step!(cs.take_mr(sb.rkey).ok_or(ENOENT), "finding B");
+    let a = step!(cs.take_mr(sa.rkey).ok_or(ENOENT), "finding A");
     {
         let set = [&a, &b];
-        kassert_eq!(find_by_rkey(sb.handle, set), Some(1));
-        kassert_eq!(find_by_rkey(sb.handle ^ 0xff, [&a, &b]), None);
+        kassert_eq!(find_by_rkey(sb.rkey, set), Some(1));
+        kassert_eq!(find_by_rkey(sb.rkey ^ 0xff, [&a, &b]), None);
     }
-    kassert!(b.remote_invalidated(sa.handle).is_err());
-    step!(b.remote_invalidated(sb.handle), "remote invalidation of B");
+    kassert!(b.remote_invalidated(sa.rkey).is_err());
+    step!(b.remote_invalidated(sb.rkey), "remote invalidation of B");
     kassert_eq!(b.state(), MrState::Invalidated);
-    kassert!(b.remote_invalidated(sb.handle).is_err());
+    kassert!(b.remote_invalidated(sb.rkey).is_err());
 
     // Synchronous LOCAL_INV of A.
     let mut list = KVec::new();
@@ -293,17 +291,17 @@ fn remote_and_sync_invalidation(
         .post_send_one(SendWr::reg_mr(Ctx::Mr(MrWr::new(a))));
     kassert_eq!(res, Err(EBUSY));
     kassert!(sends(cs, before + 1));
-    kassert_eq!(cs.log.lock().sends[before], (sa.handle, 3, None));
-    let a = step!(cs.take_mr(sa.handle).ok_or(ENOENT), "finding A");
+    kassert_eq!(cs.log.lock().sends[before], (sa.rkey, 3, None));
+    let a = step!(cs.take_mr(sa.rkey).ok_or(ENOENT), "finding A");
     kassert_eq!(a.state(), MrState::Invalidated);
     Ok((a, b))
 }
 
 /// Asynchronous LOCAL_INV of C: comes back through send_done, last.
 #[inline(never)]
-fn async_invalidation(p: &Pair, sc: Segment) -> core::result::Result<Mr, Failure> {
+fn async_invalidation(p: &Pair, sc: RemoteRegion) -> core::result::Result<Mr, Failure> {
     let cs = &p.cs;
-    let c = step!(cs.take_mr(sc.handle).ok_or(ENOENT), "finding C");
+    let c = step!(cs.take_mr(sc.rkey).ok_or(ENOENT), "finding C");
     let mut list = KVec::new();
     step!(list.push(c, GFP_KERNEL), "allocating");
     step!(
@@ -311,19 +309,19 @@ fn async_invalidation(p: &Pair, sc: Segment) -> core::result::Result<Mr, Failure
         "posting LOCAL_INV"
     );
     kassert!(cs.wait(|l| l.inv_last));
-    let c = step!(cs.take_mr(sc.handle).ok_or(ENOENT), "finding C");
+    let c = step!(cs.take_mr(sc.rkey).ok_or(ENOENT), "finding C");
     kassert_eq!(c.state(), MrState::Invalidated);
     Ok(c)
 }
 
 /// The server's RDMA Write through A's invalidated rkey fails.
 #[inline(never)]
-fn write_after_invalidation(p: &Pair, sa: Segment) -> TestResult {
+fn write_after_invalidation(p: &Pair, sa: RemoteRegion) -> TestResult {
     let w = buf(p.server.pd(), 64, DmaDir::ToDevice, 13, |_| 0x33)?;
     step!(
         p.server
             .qp()
-            .post_send_one(SendWr::rdma_write(w, sa.offset, sa.handle).signaled()),
+            .post_send_one(SendWr::rdma_write(w, sa.iova, sa.rkey).signaled()),
         "posting RDMA Write after invalidation"
     );
     kassert!(sends(&p.ss, 4));
