@@ -10,6 +10,8 @@
 #     tcp     NFSv4.1 over TCP, default rsize/wsize
 #     c       stock C client rpcrdma.ko, default rsize/wsize
 #     r2      rpcrdma2, default rsize/wsize (chunks, DDP)
+#     r2-0    the same with run.sh --module-baseline's build of rpcrdma2
+#             (on request; r2 and r2-0 swap places in even repeats)
 #     c-1k    stock C client, rsize=1024,wsize=1024
 #     r2-1k   rpcrdma2, rsize=1024,wsize=1024 (all RPCs inline)
 #     v2      rpcrdma2 through the responder, version 2 (chunks, FRWR)
@@ -39,6 +41,7 @@
 #                 [--lat-iters N] [--configs LIST] [--meta-vers 'VERS...']
 #                 [--meta-files N] [--meta-dirsize N] [--meta-create N]
 #                 [--untar TARBALL] [--jobs 'JOBS...']
+#                 [--module-baseline KO (relative to the repository)]
 
 set -uo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -49,6 +52,7 @@ CONFIGS='raw tcp c c-1k r2-1k r2 c-resp m-tcp m-c m-r2 m-v1 m-v2 m-c-resp'  # v2
 META_VERS=4.1 META_FILES=3000 META_DIRSIZE=1000 META_CREATE=300
 UNTAR=/src/target/bench/untar.tar
 JOBS=(randread-4k seqread-1m seqwrite-1m)
+KO0_SRC=
 while (($#)); do
 	case $1 in
 	--repeats) REPEATS=$2; shift 2 ;;
@@ -63,6 +67,7 @@ while (($#)); do
 	--meta-create) META_CREATE=$2; shift 2 ;;
 	--untar) UNTAR=$2; shift 2 ;;
 	--jobs) read -ra JOBS <<<"$2"; shift 2 ;;
+	--module-baseline) KO0_SRC=$SRC/$2; shift 2 ;;
 	*) tb_die "guest.sh: unknown argument $1" ;;
 	esac
 done
@@ -140,13 +145,13 @@ server_cpu_wait() {
 
 # --- transports ----------------------------------------------------------------
 
-declare -A PROTO=([tcp]=tcp [c]=rdma [c-1k]=rdma [r2-1k]=rdma [r2]=rdma
+declare -A PROTO=([tcp]=tcp [c]=rdma [c-1k]=rdma [r2-1k]=rdma [r2]=rdma [r2-0]=rdma
 	[v2]=rdma [v2-inl]=rdma [c-resp]=rdma [c-resp0]=rdma
 	[m-tcp]=tcp [m-c]=rdma [m-r2]=rdma [m-v1]=rdma [m-v2]=rdma [m-c-resp]=rdma [m-c-resp0]=rdma)
-declare -A MODULE=([tcp]='' [c]=rpcrdma [c-1k]=rpcrdma [r2-1k]=rpcrdma2 [r2]=rpcrdma2
+declare -A MODULE=([tcp]='' [c]=rpcrdma [c-1k]=rpcrdma [r2-1k]=rpcrdma2 [r2]=rpcrdma2 [r2-0]=rpcrdma2
 	[v2]=rpcrdma2 [v2-inl]=rpcrdma2 [c-resp]=rpcrdma [c-resp0]=rpcrdma
 	[m-tcp]='' [m-c]=rpcrdma [m-r2]=rpcrdma2 [m-v1]=rpcrdma2 [m-v2]=rpcrdma2 [m-c-resp]=rpcrdma [m-c-resp0]=rpcrdma)
-declare -A EXTRA=([tcp]='' [c]='' [c-1k]=$SMALL [r2-1k]=$SMALL [r2]='' [v2]='' [v2-inl]='' [c-resp]='' [c-resp0]=''
+declare -A EXTRA=([tcp]='' [c]='' [c-1k]=$SMALL [r2-1k]=$SMALL [r2]='' [r2-0]='' [v2]='' [v2-inl]='' [c-resp]='' [c-resp0]=''
 	[m-tcp]='' [m-c]='' [m-r2]='' [m-v1]='' [m-v2]='' [m-c-resp]='' [m-c-resp0]='')
 # RDMA port: svcrdma, or the responder (server.sh) in version 2 or v1-only mode
 declare -A PORT=([m-v1]=20051 [m-v2]=20050 [v2]=20050 [v2-inl]=20050 [c-resp]=20051 [m-c-resp]=20051
@@ -155,12 +160,19 @@ declare -A PORT=([m-v1]=20051 [m-v2]=20050 [v2]=20050 [v2-inl]=20050 [c-resp]=20
 # those it was loaded with
 declare -A PARAMS=([v2-inl]=frwr=N)
 LOADED_PARAMS=
+# which build of rpcrdma2 (both are named rpcrdma2): the baseline for
+# r2-0 (snapshot below), the module under test otherwise; and the one loaded
+KO0=/tmp/rpcrdma2-baseline.ko
+declare -A KOFILE=([r2-0]=$KO0)
+LOADED_KO=
 
 loaded() { grep -q "^$1 " /proc/modules; }
 
-# use_module rpcrdma|rpcrdma2|'' [PARAMS]: make exactly that RDMA client
-# loaded (rpcrdma2 with the module parameters PARAMS)
+# use_module rpcrdma|rpcrdma2|'' [PARAMS [KO]]: make exactly that RDMA
+# client loaded (rpcrdma2 from file KO, default $KO, with the module
+# parameters PARAMS)
 use_module() {
+	local ko=${3:-$KO}
 	case $1 in
 	'') return 0 ;;
 	rpcrdma)
@@ -172,12 +184,15 @@ use_module() {
 		if loaded rpcrdma; then (tb_rmmod rpcrdma) || return 1; fi
 		# a proto=rdma mount must never fall back to the C client
 		mkdir -p /run/testbed && : >/run/testbed/block-rpcrdma
-		if loaded rpcrdma2 && [ "$LOADED_PARAMS" != "${2:-}" ]; then
+		if loaded rpcrdma2 && { [ "$LOADED_PARAMS" != "${2:-}" ] || [ "$LOADED_KO" != "$ko" ]; }; then
 			(tb_rmmod rpcrdma2) || return 1
 		fi
-		# shellcheck disable=SC2086 # a list of parameters
-		loaded rpcrdma2 || insmod "$KO" ${2:-} || return 1
-		LOADED_PARAMS=${2:-}
+		if ! loaded rpcrdma2; then
+			# shellcheck disable=SC2086 # a list of parameters
+			insmod "$ko" ${2:-} || return 1
+			tb_log "insmod $ko (sha256 $(sha256sum <"$ko" | cut -c1-16)) ${2:-}: coresize $(cat /sys/module/rpcrdma2/coresize 2>/dev/null)"
+		fi
+		LOADED_PARAMS=${2:-} LOADED_KO=$ko
 		;;
 	esac
 	tb_log "modules: $(grep -oE '^rpcrdma2? ' /proc/modules | tr '\n' ' ')"
@@ -265,7 +280,7 @@ run_fio() {
 # run_config CONFIG REPEAT [STOP_AT_FIRST_FAILURE]
 run_config() {
 	local cfg=$1 rep=$2 opts job
-	if ! use_module "${MODULE[$cfg]}" "${PARAMS[$cfg]:-}"; then
+	if ! use_module "${MODULE[$cfg]}" "${PARAMS[$cfg]:-}" "${KOFILE[$cfg]:-$KO}"; then
 		for job in "${JOBS[@]}"; do record fio "$cfg" "$job" "$rep" module-failed - -; done
 		return 1
 	fi
@@ -336,6 +351,10 @@ run_raw() {
 # Snapshot the module: the repository is shared and may be rebuilt meanwhile.
 cp "$RPCRDMA2_KO" /tmp/rpcrdma2.ko || tb_die "cannot copy $RPCRDMA2_KO"
 KO=/tmp/rpcrdma2.ko
+if has r2-0; then
+	[ -n "$KO0_SRC" ] || tb_die "guest.sh: r2-0 needs --module-baseline"
+	cp "$KO0_SRC" "$KO0" || tb_die "cannot copy $KO0_SRC"
+fi
 tb_log "bench: repeats $REPEATS, runtime ${RUNTIME}s + ramp ${RAMP}s, file size $SIZE, configs: $CONFIGS"
 {
 	echo "kernel $KREL"
@@ -350,13 +369,17 @@ tb_log "bench: repeats $REPEATS, runtime ${RUNTIME}s + ramp ${RAMP}s, file size 
 	ib_write_bw --version 2>&1 | head -n 1
 	modinfo -F vermagic "$KO"
 	echo "rpcrdma2.ko sha256 $(sha256sum <"$KO" | cut -d' ' -f1)"
+	! has r2-0 || echo "rpcrdma2.ko baseline (r2-0) sha256 $(sha256sum <"$KO0" | cut -d' ' -f1)"
 } >"$OUT/environment.txt" 2>&1
 
 srv_cpu_connect
 for ((rep = 1; rep <= REPEATS; rep++)); do
 	tb_log "===== repeat $rep of $REPEATS"
 	has raw && run_raw "$rep"
-	for cfg in tcp c r2 c-1k r2-1k c-resp c-resp0 v2 v2-inl; do
+	# the module before and after (r2-0, r2): each first in every other repeat
+	r2pair='r2 r2-0'
+	((rep % 2)) || r2pair='r2-0 r2'
+	for cfg in tcp c $r2pair c-1k r2-1k c-resp c-resp0 v2 v2-inl; do
 		has "$cfg" && run_config "$cfg" "$rep"
 	done
 	for vers in $META_VERS; do

@@ -33,13 +33,14 @@ CONFIGS = {  # name: (label, transport)
     "c-1k": ("C client 1k", "rpcrdma.ko (stock C client)"),
     "r2-1k": ("rpcrdma2 1k", "rpcrdma2.ko"),
     "r2": ("rpcrdma2", "rpcrdma2.ko"),
+    "r2-0": ("rpcrdma2 base", "rpcrdma2.ko, --module-baseline build"),
     "raw": ("raw rxe", "perftest verbs, rdma_cm"),
     "v2": ("r2 v2 (resp.)", "rpcrdma2.ko, RPC-over-RDMA v2, responder port 20050"),
     "v2-inl": ("r2 v2 frwr=N", "rpcrdma2.ko frwr=N (Message Continuation), v2, responder"),
     "c-resp": ("C (resp.)", "rpcrdma.ko (stock C client), v1, responder --v1-only port 20051"),
     "c-resp0": ("C resp. base", "rpcrdma.ko, v1, --responder-baseline build, port 20052"),
 }
-ORDER = ["r2-1k", "c-1k", "r2", "c", "c-resp", "c-resp0", "tcp", "raw", "v2", "v2-inl"]
+ORDER = ["r2-1k", "c-1k", "r2", "r2-0", "c", "c-resp", "c-resp0", "tcp", "raw", "v2", "v2-inl"]
 META_CONFIGS = {  # name: (label, transport)
     "m-v2": ("r2 v2 (resp.)", "rpcrdma2.ko, RPC-over-RDMA v2, responder port 20050"),
     "m-v1": ("r2 v1 (resp.)", "rpcrdma2.ko, RPC-over-RDMA v1, responder --v1-only port 20051"),
@@ -528,6 +529,18 @@ def main(res):
     def rf(r):
         return f"{r['ratio']:.2f}±{r['sd']:.2f}" if r else "n/a"
 
+    def paired(a, b, job, key):
+        """Mean ± sd of the per-repeat ratios A/B of run field KEY (A and B run
+        next to each other in every repeat); None unless both have it in every
+        repeat (at least two)."""
+        va, vb = ({r["repeat"]: r[key] for r in runs
+                   if r["kind"] == "fio" and r["config"] == c and r["job"] == job and r["status"] == "ok"}
+                  for c in (a, b))
+        if len(va) < 2 or set(va) != set(vb) or any(not v for v in list(va.values()) + list(vb.values())):
+            return None
+        st = stats([va[k] / vb[k] for k in sorted(va)])
+        return {"ratio": st["mean"], "sd": st["sd"], "n": len(va)}
+
     ratios = []
     for job, (title, unit, perf) in JOBS.items():
         raw = mean_of("raw", perf) if unit == "MiB/s" else None
@@ -550,6 +563,14 @@ def main(res):
                  "C_responder/C_svcrdma": ratio(mean_of("c-resp", job), mean_of("c", job)),
                  "cpu_per_op:C_responder/C_svcrdma": ratio(cpu_of("c-resp", job), cpu_of("c", job)),
                  "C_responder_baseline/C_svcrdma": ratio(mean_of("c-resp0", job), mean_of("c", job)),
+                 "rpcrdma2_default/module_baseline": ratio(mean_of("r2", job), mean_of("r2-0", job)),
+                 "cpu_per_op:rpcrdma2_default/module_baseline": ratio(cpu_of("r2", job), cpu_of("r2-0", job)),
+                 "srv_cpu_per_op:rpcrdma2_default/module_baseline": ratio(srv_of("r2", job), srv_of("r2-0", job)),
+                 "module_baseline/C_default": ratio(mean_of("r2-0", job), mean_of("c", job)),
+                 "paired:rpcrdma2_default/module_baseline": paired("r2", "r2-0", job, "value"),
+                 "paired:cpu_per_op:rpcrdma2_default/module_baseline": paired("r2", "r2-0", job, "cpu_us_op"),
+                 "paired:srv_cpu_per_op:rpcrdma2_default/module_baseline": paired("r2", "r2-0", job,
+                                                                                  "srv_cpu_us_op"),
                  "raw_counterpart": perf if unit == "MiB/s" else None}
         ratios.append(entry)
 
@@ -773,6 +794,18 @@ def main(res):
                         [("C resp. / C", "C_responder/C_svcrdma", 17),
                          ("CPU/op", "cpu_per_op:C_responder/C_svcrdma", 14),
                          ("C resp. base / C", "C_responder_baseline/C_svcrdma", 17)])
+        if any(c == "r2-0" for c, _ in rows):
+            ratio_table(["rpcrdma2 against its --module-baseline build (r2-0), ratios of means (speed: above 1",
+                         "faster; CPU per I/O: below 1 less); the baseline against the C client; then the",
+                         "same paired: mean ± sd of the per-repeat ratios (the two run next to each other in",
+                         "every repeat, in alternating order):"],
+                        [("r2 / r2 base", "rpcrdma2_default/module_baseline", 14),
+                         ("CPU/op", "cpu_per_op:rpcrdma2_default/module_baseline", 11),
+                         ("srv CPU/op", "srv_cpu_per_op:rpcrdma2_default/module_baseline", 11),
+                         ("r2 base / C", "module_baseline/C_default", 12),
+                         ("paired", "paired:rpcrdma2_default/module_baseline", 11),
+                         ("CPU/op", "paired:cpu_per_op:rpcrdma2_default/module_baseline", 11),
+                         ("srv CPU/op", "paired:srv_cpu_per_op:rpcrdma2_default/module_baseline", 11)])
         if any(e["v2_continuation/v2_chunks"] for e in ratios):
             ratio_table(["Version 2 through the responder: Message Continuation (frwr=N) against chunks with FRWR,",
                          "ratios of means (speed; CPU per I/O):"],
@@ -1015,7 +1048,7 @@ def chart(res, settings, rows, ratios, meta_cfgs, meta_ratios, ops_rows, v2v1):
               "tcp": "#7f7f7f", "raw": "#2ca02c", "v2": "#9467bd", "v2-inl": "#c5b0d5",
               "m-v2": "#d62728", "m-v1": "#ff9896", "m-r2": "#9467bd", "m-c": "#1f77b4", "m-tcp": "#7f7f7f",
               "c-resp": "#17becf", "m-c-resp": "#17becf",
-              "c-resp0": "#bcbd22", "m-c-resp0": "#bcbd22"}
+              "c-resp0": "#bcbd22", "m-c-resp0": "#bcbd22", "r2-0": "#8c564b"}
 
     def nodata(ax, title):
         ax.set_title(title, fontsize=10)

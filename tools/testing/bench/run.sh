@@ -43,6 +43,8 @@ configurations (--configs; 'fio' and 'meta' stand for their groups):
   m-c-resp  metadata, C client through the responder --v1-only
   c-resp0, m-c-resp0  the same through --responder-baseline's build
          (port 20052; not in 'fio' or 'meta')
+  r2-0   fio, rpcrdma2 as r2 but the --module-baseline build (not in
+         'fio')
   v2     fio, rpcrdma2 through the responder, version 2 (not in 'fio')
   v2-inl fio, the same with frwr=N: Message Continuation instead of
          chunks (not in 'fio')
@@ -71,6 +73,9 @@ options:
   --responder-baseline BIN  also run responder binary BIN (e.g. a build
                      of an older commit) on port 20052 --v1-only, for
                      c-resp0 and m-c-resp0: before and after in one boot
+  --module-baseline KO  also load rpcrdma2 module KO (e.g. a build of an
+                     older commit, against the testbed kernel) for r2-0:
+                     the module before and after in one boot
   --no-build         do not run 'make -s modules' first
   --report-only DIR  only (re)build the report from DIR's raw results
   -h, --help         this text
@@ -87,7 +92,7 @@ repeats=3 runtime=10 ramp=2 size=128m lat_iters=2000 configs='fio meta'
 jobs='randread-4k seqread-1m seqwrite-1m'
 meta_vers=4.1 meta_files=3000 meta_dirsize=1000 meta_create=300
 untar_dirs='fs/nfs net/sunrpc' linux_src=''
-results='' timeout='' build=1 report_only='' resp_base=''
+results='' timeout='' build=1 report_only='' resp_base='' mod_base=''
 while (($#)); do
 	[[ $1 == --*=* ]] && set -- "${1%%=*}" "${1#*=}" "${@:2}"
 	case $1 in
@@ -108,6 +113,7 @@ while (($#)); do
 	--timeout) timeout=${2:?}; shift 2 ;;
 	--no-build) build=0; shift ;;
 	--responder-baseline) resp_base=${2:?}; shift 2 ;;
+	--module-baseline) mod_base=${2:?}; shift 2 ;;
 	--report-only) report_only=${2:?}; shift 2 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "${0##*/}: unknown argument $1" >&2; usage >&2; exit 2 ;;
@@ -129,7 +135,7 @@ for c in $configs; do
 	case $c in
 	fio) expanded+=" $FIO_CONFIGS" ;;
 	meta) expanded+=" $META_CONFIGS" ;;
-	v2 | v2-inl | c-resp0 | m-c-resp0) expanded+=" $c" ;;
+	v2 | v2-inl | c-resp0 | m-c-resp0 | r2-0) expanded+=" $c" ;;
 	*)
 		[[ " $FIO_CONFIGS $META_CONFIGS " == *" $c "* ]] ||
 			{ echo "${0##*/}: unknown config $c" >&2; exit 2; }
@@ -148,6 +154,9 @@ for c in $configs; do
 	case $c in
 	v2 | v2-inl | c-resp) has_responder=1 ;;
 	c-resp0) has_responder=1; [ -n "$resp_base" ] || { echo "${0##*/}: $c needs --responder-baseline" >&2; exit 2; } ;;
+	r2-0)
+		[ -n "$mod_base" ] || { echo "${0##*/}: $c needs --module-baseline KO (the rpcrdma2.ko to compare with)" >&2; exit 2; }
+		[ -f "$mod_base" ] || { echo "${0##*/}: --module-baseline: no such file: $mod_base" >&2; exit 2; } ;;
 	m-c-resp0) [ -n "$resp_base" ] || { echo "${0##*/}: $c needs --responder-baseline" >&2; exit 2; } ;&
 	m-v1 | m-v2 | m-c-resp) has_responder=1 ;& m-*) has_meta=1 ;;
 	esac
@@ -194,6 +203,18 @@ if [ -n "$resp_base" ]; then
 	mkdir -p target/bench
 	cp "$resp_base" target/bench/responder-baseline || die "cannot copy $resp_base"
 fi
+# The baseline module goes where the guest looks for it (guest.sh, r2-0).
+if [ -n "$mod_base" ]; then
+	[ -f "$mod_base" ] || die "--module-baseline: no such file: $mod_base"
+	[ "$(modinfo -F name "$mod_base" 2>/dev/null)" = rpcrdma2 ] ||
+		die "--module-baseline: $mod_base is not an rpcrdma2 module (modinfo -F name)"
+	[ -f rpcrdma2.ko ] && [ "$(modinfo -F vermagic "$mod_base")" = "$(modinfo -F vermagic rpcrdma2.ko)" ] ||
+		die "--module-baseline: $mod_base was not built for the kernel rpcrdma2.ko was (vermagic '$(modinfo -F vermagic "$mod_base")')"
+	mkdir -p target/bench
+	cp "$mod_base" target/bench/rpcrdma2-baseline.ko.tmp &&
+		mv target/bench/rpcrdma2-baseline.ko.tmp target/bench/rpcrdma2-baseline.ko ||
+		die "cannot copy $mod_base"
+fi
 if ((has_meta)); then
 	if [ -z "$linux_src" ]; then
 		linux_src=$(ls -d "$RPCRDMA2_CACHE"/src/linux-source-* 2>/dev/null | tail -n 1)
@@ -228,6 +249,7 @@ results=$(cd "$results" && pwd)
 	((!has_meta)) || echo "untar: $untar_dirs of ${linux_src##*/} ($(tar -tf target/bench/untar.tar | grep -vc '/$') files)"
 	((!has_responder)) || echo "responder sha256 $(sha256sum <tools/responder/target/release/rpcrdma-responder | cut -d' ' -f1)"
 	[ -z "$resp_base" ] || echo "responder baseline (port 20052) $resp_base sha256 $(sha256sum <target/bench/responder-baseline | cut -d' ' -f1)"
+	[ -z "$mod_base" ] || echo "rpcrdma2.ko baseline (r2-0) $mod_base sha256 $(sha256sum <target/bench/rpcrdma2-baseline.ko | cut -d' ' -f1) built $(date -r "$mod_base" '+%F %T %Z')"
 } >"$results/build-info.txt"
 
 ncfg=0 raw=0 nmeta=0
@@ -247,6 +269,9 @@ if [ -z "$timeout" ]; then
 	[[ " $configs " == *" r2 "* ]] && nrep=$((nrep - 1))
 	timeout=$((180 + repeats * (nrep * njobs * (ramp + runtime + 7) + raw * (2 * runtime + 40) + 20)))
 	[[ " $configs " == *" r2 "* ]] && timeout=$((timeout + njobs * (ramp + runtime + 30) + 60))
+	# r2-0: two more module switches per repeat (an older build may run
+	# its KUnit suites when loaded)
+	[[ " $configs " == *" r2-0 "* ]] && timeout=$((timeout + repeats * 30))
 	# metadata: per configuration and repeat 6 mounts, the restat pause,
 	# and about 3 ms per file stat'ed/listed, 30 ms per file created or
 	# removed or untarred (a 1-repeat run took about half of this)
@@ -282,7 +307,8 @@ rc=0
 tools/testing/vm/run.sh --timeout "$timeout" --results "$tb" --server-script "$srv" \
 	tools/testing/bench/guest.sh --repeats "$repeats" --runtime "$runtime" --ramp "$ramp" \
 	--size "$size" --lat-iters "$lat_iters" --configs "$configs" --jobs "$jobs" --meta-vers "$meta_vers" \
-	--meta-files "$meta_files" --meta-dirsize "$meta_dirsize" --meta-create "$meta_create" || rc=$?
+	--meta-files "$meta_files" --meta-dirsize "$meta_dirsize" --meta-create "$meta_create" \
+	${mod_base:+--module-baseline target/bench/rpcrdma2-baseline.ko} || rc=$?
 kill "$loadpid" 2>/dev/null || true
 loadpid=
 
