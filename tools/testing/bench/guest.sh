@@ -42,6 +42,7 @@
 #                 [--meta-files N] [--meta-dirsize N] [--meta-create N]
 #                 [--untar TARBALL] [--jobs 'JOBS...']
 #                 [--module-baseline KO (relative to the repository)]
+#                 [--profile]
 
 set -uo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -52,6 +53,7 @@ CONFIGS='raw tcp c c-1k r2-1k r2 c-resp m-tcp m-c m-r2 m-v1 m-v2 m-c-resp'  # v2
 META_VERS=4.1 META_FILES=3000 META_DIRSIZE=1000 META_CREATE=300
 UNTAR=/src/target/bench/untar.tar
 JOBS=(randread-4k seqread-1m seqwrite-1m)
+PROFILE=0
 KO0_SRC=
 while (($#)); do
 	case $1 in
@@ -67,6 +69,7 @@ while (($#)); do
 	--meta-create) META_CREATE=$2; shift 2 ;;
 	--untar) UNTAR=$2; shift 2 ;;
 	--jobs) read -ra JOBS <<<"$2"; shift 2 ;;
+	--profile) PROFILE=1; shift ;;
 	--module-baseline) KO0_SRC=$SRC/$2; shift 2 ;;
 	*) tb_die "guest.sh: unknown argument $1" ;;
 	esac
@@ -242,6 +245,25 @@ bench_umount() {
 	timeout 90 umount "$MNT" || timeout 30 umount -f "$MNT" || return 1
 }
 
+# profile_report BASE: perf's reports of the profile run_fio recorded (self
+# time by module and symbol; inclusive time by symbol; self time by
+# module), then the data goes
+profile_report() {
+	local data=/tmp/$1.perf
+	if [ ! -s "$data" ]; then
+		tb_log "profile of $1 missing: $(head -c 300 "$OUT/$1.perf.err" 2>/dev/null)"
+		FAILED=$((FAILED + 1))
+		return 1
+	fi
+	perf report -i "$data" --stdio --no-children --sort dso,sym --percent-limit 0.2 \
+		-g none >"$OUT/$1.perf-self.txt" 2>&1
+	perf report -i "$data" --stdio --children --sort sym --percent-limit 0.5 \
+		-g none >"$OUT/$1.perf-children.txt" 2>&1
+	perf report -i "$data" --stdio --no-children --sort dso -g none \
+		>"$OUT/$1.perf-dso.txt" 2>&1
+	rm -f "$data"
+}
+
 # run_fio CONFIG JOB REPEAT OPTS [LIMIT]: one fio run; returns fio's status
 run_fio() {
 	local cfg=$1 job=$2 rep=$3 opts=$4 limit=${5:-$JOB_LIMIT} base rc=0
@@ -257,7 +279,12 @@ run_fio() {
 		sleep "$CPU_T0"
 		server_cpu "$base.0"
 		cpu_sample
-		sleep "$CPU_DT"
+		if ((PROFILE)); then
+			perf record -q -e cpu-clock -F 1000 -a -g -o "/tmp/$base.perf" \
+				-- sleep "$CPU_DT" 2>"$OUT/$base.perf.err"
+		else
+			sleep "$CPU_DT"
+		fi
 		cpu_sample
 		server_cpu "$base.1"
 	) >"$OUT/$base.cpu" 2>/dev/null &
@@ -268,6 +295,7 @@ run_fio() {
 	kill "$sampler" 2>/dev/null
 	wait "$sampler" 2>/dev/null
 	dmesg >"$OUT/$base.dmesg"
+	((PROFILE)) && profile_report "$base"
 	if ((rc == 0)); then
 		record fio "$cfg" "$job" "$rep" ok "$base.json" "$opts"
 	else
@@ -370,6 +398,7 @@ tb_log "bench: repeats $REPEATS, runtime ${RUNTIME}s + ramp ${RAMP}s, file size 
 	modinfo -F vermagic "$KO"
 	echo "rpcrdma2.ko sha256 $(sha256sum <"$KO" | cut -d' ' -f1)"
 	! has r2-0 || echo "rpcrdma2.ko baseline (r2-0) sha256 $(sha256sum <"$KO0" | cut -d' ' -f1)"
+	((!PROFILE)) || echo "profiled: perf record -e cpu-clock -F 1000 -a -g ($(perf --version))"
 } >"$OUT/environment.txt" 2>&1
 
 srv_cpu_connect

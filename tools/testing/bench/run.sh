@@ -76,6 +76,13 @@ options:
   --module-baseline KO  also load rpcrdma2 module KO (e.g. a build of an
                      older commit, against the testbed kernel) for r2-0:
                      the module before and after in one boot
+  --profile          record a cpu-clock profile of the client guest (perf,
+                     the host's linux-perf, 1000 Hz, all CPUs, call graphs)
+                     over each fio run's CPU-sampling interval; perf's
+                     reports go beside the fio outputs (fio.CFG.JOB.N.perf-
+                     self.txt, -children.txt, -dso.txt). The sampling costs a
+                     little CPU, so a profiled run's numbers are not the
+                     reference numbers
   --no-build         do not run 'make -s modules' first
   --report-only DIR  only (re)build the report from DIR's raw results
   -h, --help         this text
@@ -92,7 +99,7 @@ repeats=3 runtime=10 ramp=2 size=128m lat_iters=2000 configs='fio meta'
 jobs='randread-4k seqread-1m seqwrite-1m'
 meta_vers=4.1 meta_files=3000 meta_dirsize=1000 meta_create=300
 untar_dirs='fs/nfs net/sunrpc' linux_src=''
-results='' timeout='' build=1 report_only='' resp_base='' mod_base=''
+results='' timeout='' build=1 report_only='' resp_base='' mod_base='' profile=0
 while (($#)); do
 	[[ $1 == --*=* ]] && set -- "${1%%=*}" "${1#*=}" "${@:2}"
 	case $1 in
@@ -112,6 +119,7 @@ while (($#)); do
 	--results) results=${2:?}; shift 2 ;;
 	--timeout) timeout=${2:?}; shift 2 ;;
 	--no-build) build=0; shift ;;
+	--profile) profile=1; shift ;;
 	--responder-baseline) resp_base=${2:?}; shift 2 ;;
 	--module-baseline) mod_base=${2:?}; shift 2 ;;
 	--report-only) report_only=${2:?}; shift 2 ;;
@@ -174,6 +182,12 @@ ensure_plotting() {
 	fi
 }
 [ -x "$PY" ] || ensure_debs python3
+if ((profile)); then
+	# the guests run the host's /usr: its perf is theirs
+	command -v perf >/dev/null || ( ensure_debs linux-perf ) ||
+		die "--profile needs perf (Debian linux-perf) on the host: install it and rerun"
+	[ -x /usr/bin/perf ] || die "--profile: no /usr/bin/perf (the guests see the host's /usr)"
+fi
 ensure_plotting
 
 report() { # DIR
@@ -308,7 +322,8 @@ tools/testing/vm/run.sh --timeout "$timeout" --results "$tb" --server-script "$s
 	tools/testing/bench/guest.sh --repeats "$repeats" --runtime "$runtime" --ramp "$ramp" \
 	--size "$size" --lat-iters "$lat_iters" --configs "$configs" --jobs "$jobs" --meta-vers "$meta_vers" \
 	--meta-files "$meta_files" --meta-dirsize "$meta_dirsize" --meta-create "$meta_create" \
-	${mod_base:+--module-baseline target/bench/rpcrdma2-baseline.ko} || rc=$?
+	${mod_base:+--module-baseline target/bench/rpcrdma2-baseline.ko} \
+	$( ((profile)) && echo --profile) || rc=$?
 kill "$loadpid" 2>/dev/null || true
 loadpid=
 
