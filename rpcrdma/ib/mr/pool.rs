@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A connection's pool of FRWR MRs ([`MrPool`]): an MR is taken for a
-//! chunk and given back once the peer can no longer reach it; broken ones
-//! are deregistered and replaced.
+//! A pool of FRWR MRs on one PD ([`MrPool`]): an MR is taken for a
+//! registration and given back once the peer can no longer reach it;
+//! broken ones are deregistered and replaced.
 
 use super::super::verbs::Pd;
 use super::caps::MrShape;
