@@ -57,6 +57,7 @@ kunit_suite!(rpcrdma2_xprt {
     slots_cycle_through_ops_table,
     connect_timeout_shortens_rpc_timeout,
     close_reason_first_cause_flushed_gives_way,
+    frwr_sizing_of_the_device,
 });
 
 fn test_xprt() -> Result<
@@ -164,6 +165,33 @@ fn close_reason_first_cause_flushed_gives_way() -> TestResult {
     let w = CloseWhy::default();
     w.note(Why::Flushed);
     kassert_eq!(w.report(Why::Destroy), Some(Why::Flushed));
+    Ok(())
+}
+
+/// The FRWR sizing a connection on the test device (rxe0 in the guest)
+/// gets (`conn::frwr_sizing`: the device's numbers through
+/// `proto::chunks::sizing`, whose arithmetic the `frwr_sizing` self test
+/// covers): a depth of at most 257 pages whose `max_segs` MRs carry 260
+/// pages, as `frwr_query_device()` requires.
+fn frwr_sizing_of_the_device() -> TestResult {
+    let devs = crate::ib::client::devices().map_err(|_| TestFailure)?;
+    let Some(dev) = devs.into_iter().next() else {
+        kernel::kunit::err(format_args!(
+            "    # no RDMA device is registered: load rdma_rxe and run 'rdma link add rxe0 type rxe netdev eth0' before loading rpcrdma2\n"
+        ));
+        return Err(TestFailure);
+    };
+    let Some((caps, s)) = crate::conn::frwr_sizing(&dev) else {
+        kernel::kunit::err(format_args!(
+            "    # device {} cannot register chunks\n",
+            dev.name()
+        ));
+        return Err(TestFailure);
+    };
+    kernel::pr_info!("frwr: {} {:?} {:?}\n", dev.name(), caps, s);
+    kassert!(s.depth >= 1 && s.depth <= 257);
+    kassert!(s.max_segs * s.depth >= 260);
+    kassert!(s.max_segs >= 3 && s.max_segs <= 16);
     Ok(())
 }
 

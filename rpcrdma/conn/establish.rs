@@ -11,6 +11,33 @@ use super::*;
 /// Most MRs in one connection's pool.
 const MR_POOL_MAX: usize = 256;
 
+/// What `dev` offers for fast registration and how FRWR is sized for it
+/// ([`FrwrSizing::for_device`], as the C client's `frwr_query_device()`);
+/// `None`, logged, when the device cannot register chunks: no FRWR, or
+/// MRs too shallow to carry a full NFS I/O in one RPC.
+pub(crate) fn frwr_sizing(dev: &Device) -> Option<(FastRegCaps, FrwrSizing)> {
+    let Some(caps) = FastRegCaps::query(dev) else {
+        pr_err!("FRWR is not supported by device {} (-EINVAL)\n", dev.name());
+        return None;
+    };
+    match FrwrSizing::for_device(caps.max_page_list_len, caps.max_sge_rd) {
+        Ok(sizing) => Some((caps, sizing)),
+        Err(SizingError::NoDepth) => {
+            pr_err!("FRWR is not supported by device {} (-EINVAL)\n", dev.name());
+            None
+        }
+        Err(SizingError::TooShallow { depth }) => {
+            pr_err!(
+                "device {}: FRWR depth {} cannot register {} pages per RPC (-ENOMEM)\n",
+                dev.name(),
+                depth,
+                MAX_SEGS
+            );
+            None
+        }
+    }
+}
+
 impl Conn {
     /// Connects to `dst` and returns the established connection
     /// (process context; sleeps). `proto` gives the plan: the version of
@@ -68,12 +95,12 @@ impl Conn {
         let frwr = id
             .device()
             .filter(|_| crate::compat::params::frwr())
-            .and_then(|d| FrwrCaps::query(d).ok());
+            .and_then(frwr_sizing);
         let max_wr = id
             .device()
             .map_or(0, |d| d.max_qp_wr().min(d.max_cqe()).max(0) as u32);
-        let segs = frwr.map_or(0, |c| {
-            proto::Limits::segs_for_depth(mr::page_size() as u32, c.depth).min(c.max_segs)
+        let segs = frwr.map_or(0, |(_, s)| {
+            proto::Limits::segs_for_depth(mr::page_size() as u32, s.depth).min(s.max_segs)
         });
         proto_state.lock().set_max_segs(segs);
         // One Read chunk and one Reply chunk per RPC at most.
@@ -104,17 +131,17 @@ impl Conn {
             RegSizing {
                 slots: config.max_requests as usize,
                 mrs_per_rpc,
-                depth: frwr.map_or(0, |c| c.depth as usize),
+                depth: frwr.map_or(0, |(_, s)| s.depth as usize),
             },
         )?;
         let ep = Endpoint::new(id, &caps, PollContext::Workqueue, qp)?;
-        if let Some(frwr) = frwr.filter(|_| segs > 0) {
+        if let Some((caps, sizing)) = frwr.filter(|_| segs > 0) {
             // The C client registers at most a few hundred MRs per
             // connection up front; a Send that finds none waits.
             let size = (config.max_requests as usize * segs as usize).clamp(1, MR_POOL_MAX);
-            let pool = MrPool::new(ep.pd(), frwr, size)?;
+            let pool = MrPool::new(ep.pd(), caps.shape(sizing.depth), size)?;
             stats.mrs_allocated.fetch_add(size as u64, Relaxed);
-            let c = Arc::new(Chunking { caps: frwr, pool }, GFP_KERNEL)?;
+            let c = Arc::new(Chunking { sizing, pool }, GFP_KERNEL)?;
             *ep.qp().handler().0.chunking.lock() = Some(c);
         }
 
@@ -188,7 +215,7 @@ impl Conn {
             // The peer's segment properties may leave room for less than
             // a full payload: lower the transport's, before the upper
             // layer sizes its I/O (NFS reads it at mount).
-            let depth = frwr.map_or(1, |c| c.depth);
+            let depth = frwr.map_or(1, |(_, s)| s.depth);
             let max = proto_state
                 .lock()
                 .max_payload(mr::page_size() as u32, depth);

@@ -222,9 +222,10 @@ pub(super) struct RegSizing {
     pub(super) depth: usize,
 }
 
-/// FRWR for chunks: the device's sizing and the connection's MR pool.
+/// FRWR for chunks: the sizing for the device and the connection's MR
+/// pool.
 pub(super) struct Chunking {
-    pub(super) caps: FrwrCaps,
+    pub(super) sizing: FrwrSizing,
     pub(super) pool: Arc<MrPool>,
 }
 

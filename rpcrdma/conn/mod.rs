@@ -18,7 +18,7 @@ use crate::connect::{ConnCm, Step, RESOLVE_TIMEOUT_MS};
 use crate::ib::cm::{CmId, ConnParam, SockAddr};
 use crate::ib::dma::{DmaBuf, DmaDir};
 use crate::ib::endpoint::Endpoint;
-use crate::ib::mr::caps::FrwrCaps;
+use crate::ib::mr::caps::FastRegCaps;
 use crate::ib::mr::inv::MrWr;
 use crate::ib::mr::pool::MrPool;
 use crate::ib::mr::{self, Mr, MrAccess, MrState, PageSeg, RemoteRegion};
@@ -28,7 +28,8 @@ use crate::ib::wc::Completion;
 use crate::ib::wr::{
     RecvBatch, RecvCtx, SendChain, SendCtx, SendWr, SgeList, MAX_RECV_BATCH, MAX_SEND_CHAIN,
 };
-use crate::ib::Net;
+use crate::ib::{Device, Net};
+use crate::proto::chunks::sizing::{FrwrSizing, SizingError, MAX_SEGS};
 use crate::proto::chunks::MAX_RANGES;
 use crate::proto::{self, CallError, ChunkPlan, Part, Reply, ReplyData};
 use crate::sunrpc::rqst::{TxRqst, XdrSide};
@@ -53,6 +54,8 @@ pub mod why;
 mod xdrbuf;
 
 use self::continued::Cursor;
+#[cfg(rpcrdma2_kunit)]
+pub(crate) use self::establish::frwr_sizing;
 use self::frwr::{Chunking, Finish, RegSizing, RegTable};
 use self::recovery::RecoveryTable;
 use self::why::{CloseWhy, Why};

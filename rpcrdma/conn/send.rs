@@ -32,7 +32,7 @@ impl Conn {
         let mut rpc = proto::Rpc::from(rqst.shape());
         rpc.ddp_allowed &= crate::compat::params::ddp();
         let page_size = mr::page_size() as u32;
-        let depth = chunking.as_ref().map_or(1, |c| c.caps.depth);
+        let depth = chunking.as_ref().map_or(1, |c| c.sizing.depth);
         // A resend after a transport error is planned as its recovery says.
         let recovery = q.recovery.lock().begin(usize::from(slot), xid);
         let hints = recovery.hints();

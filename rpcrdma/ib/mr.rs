@@ -47,8 +47,9 @@
 //!
 //! One job per file: this one is the MR and its state machine (mapping,
 //! the bookkeeping of the posting and completion paths, remote
-//! invalidation); [`caps`] sizes MRs from what the device offers
-//! ([`caps::FrwrCaps`]); [`pool`] keeps a connection's MRs
+//! invalidation); [`caps`] reads what the device offers for fast
+//! registration ([`caps::FastRegCaps`]) and has the shape an MR is
+//! allocated with ([`caps::MrShape`]); [`pool`] keeps a connection's MRs
 //! ([`pool::MrPool`]); [`inv`] has the context of a REG_MR or LOCAL_INV WR
 //! ([`inv::MrWr`]) and posts invalidations.
 //!
@@ -60,7 +61,7 @@ pub mod caps;
 pub mod inv;
 pub mod pool;
 
-use self::caps::{FrwrCaps, MAX_DATA_SEGS};
+use self::caps::MrShape;
 use super::from_err_ptr;
 use super::verbs::Pd;
 use super::wc::Completion;
@@ -229,16 +230,16 @@ pub fn page_size() -> usize {
 }
 
 impl Mr {
-    /// Allocates an MR of `caps.depth` pages on `pd`.
-    pub fn new(pd: &Arc<Pd>, caps: &FrwrCaps) -> Result<Mr> {
-        let depth = caps.depth.clamp(1, MAX_DATA_SEGS);
+    /// Allocates an MR of `shape.depth` pages (at least 1) on `pd`.
+    pub fn new(pd: &Arc<Pd>, shape: &MrShape) -> Result<Mr> {
+        let depth = shape.depth.max(1);
         let mut sg = KVec::with_capacity(depth as usize, GFP_KERNEL)?;
         for _ in 0..depth {
             sg.push(bindings::scatterlist::default(), GFP_KERNEL)?;
         }
         // SAFETY: `sg` has `depth` writable entries.
         unsafe { bindings::rpcrdma2_shim_sg_init_table(sg.as_mut_ptr(), depth) };
-        let ty = if caps.sg_gaps {
+        let ty = if shape.sg_gaps {
             bindings::ib_mr_type_IB_MR_TYPE_SG_GAPS
         } else {
             bindings::ib_mr_type_IB_MR_TYPE_MEM_REG
@@ -263,7 +264,7 @@ impl Mr {
             mapped: 0,
             dir: bindings::dma_data_direction_DMA_NONE,
             access: MrAccess::RemoteRead,
-            sg_gaps: caps.sg_gaps,
+            sg_gaps: shape.sg_gaps,
             state: AtomicU8::new(MrState::Free as u8),
             owned: None,
             rkey,

@@ -13,7 +13,7 @@
 //! `Broken`, which the pool deregisters and replaces.
 //!
 //! This file has the suite, the cases that need no connection
-//! (`frwr_sizing`, `frwr_map_rules`) and the fixture of the loopback case
+//! (`frwr_caps`, `frwr_map_rules`) and the fixture of the loopback case
 //! (the QP handler and its log, buffers, test pages, the connected
 //! [`Pair`]); `mr_tests/loopback.rs` has `frwr_loopback` and its phases.
 
@@ -24,7 +24,7 @@ use super::cm::{CmId, ConnParam, SockAddr};
 use super::dma::{DmaBuf, DmaDir};
 use super::endpoint::Endpoint;
 use super::listen::{Incoming, Listener};
-use super::mr::caps::FrwrCaps;
+use super::mr::caps::{FastRegCaps, MrShape};
 use super::mr::inv::MrWr;
 use super::mr::pool::MrPool;
 use super::mr::{page_size, Mr, MrAccess, MrState, PageSeg, RemoteRegion};
@@ -40,32 +40,43 @@ use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex};
 
 kunit_suite!(rpcrdma2_frwr {
-    frwr_sizing,
+    frwr_caps,
     frwr_map_rules,
     frwr_loopback,
 });
 
-/// `frwr_query_device()`'s arithmetic, and the device's numbers.
-fn frwr_sizing() -> TestResult {
-    // A device that registers 1 MiB in one MR: 7 WRs, 3 MRs (data, head, tail).
-    let c = step!(FrwrCaps::from_limits(512, false), "sizing depth 512");
-    kassert_eq!((c.depth, c.max_segs, c.send_wrs_per_rpc), (257, 3, 7));
-    // Depth 16: 17 MRs for the data would exceed 16 segments; 16 * 16 = 256
-    // pages cannot carry 260.
-    kassert!(FrwrCaps::from_limits(16, false).is_err());
-    // Depth 32: ceil(257/32) + 2 = 11 MRs, 7 + 2 * 8 WRs.
-    let c = step!(FrwrCaps::from_limits(32, true), "sizing depth 32");
-    kassert_eq!(
-        (c.depth, c.max_segs, c.send_wrs_per_rpc, c.sg_gaps),
-        (32, 11, 23, true)
-    );
-    kassert!(FrwrCaps::from_limits(0, false).is_err());
+/// Most pages per MR in this suite's cases (the device's page list
+/// length if that is less): deeper than any page list they map, and small
+/// enough that the depth-limit check in `frwr_map_rules` maps few pieces.
+/// How deep an MR is is its user's choice, not this layer's.
+const TEST_DEPTH: u32 = 32;
 
+/// The shape of this suite's MRs on a device that offers `caps`.
+fn test_shape(caps: &FastRegCaps) -> MrShape {
+    caps.shape(caps.max_page_list_len.min(TEST_DEPTH))
+}
+
+/// What the device offers for fast registration (logged), and the shape
+/// of the MRs made with it.
+fn frwr_caps() -> TestResult {
     let (dev, _) = device_and_ip()?;
-    let caps = step!(FrwrCaps::query(&dev), "FRWR device query");
+    let caps = step!(FastRegCaps::query(&dev).ok_or(EINVAL), "FRWR device query");
     pr_info!("frwr: {} {:?}\n", dev.name(), caps);
-    kassert!(caps.depth >= 1 && caps.depth <= 257);
-    kassert!(caps.max_segs * caps.depth >= 260);
+    kassert!(caps.max_page_list_len >= 1);
+    // The MR type follows the device's SG_GAPS; the depth is the caller's.
+    kassert_eq!(
+        caps.shape(32),
+        MrShape {
+            depth: 32,
+            sg_gaps: caps.sg_gaps
+        }
+    );
+    let shape = test_shape(&caps);
+    kassert!(shape.depth >= 1 && shape.depth <= caps.max_page_list_len);
+    let pd = step!(Pd::new(&dev), "ib_alloc_pd");
+    let mr = step!(Mr::new(&pd, &shape), "allocating an MR");
+    kassert_eq!(mr.depth(), shape.depth as usize);
+    kassert_eq!(mr.state(), MrState::Free);
     Ok(())
 }
 
@@ -74,9 +85,11 @@ fn frwr_sizing() -> TestResult {
 fn frwr_map_rules() -> TestResult {
     let pages = Pages::new()?;
     let (dev, _) = device_and_ip()?;
-    let caps = step!(FrwrCaps::query(&dev), "FRWR device query");
+    let caps = step!(FastRegCaps::query(&dev).ok_or(EINVAL), "FRWR device query");
+    let shape = test_shape(&caps);
     let pd = step!(Pd::new(&dev), "ib_alloc_pd");
-    let pool = step!(MrPool::new(&pd, caps, 2), "allocating the MR pool");
+    let pool = step!(MrPool::new(&pd, shape, 2), "allocating the MR pool");
+    kassert_eq!(*pool.shape(), shape);
     let mut mr = step!(pool.get().ok_or(ENOMEM), "taking an MR");
     kassert_eq!(mr.state(), MrState::Free);
     kassert!(mr.region().is_none());
@@ -124,7 +137,7 @@ fn frwr_map_rules() -> TestResult {
     // No more than `depth` pieces, and a piece must stay in its page.
     let mut mr = step!(pool.get().ok_or(ENOMEM), "taking an MR");
     let mut many = KVec::new();
-    for _ in 0..caps.depth + 3 {
+    for _ in 0..shape.depth + 3 {
         step!(many.push(seg(2, 0, ps), GFP_KERNEL), "allocating");
     }
     // SAFETY: as above (the same page several times is fine for the test).
@@ -132,8 +145,8 @@ fn frwr_map_rules() -> TestResult {
         unsafe { mr.map_pages(&many, MrAccess::RemoteRead, 9) },
         "mapping"
     );
-    kassert_eq!(n, caps.depth as usize);
-    kassert_eq!(mr.region().map(|s| s.length), Some(caps.depth * ps));
+    kassert_eq!(n, shape.depth as usize);
+    kassert_eq!(mr.region().map(|s| s.length), Some(shape.depth * ps));
     kassert!(mr.unmap().is_ok());
     let r = {
         // SAFETY: as above (the pages outlive the mapping attempt).
@@ -148,7 +161,7 @@ fn frwr_map_rules() -> TestResult {
     kassert_eq!(mr.state(), MrState::Free);
     // A buffer larger than the MR's depth is refused and comes back.
     let big = step!(
-        KVec::from_elem(0u8, (caps.depth as usize + 1) * ps as usize, GFP_KERNEL),
+        KVec::from_elem(0u8, (shape.depth as usize + 1) * ps as usize, GFP_KERNEL),
         "allocating"
     );
     kassert!(matches!(mr.map_buf(big, MrAccess::RemoteWrite, 1), Err((e, _)) if e == EINVAL));

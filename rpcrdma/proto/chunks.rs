@@ -52,13 +52,16 @@
 //! limits, [`plan`] and the [`ChunkPlan`] it returns); [`lists`] builds a
 //! Call's chunk lists from the registered segments
 //! ([`ChunkPlan::chunk_lists`]); [`reply`] checks a reply against them
-//! ([`ChunkPlan::check_reply`], [`ChunkPlan::invalidated`]).
+//! ([`ChunkPlan::check_reply`], [`ChunkPlan::invalidated`]); [`sizing`]
+//! sizes FRWR registration for a device (the depth, the MRs and WRs one
+//! RPC may need, as the C client's `frwr_query_device()`).
 //!
 //! [`Segment`]: super::xdr::chunk::Segment
 //! [`ChunkLists`]: super::xdr::chunk::ChunkLists
 
 pub mod lists;
 pub mod reply;
+pub mod sizing;
 
 use super::config::{Config, MAX_HDR_SEGS};
 use super::errno::Errno;

@@ -16,6 +16,7 @@ use super::xdr::pvtdata::{self, Peer, PrivateData};
 // The codec's self-test kit: one set of types and macros, one KUnit
 // adapter for both tables.
 use super::chunks::reply::{Invalidated, ReplyData, ReplyError};
+use super::chunks::sizing::{FrwrSizing, SizingError};
 use super::chunks::{
     self, CallForm, ChunkPlan, Geometry, Limits, Part, PlanError, Range, ReplyForm, Rpc,
     WRITE_PAD_LEN,
@@ -67,6 +68,7 @@ pub const SELF_TESTS: &[SelfTest] = &[
     case!(malformed_replies),
     case!(unsolicited_messages_dropped),
     case!(config_and_errno),
+    case!(frwr_sizing),
     case!(chunk_call_forms),
     case!(chunk_reply_forms),
     case!(chunk_lists_encode),
@@ -1852,6 +1854,33 @@ fn config_and_errno() -> TestResult {
 }
 
 // ---- chunks ---------------------------------------------------------
+
+/// `frwr_query_device()`'s arithmetic: the depth (and its quirk), the MRs
+/// and the Send-queue WRs one RPC may need, and the devices refused.
+fn frwr_sizing() -> TestResult {
+    // A device that registers 1 MiB in one MR: 7 WRs, 3 MRs (data, head, tail).
+    let c = FrwrSizing::for_depth(512);
+    check!(matches!(c, Ok(c) if (c.depth, c.max_segs, c.send_wrs_per_rpc) == (257, 3, 7)));
+    // Depth 16: 17 MRs for the data would exceed 16 segments; 16 * 16 = 256
+    // pages cannot carry 260.
+    check!(FrwrSizing::for_depth(16) == Err(SizingError::TooShallow { depth: 16 }));
+    // Depth 32: ceil(257/32) + 2 = 11 MRs, 7 + 2 * 8 WRs.
+    let c = FrwrSizing::for_depth(32);
+    check!(matches!(c, Ok(c) if (c.depth, c.max_segs, c.send_wrs_per_rpc) == (32, 11, 23)));
+    check!(FrwrSizing::for_depth(0) == Err(SizingError::NoDepth));
+    // rxe (page list 512, max_sge_rd 32): the quirk takes max_sge_rd.
+    check!(FrwrSizing::depth_for(512, 32) == 32);
+    check!(FrwrSizing::for_device(512, 32) == FrwrSizing::for_depth(32));
+    // siw (page list 256, max_sge_rd 1): depth 256, 4 MRs, 9 WRs.
+    let c = FrwrSizing::for_device(256, 1);
+    check!(matches!(c, Ok(c) if (c.depth, c.max_segs, c.send_wrs_per_rpc) == (256, 4, 9)));
+    // max_sge_rd 16 is not above the limit: the page list counts.
+    check!(FrwrSizing::depth_for(64, 16) == 64);
+    check!(FrwrSizing::depth_for(4096, 17) == 17);
+    check!(FrwrSizing::depth_for(4096, 1) == 257 && FrwrSizing::depth_for(0, 1000) == 257);
+    check!(FrwrSizing::for_device(0, 0) == Err(SizingError::NoDepth));
+    Ok(())
+}
 
 /// v1 thresholds without private data (1024 each way) and 16 segments:
 /// inline limits 1024 - 436 = 588 (call) and 1024 - 292 = 732 (reply).

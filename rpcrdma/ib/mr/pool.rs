@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! A connection's pool of FRWR MRs ([`MrPool`]): an MR is taken for a
-//! chunk and given back once the peer can no longer reach it; broken ones
-//! are deregistered and replaced.
+//! A pool of FRWR MRs on one PD ([`MrPool`]): an MR is taken for a
+//! registration and given back once the peer can no longer reach it;
+//! broken ones are deregistered and replaced.
 
 use super::super::verbs::Pd;
-use super::caps::FrwrCaps;
+use super::caps::MrShape;
 use super::{Mr, MrState};
 use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::prelude::*;
@@ -13,9 +13,9 @@ use kernel::sync::{Arc, Mutex};
 
 /// A pool of FRWR MRs for one connection (one PD).
 ///
-/// The C client keeps `re_max_rdma_segs` MRs per refresh and grows on
-/// demand; here the owner chooses the size (for example
-/// `max_requests * caps.max_segs`, bounded by memory). MRs that came back
+/// The owner chooses the size and the shape of the MRs (for example, a
+/// transport may keep as many as its requests can use at once, bounded by
+/// memory). MRs that came back
 /// `Broken` or still registered are deregistered, not reused, and
 /// [`MrPool::refill`] replaces them (call it in process context, e.g. on
 /// reconnect). A new connection has a new PD and so a new pool.
@@ -26,7 +26,7 @@ use kernel::sync::{Arc, Mutex};
 #[pin_data]
 pub struct MrPool {
     pd: Arc<Pd>,
-    caps: FrwrCaps,
+    shape: MrShape,
     size: usize,
     lost: AtomicUsize,
     #[pin]
@@ -62,17 +62,17 @@ impl FreeList {
 }
 
 impl MrPool {
-    /// Allocates `size` MRs of `caps.depth` pages on `pd`.
-    pub fn new(pd: &Arc<Pd>, caps: FrwrCaps, size: usize) -> Result<Arc<MrPool>> {
+    /// Allocates `size` MRs of `shape` on `pd`.
+    pub fn new(pd: &Arc<Pd>, shape: MrShape, size: usize) -> Result<Arc<MrPool>> {
         let mut slots = KVec::with_capacity(size, GFP_KERNEL)?;
         for _ in 0..size {
-            slots.push(Some(Mr::new(pd, &caps)?), GFP_KERNEL)?;
+            slots.push(Some(Mr::new(pd, &shape)?), GFP_KERNEL)?;
         }
         let v = FreeList { slots, n: size };
         Arc::pin_init(
             pin_init!(MrPool {
                 pd: pd.clone(),
-                caps,
+                shape,
                 size,
                 lost: AtomicUsize::new(0),
                 free <- kernel::new_mutex!(v, "rpcrdma2_mr_pool"),
@@ -81,9 +81,9 @@ impl MrPool {
         )
     }
 
-    /// The sizing the MRs were made with.
-    pub fn caps(&self) -> &FrwrCaps {
-        &self.caps
+    /// The shape the MRs were made with.
+    pub fn shape(&self) -> &MrShape {
+        &self.shape
     }
 
     /// Takes a `Free` MR; `None` when the pool is empty.
@@ -139,7 +139,7 @@ impl MrPool {
     pub fn refill(&self) -> Result<usize> {
         let mut done = 0;
         while self.lost.load(Ordering::Relaxed) > 0 {
-            let mr = Mr::new(&self.pd, &self.caps)?;
+            let mr = Mr::new(&self.pd, &self.shape)?;
             self.lost.fetch_sub(1, Ordering::Relaxed);
             // Dropped (deregistered) if there is no slot.
             let _ = self.free.lock().push(mr);

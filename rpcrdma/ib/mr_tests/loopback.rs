@@ -6,7 +6,7 @@
 //! recovery of a broken MR, each phase a function of its own.
 
 use super::super::dma::DmaDir;
-use super::super::mr::caps::FrwrCaps;
+use super::super::mr::caps::FastRegCaps;
 use super::super::mr::inv::{invalidate_sync, post_local_inv, MrWr};
 use super::super::mr::pool::MrPool;
 use super::super::mr::{find_by_rkey, page_size, Mr, MrAccess, MrState, PageSeg, RemoteRegion};
@@ -32,12 +32,12 @@ pub(super) fn frwr_loopback() -> TestResult {
     // Declared first so that it is dropped last, after every MR.
     let mut pages = Pages::new()?;
     let (dev, ip) = device_and_ip()?;
-    let caps = step!(FrwrCaps::query(&dev), "FRWR device query");
+    let caps = step!(FastRegCaps::query(&dev).ok_or(EINVAL), "FRWR device query");
     let p = connect_pair(&dev, ip)?;
     // The client's MRs: A (kmalloc buffer, the peer writes), B (three
     // page pieces, the peer reads), C (small buffer, async LOCAL_INV).
     let pool = step!(
-        MrPool::new(p.client.pd(), caps, 4),
+        MrPool::new(p.client.pd(), super::test_shape(&caps), 4),
         "allocating the MR pool"
     );
     kassert_eq!(pool.available(), 4);

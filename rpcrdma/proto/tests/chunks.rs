@@ -564,6 +564,73 @@ fn too_many_segments() {
     assert!(plan(&call(100, 0, 17 * PS, 0), &th(Protocol::V1), &l).is_err());
 }
 
+/// `frwr_query_device()` (frwr_ops.c) as the C client writes it, for
+/// the device numbers `(max_fast_reg_page_list_len, max_sge_rd)`: the
+/// depth, `re_max_rdma_segs`, the Send WRs per RPC, or the errno.
+fn c_frwr_query_device(page_list_len: u32, max_sge_rd: u32) -> Result<(u32, u32, u32), i32> {
+    const MAX_DATA_SEGS: u32 = 257;
+    const MAX_HDR_SEGS: u32 = 16;
+    const MAX_SEGS: u32 = MAX_DATA_SEGS + 3;
+    if page_list_len == 0 {
+        return Err(-22);
+    }
+    let mut depth = page_list_len.min(MAX_DATA_SEGS);
+    if max_sge_rd > MAX_HDR_SEGS {
+        depth = max_sge_rd;
+    }
+    depth = depth.min(MAX_DATA_SEGS);
+    let mut wrs = 7;
+    if depth < MAX_DATA_SEGS {
+        let mut delta = i64::from(MAX_DATA_SEGS - depth);
+        loop {
+            wrs += 2;
+            delta -= i64::from(depth);
+            if delta <= 0 {
+                break;
+            }
+        }
+    }
+    let segs = (MAX_DATA_SEGS.div_ceil(depth) + 2).min(MAX_HDR_SEGS);
+    if segs * depth < MAX_SEGS {
+        return Err(-12);
+    }
+    Ok((depth, segs, wrs))
+}
+
+#[test]
+fn frwr_sizing_matches_the_c_client() {
+    use rpcrdma_proto::chunks::sizing::{FrwrSizing, SizingError, MAX_DATA_SEGS, MAX_SEGS};
+    assert_eq!((MAX_DATA_SEGS, MAX_SEGS), (257, 260));
+    let mut ok = 0;
+    for page_list_len in 1..=600u32 {
+        for max_sge_rd in [0, 1, 2, 15, 16, 17, 30, 32, 64, 256, 257, 300, 1024] {
+            let ours = FrwrSizing::for_device(page_list_len, max_sge_rd);
+            let c = c_frwr_query_device(page_list_len, max_sge_rd);
+            match (ours, c) {
+                (Ok(s), Ok(c)) => {
+                    assert_eq!((s.depth, s.max_segs, s.send_wrs_per_rpc), c);
+                    assert!(s.max_segs * s.depth >= MAX_SEGS);
+                    // The transport's Config::max_segs (segs_for_depth
+                    // with 4 KiB pages) is the same number.
+                    assert_eq!(Limits::segs_for_depth(PS, s.depth), s.max_segs);
+                    ok += 1;
+                }
+                (Err(SizingError::TooShallow { depth }), Err(-12)) => {
+                    assert_eq!(depth, FrwrSizing::depth_for(page_list_len, max_sge_rd));
+                }
+                other => panic!("{page_list_len} {max_sge_rd}: {other:?}"),
+            }
+        }
+    }
+    assert!(ok > 0);
+    // The smallest usable depth: 17 (ceil(257/17) + 2 = 18 > 16: 16 MRs
+    // of 17 pages = 272 >= 260); 16 is refused.
+    assert!(FrwrSizing::for_depth(16).is_err());
+    assert_eq!(FrwrSizing::for_depth(17).map(|s| s.max_segs), Ok(16));
+    assert_eq!(FrwrSizing::for_depth(0), Err(SizingError::NoDepth));
+    assert_eq!(FrwrSizing::for_depth(u32::MAX), FrwrSizing::for_depth(257));
+}
+
 #[test]
 fn limits_from_config_and_depth() {
     // mlx5: depth 256 (capped at RPCRDMA_MAX_DATA_SEGS 257): 2 + 2
