@@ -75,16 +75,18 @@ use kernel::sync::Arc;
 ///
 /// The same on every transport, iWARP included: iWARP wants remote write
 /// access on the *sink* of an RDMA Read (its Read Response is placed into
-/// the sink's STag), and the sinks are the server's (svcrdma's rw API adds
-/// `IB_ACCESS_REMOTE_WRITE` on iWARP); the client's MRs are only Read
-/// chunk sources and RDMA Write sinks, as in the C client's `frwr_map()`.
+/// the sink's STag), and the sinks are the peer's own memory (svcrdma's
+/// rw API adds `IB_ACCESS_REMOTE_WRITE` on iWARP); an MR here is only the
+/// source of the peer's RDMA Read or the sink of its RDMA Write, as in
+/// the C client's `frwr_map()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MrAccess {
-    /// The peer RDMA-Writes into it (Write and Reply chunks):
+    /// The peer RDMA-Writes into it (RPC-over-RDMA: Write and Reply
+    /// chunks):
     /// `IB_ACCESS_REMOTE_WRITE | IB_ACCESS_LOCAL_WRITE`, `DMA_FROM_DEVICE`.
     RemoteWrite,
-    /// The peer RDMA-Reads from it (Read chunks): `IB_ACCESS_REMOTE_READ`,
-    /// `DMA_TO_DEVICE`.
+    /// The peer RDMA-Reads from it (RPC-over-RDMA: Read chunks):
+    /// `IB_ACCESS_REMOTE_READ`, `DMA_TO_DEVICE`.
     RemoteRead,
 }
 
