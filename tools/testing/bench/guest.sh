@@ -262,6 +262,11 @@ profile_report() {
 	perf report -i "$data" --stdio --no-children --sort dso -g none \
 		>"$OUT/$1.perf-dso.txt" 2>&1
 	rm -f "$data"
+	if grep -qE "data size field is 0|failed to process" "$OUT/$1.perf-dso.txt"; then
+		tb_log "profile of $1 is incomplete (perf record did not finish writing it)"
+		FAILED=$((FAILED + 1))
+		return 1
+	fi
 }
 
 # run_fio CONFIG JOB REPEAT OPTS [LIMIT]: one fio run; returns fio's status
@@ -279,19 +284,28 @@ run_fio() {
 		sleep "$CPU_T0"
 		server_cpu "$base.0"
 		cpu_sample
+		# the profile covers the same interval; perf writes its data
+		# after the interval, while the samples keep their instants
 		if ((PROFILE)); then
 			perf record -q -e cpu-clock -F 1000 -a -g -o "/tmp/$base.perf" \
-				-- sleep "$CPU_DT" 2>"$OUT/$base.perf.err"
-		else
-			sleep "$CPU_DT"
+				-- sleep "$CPU_DT" 2>"$OUT/$base.perf.err" &
 		fi
+		sleep "$CPU_DT"
 		cpu_sample
 		server_cpu "$base.1"
+		wait
 	) >"$OUT/$base.cpu" 2>/dev/null &
 	local sampler=$!
 	BENCH_DIR=$MNT/bench BENCH_SIZE=$SIZE BENCH_RUNTIME=$RUNTIME BENCH_RAMP=$RAMP \
 		timeout -k 10 "$limit" fio --output-format=json --output="$OUT/$base.json" \
 		"$SRC/samples/fio/$job.fio" >"$OUT/$base.err" 2>&1 || rc=$?
+	# a profile is complete only once perf has written it (up to a minute
+	# on a busy TCG guest)
+	local t=0
+	while ((PROFILE && t < 60)) && kill -0 "$sampler" 2>/dev/null; do
+		sleep 1
+		t=$((t + 1))
+	done
 	kill "$sampler" 2>/dev/null
 	wait "$sampler" 2>/dev/null
 	dmesg >"$OUT/$base.dmesg"

@@ -320,6 +320,35 @@ def meta_values(bench, base, user_hz):
             "ops": ops, "xprt": xd, "trace": tr}
 
 
+IDLE_SYMS = ("default_idle", "native_safe_halt", "pv_native_safe_halt", "acpi_safe_halt")
+
+
+def profile_shares(base):
+    """Self time by module of a --profile run (BASE.perf-dso.txt): {dso: share of all samples},
+    with the kernel's idle loop (BASE.perf-self.txt) apart as "idle"."""
+    path = base + ".perf-dso.txt"
+    if not os.path.exists(path):
+        return None
+    shares = {}
+    with open(path, errors="replace") as f:
+        for line in f:
+            m = re.match(r"\s+([\d.]+)%\s+(\S+)", line)
+            if m:
+                shares[m.group(2)] = float(m.group(1)) / 100
+    if not shares:
+        return None
+    idle = 0.0
+    if os.path.exists(base + ".perf-self.txt"):
+        with open(base + ".perf-self.txt", errors="replace") as f:
+            for line in f:
+                m = re.match(r"\s+([\d.]+)%\s+\[kernel\.kallsyms\]\s+\[k\]\s+(\S+)\s*$", line)
+                if m and m.group(2) in IDLE_SYMS:
+                    idle += float(m.group(1)) / 100
+    shares["idle"] = idle
+    shares["[kernel.kallsyms]"] = shares.get("[kernel.kallsyms]", 0.0) - idle
+    return shares
+
+
 def percentile(vals, q):
     v = sorted(vals)
     if not v:
@@ -390,6 +419,7 @@ def main(res):
             host_load = f.read().splitlines()
 
     user_hz = int(settings.get("user_hz", 100))
+    nproc = int(settings.get("nproc", 1))
     srv_samples, srv_hz = server_samples(res)
     srv_hz = srv_hz or user_hz
     runs = []
@@ -404,6 +434,7 @@ def main(res):
             r["srv_cpu_us_op"] = None  # the server guest's CPU per I/O or RPC
             r["srv_util"] = None
             r["srv_window"] = None
+            r["profile_us_op"] = None  # --profile: CPU µs per I/O by module
             if r["status"] == "ok":
                 p = os.path.join(bench, r["file"])
                 try:
@@ -411,6 +442,10 @@ def main(res):
                         v = fio_value(p, r["job"])
                         if v is not None:
                             r["value"], r["clat_us"], iops = v
+                            ps = profile_shares(os.path.splitext(p)[0])
+                            if ps and iops:
+                                # share of the guest's CPUs' samples -> µs of CPU per I/O
+                                r["profile_us_op"] = {d: v * nproc * 1e6 / iops for d, v in ps.items()}
                             cw = cpu_window(os.path.splitext(p)[0] + ".cpu", user_hz)
                             if cw and iops:
                                 # busy CPU seconds per second / I/Os per second
@@ -811,6 +846,36 @@ def main(res):
                          "ratios of means (speed; CPU per I/O):"],
                         [("v2 frwr=N / v2", "v2_continuation/v2_chunks", 17),
                          ("CPU/op", "cpu_per_op:v2_continuation/v2_chunks", 14)])
+        prof = {}
+        for r in runs:
+            if r.get("profile_us_op"):
+                prof.setdefault((r["config"], r["job"]), []).append(r["profile_us_op"])
+        if prof:
+            out.extend([
+                "--profile: client CPU µs per I/O by where it ran (perf cpu-clock self time over the CPU",
+                "sampling interval, mean ± sd over the runs): 'transport' is the rpcrdma2 or the C client's",
+                "rpcrdma module's own code, 'kernel' the rest of the kernel but its idle loop (NFS, SUNRPC, the",
+                "network); 'transport / rxe': the transport's time over soft-RoCE's, whose work per I/O is the",
+                "nearly the same for every client, so that ratio does not move with the host's speed as µs do;",
+                "fio.*.perf-*.txt name the symbols."])
+            ph = (f"{'job':<12} {'configuration':<13} {'n':>2} {'transport':>14} {'rdma_rxe':>14} "
+                  f"{'user space':>14} {'kernel':>14} {'transport / rxe':>16}")
+            out.extend([ph, "-" * len(ph)])
+
+            def cell(v, f):
+                st = stats([f(x) for x in v])
+                return f"{st['mean']:>7.1f} ± {st['sd']:<4.1f}"
+            for cfg, job in [(c, j) for j in JOBS for c in ORDER if (c, j) in prof]:
+                v = prof[(cfg, job)]
+                mod = cell(v, lambda x: x.get("[rpcrdma2]", 0) + x.get("[rpcrdma]", 0))
+                rxe = cell(v, lambda x: x.get("[rdma_rxe]", 0))
+                user = cell(v, lambda x: sum(u for d, u in x.items() if not d.startswith("[") and d != "idle"))
+                kern = cell(v, lambda x: x.get("[kernel.kallsyms]", 0))
+                norm = stats([(x.get("[rpcrdma2]", 0) + x.get("[rpcrdma]", 0)) / x["[rdma_rxe]"]
+                              for x in v if x.get("[rdma_rxe]")] or [0.0])
+                out.append(f"{job:<12} {CONFIGS[cfg][0]:<13} {len(v):>2} {mod:>14} {rxe:>14} {user:>14} {kern:>14} "
+                           f"{norm['mean']:>8.3f} ± {norm['sd']:<5.3f}")
+            out.append("")
 
     if meta_cfgs:
         out.append(f"Metadata workloads (tools/testing/bench/meta.sh): {s.get('meta_files', '?')} files of "
@@ -988,7 +1053,8 @@ def main(res):
                    "meta_ops": list(ops_rows.values()), "meta_ratios": meta_ratios, "v2_vs_v1": v2v1,
                    "runs": [{k: r[k] for k in ("kind", "config", "job", "repeat", "status", "value",
                                                "clat_us", "cpu_us_op", "util", "srv_cpu_us_op", "srv_util",
-                                               "srv_window", "reason", "mount_options", "file")}
+                                               "srv_window", "profile_us_op", "reason", "mount_options",
+                                               "file")}
                             | ({"meta": {k: v for k, v in r["meta"].items() if k != "trace"}
                                 | {"chunked": r["meta"]["trace"]["chunked"], "mrs": r["meta"]["trace"]["mrs"],
                                    "trace_lost": r["meta"]["trace"]["lost"]}} if r["meta"] else {})
