@@ -158,19 +158,23 @@ bench:
 # under the mount, SOAK_LINK_BOUNCE=1 the server's link down for 3 s
 # (breaks soft-RoCE itself: Documentation/testing.rst, "Soak"),
 # SOAK_OUTAGE=1 (the default here) the network losing every frame for 3 s;
-# figures in the run's results directory (soak.txt).
+# SOAK_FAULTS chooses faults by name instead (for example SOAK_FAULTS=outage;
+# default: all that apply); figures in the run's results directory
+# (soak.txt, soak-stalls.txt, trace-*.txt around outages).
 SOAK_SECONDS ?= 300
 SOAK_FAULT_EVERY ?= 10
 SOAK_DEVICE_REMOVAL ?= 0
 SOAK_LINK_BOUNCE ?= 0
 SOAK_OUTAGE ?= 1
 SOAK_MAX_STALL ?= 60
+SOAK_FAULTS ?=
 soak: modules
 	tools/responder/build.sh >/dev/null
 	tools/testing/vm/run.sh --timeout $$(( $(SOAK_SECONDS) * 4 + 900 )) \
 		--server-script tools/testing/integration/server/soak.sh \
 		tools/testing/integration/rpcrdma2-soak.sh $(SOAK_SECONDS) $(SOAK_FAULT_EVERY) \
-		$(SOAK_DEVICE_REMOVAL) $(SOAK_MAX_STALL) $(SOAK_LINK_BOUNCE) $(SOAK_OUTAGE)
+		$(SOAK_DEVICE_REMOVAL) $(SOAK_MAX_STALL) $(SOAK_LINK_BOUNCE) $(SOAK_OUTAGE) \
+		"$(SOAK_FAULTS)"
 
 # The documented long fuzz run (fuzz/fuzz.sh long); figures in
 # fuzz/work/summary.txt.

@@ -24,6 +24,12 @@
 # "Soak"), with OUTAGE=1 every frame between the guests lost for 3 s
 # (see outage), with DEVICE_REMOVAL=1 the client's RDMA device deleted under
 # the live mount and added back (rdma link delete/add).
+# FAULTS (default: all the above that apply) chooses faults by name,
+# separated by commas or blanks: for example "outage" injects only the
+# outage (a phase's server-specific faults are taken only in that phase).
+# Around every outage the client traces its RPCs (see outage_trace):
+# /results/trace-VERS-SERVER-N.txt; each fault's longest stall goes to
+# /results/soak-stalls.txt.
 # A monitor samples the mount's byte counters every 0.5 s; the longest
 # time without progress in a phase is its stall (faults cause them). Figures, one
 # line per phase and a total, go to /results/soak.txt: bytes moved,
@@ -45,16 +51,20 @@ DEVICE_REMOVAL=${3:-0}
 MAX_STALL=${4:-60}
 LINK_BOUNCE=${5:-0}
 OUTAGE=${6:-0}
+FAULTS=${7:-}
 KO=$RPCRDMA2_KO
 MNT=/mnt/nfs
 F=/sys/kernel/debug/fail_sunrpc
 CTL=/results/ctl
 OUT=/results/soak.txt
+STALLS=/results/soak-stalls.txt
+T=/sys/kernel/tracing
 [ -f "$KO" ] || tb_die "$KO is not built (make modules)"
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 [ -d "$F" ] || tb_die "no $F: the kernel lacks CONFIG_FAIL_SUNRPC"
 tb_step "insmod rpcrdma2.ko" insmod "$KO"
 : >"$OUT"
+: >"$STALLS"
 REQ=0
 
 # Kinds of the responder's malformed-message catalogue that a hard mount
@@ -125,13 +135,67 @@ outage() {
 	tb_sleep_until_ms "$at"
 	ip neigh replace "$NFS_SERVER" lladdr 02:00:00:00:00:01 nud permanent dev eth0
 	t0=$(date +%s%3N)
+	trace_mark "outage begins (client side)"
 	sleep "$1"
 	ip neigh del "$NFS_SERVER" dev eth0 || true
 	t1=$(date +%s%3N)
+	trace_mark "outage ends (client side)"
 	wait "$srv" || tb_die "the server's side of the outage failed"
 	# server_do ran in a subshell: its request number is used up here.
 	REQ=$((REQ + 1))
 	tb_log "  outage: the client's side from +$((t0 - at)) to +$((t1 - at)) ms of the agreed start; the server's: $(grep -h "outage at $at:" /results/server/soak.log | tail -n 1 | sed 's/.*outage at [0-9]*: //')"
+}
+
+# The outage's trace: what the client's RPCs and transport did from just
+# before an outage to the next fault (or the phase's end), to tell which
+# RPC waited after the reconnect. The events: rpcrdma2's connection
+# events and replies, and SUNRPC's connects, disconnects, transmissions,
+# retransmissions, timer expiries, connect/timeout/call statuses, task
+# sleeps (which queue) and ends. The ring buffer does not overwrite: a
+# full buffer (TRACE_KB per CPU) keeps the outage and drops the
+# recovery's busy tail, so a trace is at most TRACE_KB KiB per CPU.
+# The soak's own marks (trace_mark: the outage's ends, progress after
+# a second or more without) carry the wall clock in ms.
+TRACE_KB=2048
+TRACE_EVENTS=(rpcrdma2/rpcrdma2_connect rpcrdma2/rpcrdma2_connect_error
+	rpcrdma2/rpcrdma2_disconnect rpcrdma2/rpcrdma2_reconnect
+	rpcrdma2/rpcrdma2_version rpcrdma2/rpcrdma2_credits
+	rpcrdma2/rpcrdma2_credit_wait rpcrdma2/rpcrdma2_grant
+	rpcrdma2/rpcrdma2_peer_error rpcrdma2/rpcrdma2_reply
+	sunrpc/xprt_connect sunrpc/xprt_disconnect_auto
+	sunrpc/xprt_disconnect_done sunrpc/xprt_disconnect_force
+	sunrpc/xprt_transmit sunrpc/xprt_retransmit sunrpc/xprt_timer
+	sunrpc/rpc_connect_status sunrpc/rpc_timeout_status
+	sunrpc/rpc_call_status sunrpc/rpc_task_sleep sunrpc/rpc_task_end
+	sunrpc/rpc_call_rpcerror)
+TRACE_NAME=
+trace_setup() {
+	local e
+	mountpoint -q "$T" || mount -t tracefs nodev "$T"
+	echo 0 >"$T/tracing_on"
+	echo "$TRACE_KB" >"$T/buffer_size_kb"
+	echo 0 >"$T/options/overwrite"
+	for e in "${TRACE_EVENTS[@]}"; do
+		[ -e "$T/events/$e/enable" ] || tb_die "no tracepoint $e"
+		echo 1 >"$T/events/$e/enable"
+	done
+}
+# trace_mark TEXT: a line in the trace (while tracing), with the wall clock.
+trace_mark() { echo "soak $(date +%s%3N): $*" >"$T/trace_marker" 2>/dev/null || true; }
+# outage_trace NAME: start a trace, saved as trace-NAME.txt by trace_save.
+outage_trace() {
+	trace_save
+	echo >"$T/trace"
+	echo 1 >"$T/tracing_on"
+	TRACE_NAME=$1
+}
+trace_save() {
+	[ -n "$TRACE_NAME" ] || return 0
+	trace_mark "trace ends"
+	echo 0 >"$T/tracing_on"
+	cp "$T/trace" "/results/trace-$TRACE_NAME.txt"
+	tb_log "  trace: /results/trace-$TRACE_NAME.txt ($(wc -l <"/results/trace-$TRACE_NAME.txt") lines)"
+	TRACE_NAME=
 }
 
 # clean_restart: the responder restarted without --malform-nth. Left
@@ -180,6 +244,10 @@ monitor() {
 		t=$(date +%s%3N)
 		if [ "$now" != "$last" ]; then
 			last=$now
+			if ((t - t_last >= 1000)); then
+				echo "$t_last $t" >>"$file.stalls"
+				trace_mark "progress after $((t - t_last)) ms without (since $t_last)"
+			fi
 			if ((t - t_last > worst)); then
 				worst=$((t - t_last))
 				worst_at=$t_last
@@ -201,6 +269,19 @@ phase() { # VERS PORT LABEL
 	[ "$LINK_BOUNCE" = 1 ] && faults+=(link-bounce)
 	[ "$OUTAGE" = 1 ] && faults+=(outage)
 	[ "$DEVICE_REMOVAL" = 1 ] && faults+=(device-readd)
+	if [ -n "$FAULTS" ]; then
+		local f chosen=()
+		for f in ${FAULTS//,/ }; do
+			case $f in
+			disconnect | link-bounce | outage | device-readd) chosen+=("$f") ;;
+			nfsd-restart) [ "$label" = svcrdma ] && chosen+=("$f") ;;
+			responder-restart | malformed) [ "$label" = responder ] && chosen+=("$f") ;;
+			*) tb_die "FAULTS: unknown fault '$f'" ;;
+			esac
+		done
+		((${#chosen[@]})) || tb_die "FAULTS '$FAULTS': none applies to the $label phase"
+		faults=("${chosen[@]}")
+	fi
 	tb_log "=== phase vers=$vers $label (port $port): $SECS s, a fault every $EVERY s: ${faults[*]}"
 	NFS_RDMA_PORT=$port tb_mount "$vers" rdma "$MNT" hard,timeo=100
 	tb_assert_proto "$MNT" rdma
@@ -209,7 +290,8 @@ phase() { # VERS PORT LABEL
 	mkdir -p "$dir"
 	c0=$(connects) b0=$(progress)
 	mon=/tmp/soak-mon
-	rm -f "$mon" "$mon.stop" "$mon.fio"
+	rm -f "$mon" "$mon.stop" "$mon.fio" "$mon.stalls"
+	touch "$mon.stalls"
 	echo "0 0" >"$mon"
 	monitor "$mon" &
 	fio --directory="$dir" --size=16m --bsrange=4k-256k --ioengine=libaio --iodepth=8 \
@@ -236,6 +318,7 @@ phase() { # VERS PORT LABEL
 		fault_at+=("$(date +%s%3N)")
 		fault_of+=("$f")
 		tb_log "fault $n: $f"
+		trace_save
 		case $f in
 		disconnect) disconnect ;;
 		nfsd-restart | responder-restart) server_do "$f" ;;
@@ -246,7 +329,10 @@ phase() { # VERS PORT LABEL
 			clean=1
 			;;
 		link-bounce) server_do link-bounce 3 ;;
-		outage) outage 3 ;;
+		outage)
+			outage_trace "$vers-$label-$n"
+			outage 3
+			;;
 		device-readd) device_readd ;;
 		esac
 		sleep "$EVERY"
@@ -263,6 +349,7 @@ phase() { # VERS PORT LABEL
 	wait "$fio_pid" || fio_rc=$?
 	touch "$mon.stop"
 	wait
+	trace_save
 	# Restarted only now if the phase ended first: after the monitor, so
 	# that the time after fio's end is not counted as a stall.
 	((clean == 0)) || clean_restart
@@ -276,6 +363,16 @@ phase() { # VERS PORT LABEL
 	# 0.5 s old).
 	for ((i = 0; i < ${#fault_at[@]}; i++)); do
 		((fault_at[i] <= stall_at + 1000)) && after=${fault_of[i]}
+	done
+	# Each fault's longest stall: of those that began from a second
+	# before it to a second before the next fault.
+	local lo hi
+	for ((i = 0; i < ${#fault_at[@]}; i++)); do
+		lo=$((fault_at[i] - 1000))
+		hi=$((i + 1 < ${#fault_at[@]} ? fault_at[i + 1] - 1000 : 1 << 62))
+		printf '%-6s %-9s fault=%s %s stall_ms=%s\n' "$vers" "$label" "$((i + 1))" "${fault_of[i]}" \
+			"$(awk -v lo="$lo" -v hi="$hi" '$1 >= lo && $1 < hi && $2 - $1 > m {m = $2 - $1} END {print m + 0}' "$mon.stalls")" \
+			>>"$STALLS"
 	done
 	c1=$(connects) b1=$(progress)
 	local moved=$((b1 - b0)) errs
@@ -295,6 +392,7 @@ phase() { # VERS PORT LABEL
 
 # A phase that stops on an expansion error (which set -e does not catch)
 # leaves no figures line: count them.
+trace_setup
 for vers in 3 4.1; do
 	phase "$vers" 20049 svcrdma
 	phase "$vers" 20050 responder
@@ -306,5 +404,7 @@ cat "$OUT"
 awk '{for (i = 3; i <= NF; i++) {split($i, kv, "="); s[kv[1]] += kv[2]; if (kv[1] == "longest_stall_ms" && kv[2] > m) m = kv[2]}}
 	END {printf "total  bytes=%.0f faults=%d reconnects=%d longest_stall_ms=%d fio_errors=%d\n", s["bytes"], s["faults"], s["reconnects"], m, s["fio_errors"]}' \
 	"$OUT" | tee -a "$OUT"
+tb_log "each fault's longest stall (ms; soak-stalls.txt):"
+cat "$STALLS"
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
 tb_log "soak: all checks passed"
