@@ -28,8 +28,9 @@
 # separated by commas or blanks: for example "outage" injects only the
 # outage (a phase's server-specific faults are taken only in that phase).
 # Around every outage the client traces its RPCs (see outage_trace):
-# /results/trace-VERS-SERVER-N.txt; each fault's longest stall goes to
-# /results/soak-stalls.txt.
+# /results/trace-VERS-SERVER-N.txt, the longest time between two RPCs'
+# ends in each to /results/soak-rpc-gaps.txt; each fault's longest stall
+# goes to /results/soak-stalls.txt.
 # A monitor samples the mount's byte counters every 0.5 s; the longest
 # time without progress in a phase is its stall (faults cause them). Figures, one
 # line per phase and a total, go to /results/soak.txt: bytes moved,
@@ -65,6 +66,7 @@ mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 tb_step "insmod rpcrdma2.ko" insmod "$KO"
 : >"$OUT"
 : >"$STALLS"
+: >/results/soak-rpc-gaps.txt
 REQ=0
 
 # Kinds of the responder's malformed-message catalogue that a hard mount
@@ -189,12 +191,22 @@ outage_trace() {
 	echo 1 >"$T/tracing_on"
 	TRACE_NAME=$1
 }
+# trace_save: the trace to /results/trace-NAME.txt, and to RPC_GAPS the
+# longest time between two RPCs' ends in it (rpc_task_end): the outage's
+# stall as the RPC layer saw it, which the progress monitor's figure
+# exceeds when the loaded guest runs the monitor late.
+RPC_GAPS=/results/soak-rpc-gaps.txt
 trace_save() {
+	local f gap
 	[ -n "$TRACE_NAME" ] || return 0
+	f=/results/trace-$TRACE_NAME.txt
 	trace_mark "trace ends"
 	echo 0 >"$T/tracing_on"
-	cp "$T/trace" "/results/trace-$TRACE_NAME.txt"
-	tb_log "  trace: /results/trace-$TRACE_NAME.txt ($(wc -l <"/results/trace-$TRACE_NAME.txt") lines)"
+	cp "$T/trace" "$f"
+	gap=$(awk '$5 == "rpc_task_end:" {t = $4 + 0; if (n++ && t - last > g) {g = t - last; from = last} last = t}
+		END {printf "rpc_gap_ms=%d from=%.3f to=%.3f rpc_ends=%d", g * 1000, from, from + g, n}' "$f")
+	echo "$TRACE_NAME $gap" >>"$RPC_GAPS"
+	tb_log "  trace: $f ($(wc -l <"$f") lines; the longest time between two RPCs' ends: $gap)"
 	TRACE_NAME=
 }
 
@@ -406,5 +418,9 @@ awk '{for (i = 3; i <= NF; i++) {split($i, kv, "="); s[kv[1]] += kv[2]; if (kv[1
 	"$OUT" | tee -a "$OUT"
 tb_log "each fault's longest stall (ms; soak-stalls.txt):"
 cat "$STALLS"
+if [ -s "$RPC_GAPS" ]; then
+	tb_log "each outage's longest time between two RPCs' ends (from, to: the trace's clock; soak-rpc-gaps.txt):"
+	cat "$RPC_GAPS"
+fi
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
 tb_log "soak: all checks passed"
