@@ -137,6 +137,31 @@ impl ConnCm {
     }
 }
 
+/// The errno a connect attempt ends with when the CM reports
+/// `RDMA_CM_EVENT_UNREACHABLE` with `status`.
+///
+/// The CM reports a connection request that got no answer (its REQ
+/// retries ran out, `IB_CM_REQ_ERROR`; iWARP's connect timing out; the
+/// peer's neighbour entry changing under it) as `UNREACHABLE` with
+/// status `-ETIMEDOUT`: that is `-ETIMEDOUT`, as the
+/// TCP transport reports a SYN that got no answer. SUNRPC's
+/// `call_connect_status()` and `call_status()` retry it at once, paced by
+/// the transport's reconnect back-off; `-ENETUNREACH`, which the C client
+/// reports for every `UNREACHABLE`, makes every task woken by the failed
+/// attempt wait 3 s more (`rpc_delay()`), among them tasks whose request
+/// the next connection carries, so a task that slept there kept the new
+/// connection's one credit and the whole mount waited 3 s after the
+/// reconnect (Documentation/testing.rst, "Soak"). Any other status (in
+/// 6.12 only a UD id's bad SIDR reply has one) stays `-ENETUNREACH`.
+pub(crate) fn unreachable_errno(status: i32) -> i32 {
+    let timedout = crate::compat::errno::etimedout().to_errno();
+    if status == timedout {
+        timedout
+    } else {
+        crate::compat::errno::enetunreach().to_errno()
+    }
+}
+
 impl CmHandler for ConnCm {
     fn event(&self, event: &CmEvent<'_>) {
         match event {
@@ -145,9 +170,10 @@ impl CmHandler for ConnCm {
             CmEvent::AddrError { .. } => {
                 self.set(Step::Failed(crate::compat::errno::eproto().to_errno()))
             }
-            CmEvent::RouteError { .. } | CmEvent::Unreachable { .. } => {
+            CmEvent::RouteError { .. } => {
                 self.set(Step::Failed(crate::compat::errno::enetunreach().to_errno()))
             }
+            CmEvent::Unreachable { status } => self.set(Step::Failed(unreachable_errno(*status))),
             CmEvent::ConnectError { .. } => {
                 self.set(Step::Failed(crate::compat::errno::enotconn().to_errno()))
             }

@@ -58,6 +58,7 @@ kunit_suite!(rpcrdma2_xprt {
     connect_timeout_shortens_rpc_timeout,
     close_reason_first_cause_flushed_gives_way,
     frwr_sizing_of_the_device,
+    cm_unreachable_timeout_is_etimedout,
 });
 
 fn test_xprt() -> Result<
@@ -134,6 +135,25 @@ fn connect_timeout_shortens_rpc_timeout() -> TestResult {
     kassert_eq!(x.timeouts(), (10 * hz, 3 * hz, 30 * hz));
     x.set_connect_timeout(20 * hz, 20 * hz);
     kassert_eq!(x.timeouts(), (10 * hz, 3 * hz, 20 * hz));
+    Ok(())
+}
+
+/// A connection request that got no answer (the CM's UNREACHABLE with
+/// status -ETIMEDOUT) fails with -ETIMEDOUT, as a TCP SYN timeout does,
+/// not with the -ENETUNREACH after which SUNRPC delays every task 3 s; any
+/// other UNREACHABLE status stays -ENETUNREACH.
+fn cm_unreachable_timeout_is_etimedout() -> TestResult {
+    use crate::compat::errno::{enetunreach, etimedout};
+    use crate::connect::unreachable_errno;
+    kassert_eq!(
+        unreachable_errno(etimedout().to_errno()),
+        etimedout().to_errno()
+    );
+    kassert_eq!(
+        unreachable_errno(kernel::error::code::EINVAL.to_errno()),
+        enetunreach().to_errno()
+    );
+    kassert_eq!(unreachable_errno(0), enetunreach().to_errno());
     Ok(())
 }
 
