@@ -1856,24 +1856,24 @@ fn config_and_errno() -> TestResult {
 // ---- chunks ---------------------------------------------------------
 
 /// `frwr_query_device()`'s arithmetic: the depth (and its quirk), the MRs
-/// and the Send-queue WRs one RPC may need, and the devices refused.
+/// one RPC may need, and the devices refused.
 fn frwr_sizing() -> TestResult {
-    // A device that registers 1 MiB in one MR: 7 WRs, 3 MRs (data, head, tail).
+    // A device that registers 1 MiB in one MR: 3 MRs (data, head, tail).
     let c = FrwrSizing::for_depth(512);
-    check!(matches!(c, Ok(c) if (c.depth, c.max_segs, c.send_wrs_per_rpc) == (257, 3, 7)));
+    check!(matches!(c, Ok(c) if (c.depth, c.max_segs) == (257, 3)));
     // Depth 16: 17 MRs for the data would exceed 16 segments; 16 * 16 = 256
     // pages cannot carry 260.
     check!(FrwrSizing::for_depth(16) == Err(SizingError::TooShallow { depth: 16 }));
-    // Depth 32: ceil(257/32) + 2 = 11 MRs, 7 + 2 * 8 WRs.
+    // Depth 32: ceil(257/32) + 2 = 11 MRs.
     let c = FrwrSizing::for_depth(32);
-    check!(matches!(c, Ok(c) if (c.depth, c.max_segs, c.send_wrs_per_rpc) == (32, 11, 23)));
+    check!(matches!(c, Ok(c) if (c.depth, c.max_segs) == (32, 11)));
     check!(FrwrSizing::for_depth(0) == Err(SizingError::NoDepth));
     // rxe (page list 512, max_sge_rd 32): the quirk takes max_sge_rd.
     check!(FrwrSizing::depth_for(512, 32) == 32);
     check!(FrwrSizing::for_device(512, 32) == FrwrSizing::for_depth(32));
-    // siw (page list 256, max_sge_rd 1): depth 256, 4 MRs, 9 WRs.
+    // siw (page list 256, max_sge_rd 1): depth 256, 4 MRs.
     let c = FrwrSizing::for_device(256, 1);
-    check!(matches!(c, Ok(c) if (c.depth, c.max_segs, c.send_wrs_per_rpc) == (256, 4, 9)));
+    check!(matches!(c, Ok(c) if (c.depth, c.max_segs) == (256, 4)));
     // max_sge_rd 16 is not above the limit: the page list counts.
     check!(FrwrSizing::depth_for(64, 16) == 64);
     check!(FrwrSizing::depth_for(4096, 17) == 17);

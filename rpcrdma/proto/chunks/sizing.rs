@@ -2,8 +2,10 @@
 
 //! How a transport sizes its FRWR memory registration for chunks
 //! ([`FrwrSizing`]), as the C client's `frwr_query_device()` does
-//! (frwr_ops.c): the depth of an MR from what the device offers, the MRs
-//! one RPC may need, and the Send-queue WRs one RPC may need.
+//! (frwr_ops.c): the depth of an MR from what the device offers and the
+//! MRs one RPC may need. (The C client also counts the Send-queue WRs of
+//! one RPC there; rpcrdma2 sizes its Send queue from the MRs per RPC, in
+//! `conn/establish.rs`.)
 //!
 //! The glue reads the device's numbers (`ib::mr::caps::FastRegCaps`) and
 //! hands them to [`FrwrSizing::for_device`]; the result sizes the MR pool,
@@ -17,10 +19,6 @@ use super::super::config::MAX_HDR_SEGS;
 pub const MAX_DATA_SEGS: u32 = 257;
 /// `RPCRDMA_MAX_SEGS`: data pages plus head and tail.
 pub const MAX_SEGS: u32 = MAX_DATA_SEGS + 3;
-/// The Send-queue WRs of an RPC whose page list fits one MR: the Send, and
-/// a REG_MR and a LOCAL_INV for each of head, tail and page list (C:
-/// `frwr_query_device`'s starting `depth` of 7).
-pub const BASE_SEND_WRS: u32 = 7;
 
 /// Why a device cannot be used for chunks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,10 +43,6 @@ pub struct FrwrSizing {
     /// depth⌉ + 2 (head and tail of a Reply chunk), at most
     /// [`MAX_HDR_SEGS`].
     pub max_segs: u32,
-    /// Send-queue WRs one RPC may need: [`BASE_SEND_WRS`], and a REG_MR
-    /// and a LOCAL_INV for each further MR of the page list (7 + 2n, as
-    /// the C client counts).
-    pub send_wrs_per_rpc: u32,
 }
 
 impl FrwrSizing {
@@ -93,10 +87,6 @@ impl FrwrSizing {
         } else {
             depth
         };
-        // C: delta = MAX_DATA_SEGS - depth; do { wrs += 2; delta -= depth }
-        // while (delta > 0): two WRs for each further MR of the page list.
-        let extra_mrs = MAX_DATA_SEGS.saturating_sub(depth).div_ceil(depth);
-        let send_wrs_per_rpc = BASE_SEND_WRS.saturating_add(extra_mrs.saturating_mul(2));
         let segs = MAX_DATA_SEGS.div_ceil(depth).saturating_add(2);
         let max_segs = if segs > MAX_HDR_SEGS {
             MAX_HDR_SEGS
@@ -106,10 +96,6 @@ impl FrwrSizing {
         if max_segs.saturating_mul(depth) < MAX_SEGS {
             return Err(SizingError::TooShallow { depth });
         }
-        Ok(FrwrSizing {
-            depth,
-            max_segs,
-            send_wrs_per_rpc,
-        })
+        Ok(FrwrSizing { depth, max_segs })
     }
 }

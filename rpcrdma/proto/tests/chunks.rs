@@ -566,8 +566,9 @@ fn too_many_segments() {
 
 /// `frwr_query_device()` (frwr_ops.c) as the C client writes it, for
 /// the device numbers `(max_fast_reg_page_list_len, max_sge_rd)`: the
-/// depth, `re_max_rdma_segs`, the Send WRs per RPC, or the errno.
-fn c_frwr_query_device(page_list_len: u32, max_sge_rd: u32) -> Result<(u32, u32, u32), i32> {
+/// depth and `re_max_rdma_segs`, or the errno (its Send-WR count is left
+/// out: rpcrdma2 sizes its Send queue otherwise).
+fn c_frwr_query_device(page_list_len: u32, max_sge_rd: u32) -> Result<(u32, u32), i32> {
     const MAX_DATA_SEGS: u32 = 257;
     const MAX_HDR_SEGS: u32 = 16;
     const MAX_SEGS: u32 = MAX_DATA_SEGS + 3;
@@ -579,22 +580,11 @@ fn c_frwr_query_device(page_list_len: u32, max_sge_rd: u32) -> Result<(u32, u32,
         depth = max_sge_rd;
     }
     depth = depth.min(MAX_DATA_SEGS);
-    let mut wrs = 7;
-    if depth < MAX_DATA_SEGS {
-        let mut delta = i64::from(MAX_DATA_SEGS - depth);
-        loop {
-            wrs += 2;
-            delta -= i64::from(depth);
-            if delta <= 0 {
-                break;
-            }
-        }
-    }
     let segs = (MAX_DATA_SEGS.div_ceil(depth) + 2).min(MAX_HDR_SEGS);
     if segs * depth < MAX_SEGS {
         return Err(-12);
     }
-    Ok((depth, segs, wrs))
+    Ok((depth, segs))
 }
 
 #[test]
@@ -608,7 +598,7 @@ fn frwr_sizing_matches_the_c_client() {
             let c = c_frwr_query_device(page_list_len, max_sge_rd);
             match (ours, c) {
                 (Ok(s), Ok(c)) => {
-                    assert_eq!((s.depth, s.max_segs, s.send_wrs_per_rpc), c);
+                    assert_eq!((s.depth, s.max_segs), c);
                     assert!(s.max_segs * s.depth >= MAX_SEGS);
                     // The transport's Config::max_segs (segs_for_depth
                     // with 4 KiB pages) is the same number.
