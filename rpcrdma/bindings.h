@@ -24,3 +24,12 @@
 #ifdef RPCRDMA2_KUNIT
 #include "test_shim.h"
 #endif
+
+/*
+ * The kernel's timer frequency. bindgen gives the HZ macro the value of
+ * the user-space header (<uapi/asm-generic/param.h>: 100), not the
+ * kernel's CONFIG_HZ that <asm-generic/param.h> redefines it to (the
+ * kernel crate's bindings::HZ is 100 too); an enumerator is evaluated by
+ * the compiler, so it carries the kernel's value.
+ */
+enum { RPCRDMA2_HZ = HZ };

@@ -56,6 +56,7 @@ kunit_suite!(rpcrdma2_xprt {
     create_formats_ipv4_addresses,
     slots_cycle_through_ops_table,
     connect_timeout_shortens_rpc_timeout,
+    hz_is_the_kernels,
     close_reason_first_cause_flushed_gives_way,
     frwr_sizing_of_the_device,
     cm_unreachable_timeout_is_etimedout,
@@ -126,7 +127,7 @@ fn slots_cycle_through_ops_table() -> TestResult {
 /// (not below 10 s) and caps the reconnect back-off; a longer one changes
 /// nothing.
 fn connect_timeout_shortens_rpc_timeout() -> TestResult {
-    let hz = kernel::bindings::HZ as usize;
+    let hz = crate::sunrpc::HZ;
     let (_args, x) = test_xprt()?;
     kassert_eq!(x.timeouts(), (60 * hz, 60 * hz, 60 * hz));
     x.set_connect_timeout(120 * hz, 120 * hz);
@@ -135,6 +136,17 @@ fn connect_timeout_shortens_rpc_timeout() -> TestResult {
     kassert_eq!(x.timeouts(), (10 * hz, 3 * hz, 30 * hz));
     x.set_connect_timeout(20 * hz, 20 * hz);
     kassert_eq!(x.timeouts(), (10 * hz, 3 * hz, 20 * hz));
+    Ok(())
+}
+
+/// The jiffies per second every timeout is computed with are the kernel's
+/// (`CONFIG_HZ`), not the 100 of the user-space header that bindgen gives
+/// the `HZ` macro: a 60 s RPC timeout was 24 s on a 250 Hz kernel.
+fn hz_is_the_kernels() -> TestResult {
+    kassert_eq!(
+        crate::sunrpc::HZ,
+        kernel::time::msecs_to_jiffies(1000) as usize
+    );
     Ok(())
 }
 

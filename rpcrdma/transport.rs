@@ -39,7 +39,7 @@ const BC_SLOTS: u32 = proto::backchannel::SLOTS;
 const REESTABLISH_TIMEOUT_S: usize = 5;
 
 fn hz() -> usize {
-    kernel::bindings::HZ as usize
+    crate::sunrpc::HZ
 }
 
 /// Initial Call/Reply buffer size of a slot; grown on demand in buf_alloc.
@@ -636,7 +636,7 @@ impl Transport for RdmaXprt {
 
 /// RPC timeouts, as the C client (xprt_rdma.h): jiffies.
 fn params<'a>(args: &'a XprtCreate<'a>) -> xprt_box::CreateParams<'a> {
-    let hz = kernel::bindings::HZ as usize;
+    let hz = crate::sunrpc::HZ;
     xprt_box::CreateParams {
         args,
         max_reqs: DEFAULT_MAX_REQUESTS.into(),

@@ -49,6 +49,11 @@ use crate::bindings;
 use kernel::error::to_result;
 use kernel::prelude::*;
 
+/// Jiffies per second: the kernel's `HZ` (`CONFIG_HZ`). Not
+/// `bindings::HZ`, which bindgen takes from the user-space header (100):
+/// see `RPCRDMA2_HZ` in bindings.h.
+pub const HZ: usize = bindings::RPCRDMA2_HZ as usize;
+
 /// `XPRT_TRANSPORT_RDMA`: the transport ident NFS accepts for `proto=rdma`.
 pub const XPRT_TRANSPORT_RDMA: i32 = bindings::xprt_transports_XPRT_TRANSPORT_RDMA;
 

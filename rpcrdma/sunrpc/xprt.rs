@@ -156,7 +156,7 @@ impl Xprt {
         // SAFETY: the xprt is alive; a racy snapshot of counters is what
         // the C transports print too.
         let (st, last_used) = unsafe { ((*self.as_raw()).stat, (*self.as_raw()).last_used) };
-        let hz = bindings::HZ as usize;
+        let hz = super::HZ;
         let idle = if self.connected() {
             // SAFETY: FFI call without preconditions.
             (unsafe { bindings::rpcrdma2_shim_jiffies() }.wrapping_sub(last_used) as isize)

@@ -403,8 +403,8 @@ impl<T: Transport> Drop for Unpublished<T> {
 
 /// RDMA has no keepalive: 60 s RPC timeout, no retries (as the C client).
 static DEFAULT_TIMEOUT: bindings::rpc_timeout = bindings::rpc_timeout {
-    to_initval: 60 * bindings::HZ as usize,
-    to_maxval: 60 * bindings::HZ as usize,
+    to_initval: 60 * super::HZ,
+    to_maxval: 60 * super::HZ,
     to_increment: 0,
     to_retries: 0,
     to_exponential: 0,
