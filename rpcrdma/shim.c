@@ -134,6 +134,16 @@ int rpcrdma2_shim_xprt_connected(struct rpc_xprt *xprt)
 	return xprt_connected(xprt);
 }
 
+/*
+ * Whether requests wait for replies (the receive queue is not empty):
+ * read without queue_lock, as xprt_schedule_autodisconnect() does; a
+ * snapshot.
+ */
+bool rpcrdma2_shim_xprt_awaiting_replies(struct rpc_xprt *xprt)
+{
+	return !RB_EMPTY_ROOT(&xprt->recv_queue);
+}
+
 void rpcrdma2_shim_xprt_clear_connecting(struct rpc_xprt *xprt)
 {
 	xprt_clear_connecting(xprt);
@@ -171,18 +181,18 @@ bool rpcrdma2_shim_task_gfp_is_kernel(void)
 	return rpc_task_gfp_mask() == GFP_KERNEL;
 }
 
-void rpcrdma2_shim_init_connect_work(struct delayed_work *dwork,
+void rpcrdma2_shim_init_delayed_work(struct delayed_work *dwork,
 				     void (*fn)(struct work_struct *work))
 {
 	INIT_DELAYED_WORK(dwork, fn);
 }
 
-void rpcrdma2_shim_queue_connect_work(struct delayed_work *dwork, unsigned long delay)
+void rpcrdma2_shim_queue_delayed_work(struct delayed_work *dwork, unsigned long delay)
 {
 	queue_delayed_work(system_long_wq, dwork, delay);
 }
 
-void rpcrdma2_shim_cancel_connect_work(struct delayed_work *dwork)
+void rpcrdma2_shim_cancel_delayed_work(struct delayed_work *dwork)
 {
 	cancel_delayed_work_sync(dwork);
 }

@@ -46,6 +46,7 @@ void rpcrdma2_shim_wake_zero(unsigned long *count);
 void rpcrdma2_shim_xprt_set_connected(struct rpc_xprt *xprt);
 void rpcrdma2_shim_xprt_clear_connected(struct rpc_xprt *xprt);
 int rpcrdma2_shim_xprt_connected(struct rpc_xprt *xprt);
+bool rpcrdma2_shim_xprt_awaiting_replies(struct rpc_xprt *xprt);
 void rpcrdma2_shim_xprt_clear_connecting(struct rpc_xprt *xprt);
 void rpcrdma2_shim_xprt_set_bound(struct rpc_xprt *xprt);
 int rpcrdma2_shim_rpc_reply_expected(struct rpc_task *task);
@@ -66,12 +67,13 @@ bool rpcrdma2_shim_bc_has_service(struct rpc_xprt *xprt);
 bool rpcrdma2_shim_bc_queue(struct rpc_rqst *rqst);
 void rpcrdma2_shim_put_cong(struct rpc_rqst *rqst);
 
-/* The connect worker: a delayed work on system_long_wq (6.12's Rust has
- * no delayed work) running @fn, a Rust trampoline. */
+/* The transport's workers (connect, keepalive): delayed works on
+ * system_long_wq (6.12's Rust has no delayed work) running @fn, a Rust
+ * trampoline. */
 struct work_struct;
-void rpcrdma2_shim_init_connect_work(struct delayed_work *dwork,
+void rpcrdma2_shim_init_delayed_work(struct delayed_work *dwork,
 				     void (*fn)(struct work_struct *work));
-void rpcrdma2_shim_queue_connect_work(struct delayed_work *dwork, unsigned long delay);
-void rpcrdma2_shim_cancel_connect_work(struct delayed_work *dwork);
+void rpcrdma2_shim_queue_delayed_work(struct delayed_work *dwork, unsigned long delay);
+void rpcrdma2_shim_cancel_delayed_work(struct delayed_work *dwork);
 
 #endif /* RPCRDMA2_SHIM_H */

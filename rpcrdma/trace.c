@@ -31,6 +31,11 @@ void rpcrdma2_trace_disconnect(u32 conn, const char *reason)
 	trace_rpcrdma2_disconnect(conn, reason);
 }
 
+void rpcrdma2_trace_keepalive(u32 conn, const char *what)
+{
+	trace_rpcrdma2_keepalive(conn, what);
+}
+
 void rpcrdma2_trace_reconnect(u32 conn, const char *reason)
 {
 	trace_rpcrdma2_reconnect(conn, reason);
@@ -133,4 +138,5 @@ const atomic_t *const rpcrdma2_trace_keys[RPCRDMA2_TP_COUNT] = {
 	KEY(version), KEY(connprop), KEY(credits), KEY(marshal), KEY(reply),
 	KEY(peer_error), KEY(mr_reg), KEY(mr_inv), KEY(piece), KEY(grant),
 	KEY(reconnect), KEY(bc_call), KEY(bc_reply), KEY(credit_wait),
+	KEY(keepalive),
 };

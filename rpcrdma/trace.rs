@@ -48,6 +48,7 @@ enum Tp {
     BcCall = bindings::rpcrdma2_tp_RPCRDMA2_TP_bc_call,
     BcReply = bindings::rpcrdma2_tp_RPCRDMA2_TP_bc_reply,
     CreditWait = bindings::rpcrdma2_tp_RPCRDMA2_TP_credit_wait,
+    Keepalive = bindings::rpcrdma2_tp_RPCRDMA2_TP_keepalive,
 }
 
 /// True if tracepoint `tp` has a probe attached.
@@ -158,6 +159,14 @@ pub fn disconnect(conn: u32, reason: &CStr) {
     if enabled(Tp::Disconnect) {
         // SAFETY: `reason` is NUL-terminated and outlives the call.
         unsafe { bindings::rpcrdma2_trace_disconnect(conn, reason.as_ptr().cast()) };
+    }
+}
+
+/// The keepalive probe of connection `conn`: `what` happened to it.
+pub fn keepalive(conn: u32, what: &CStr) {
+    if enabled(Tp::Keepalive) {
+        // SAFETY: `what` is NUL-terminated and outlives the call.
+        unsafe { bindings::rpcrdma2_trace_keepalive(conn, what.as_ptr().cast()) };
     }
 }
 

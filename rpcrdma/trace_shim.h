@@ -29,6 +29,7 @@ enum rpcrdma2_tp {
 	RPCRDMA2_TP_bc_call,
 	RPCRDMA2_TP_bc_reply,
 	RPCRDMA2_TP_credit_wait,
+	RPCRDMA2_TP_keepalive,
 	RPCRDMA2_TP_COUNT
 };
 
@@ -39,6 +40,7 @@ void rpcrdma2_trace_connect(u32 conn, const char *peer, u32 vers,
 void rpcrdma2_trace_connect_error(const char *peer, const char *step,
 				  int status);
 void rpcrdma2_trace_disconnect(u32 conn, const char *reason);
+void rpcrdma2_trace_keepalive(u32 conn, const char *what);
 void rpcrdma2_trace_pvtdata(u32 conn, bool present, u32 send_size,
 			    u32 recv_size, bool remote_inv);
 void rpcrdma2_trace_version(u32 conn, u32 vers, const char *how);

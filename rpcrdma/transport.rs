@@ -19,7 +19,10 @@ use crate::sunrpc::xprt_box::{self, NewXprt, XprtBox};
 use crate::sunrpc::XprtCreate;
 use crate::trace;
 use core::pin::Pin;
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{
+    AtomicBool, AtomicU64,
+    Ordering::{Relaxed, SeqCst},
+};
 use kernel::alloc::{flags::GFP_KERNEL, KBox, KVec};
 use kernel::init::PinInit;
 use kernel::new_spinlock;
@@ -37,6 +40,12 @@ const BC_SLOTS: u32 = proto::backchannel::SLOTS;
 
 /// Initial reconnect delay (the C client's RPCRDMA_INIT_REEST_TO), seconds.
 const REESTABLISH_TIMEOUT_S: usize = 5;
+
+/// The keepalive period, seconds: a connection awaiting replies that
+/// received nothing for a whole period is probed (`conn/keepalive.rs`).
+/// A dead peer is then found within a period or two plus the RC retries
+/// (about 4 s on rxe), not at the RPC timeout (60 s by default).
+const KEEPALIVE_PERIOD_S: usize = 1;
 
 fn hz() -> usize {
     crate::sunrpc::HZ
@@ -140,6 +149,9 @@ pub struct RdmaXprt {
     /// The last connection that ended and why (`conn id << 8 | Why`; 0:
     /// none yet), for the `rpcrdma2_reconnect` tracepoint.
     last_close: AtomicU64,
+    /// The keepalive worker is queued or running: it runs while replies
+    /// are awaited, and the first Call sent after it stopped starts it.
+    keepalive_on: AtomicBool,
 }
 
 impl RdmaXprt {
@@ -156,6 +168,7 @@ impl RdmaXprt {
             proto: Arc::pin_init(new_spinlock!(proto::Transport::new(Self::config(max_reqs))), GFP_KERNEL)?,
             bc: Backchannel::new()?,
             last_close: AtomicU64::new(0),
+            keepalive_on: AtomicBool::new(false),
         }? Error))
     }
 
@@ -406,7 +419,31 @@ impl Transport for RdmaXprt {
             Self::close(this);
             return Err(crate::compat::errno::enotconn());
         }
+        // A reply is awaited: make sure the keepalive looks (one load on
+        // the common path, where it runs already). The request joined
+        // SUNRPC's receive queue before the transport lock was taken for
+        // this transmission, a fully ordered test_and_set_bit, so a worker
+        // that stops after this load sees it (`keepalive`).
+        if !this.data.keepalive_on.load(Relaxed) && !this.data.keepalive_on.swap(true, SeqCst) {
+            this.queue_keepalive(KEEPALIVE_PERIOD_S * hz());
+        }
         Ok(())
+    }
+
+    fn keepalive(this: &XprtBox<Self>) -> Option<usize> {
+        let period = KEEPALIVE_PERIOD_S * hz();
+        let d = &this.data;
+        let go_on = d
+            .current_conn()
+            .is_some_and(|c| c.keepalive(this.xprt().awaiting_replies()));
+        if go_on {
+            return Some(period);
+        }
+        // Nothing awaited, or no connection: stop until the next Call.
+        d.keepalive_on.store(false, SeqCst);
+        // A Call sent since the look above may have found the worker
+        // still on and not started it: look once more.
+        (this.xprt().awaiting_replies() && !d.keepalive_on.swap(true, SeqCst)).then_some(period)
     }
 
     fn timer(this: &XprtBox<Self>) {

@@ -108,10 +108,11 @@ impl Conn {
 
         let nrecv = config.recv_queue_depth();
         let nsend = config.max_requests as usize + 2;
-        // Each RPC: its Send, and a REG_MR and a LOCAL_INV per MR.
-        let send_wr = (nsend * (1 + 2 * mrs_per_rpc))
+        // Each RPC: its Send, and a REG_MR and a LOCAL_INV per MR; and
+        // the keepalive probe.
+        let send_wr = (nsend * (1 + 2 * mrs_per_rpc) + 1)
             .min(max_wr.saturating_sub(1) as usize)
-            .max(nsend);
+            .max(nsend + 1);
         let caps = QpCaps {
             max_send_wr: send_wr as u32,
             max_recv_wr: nrecv,

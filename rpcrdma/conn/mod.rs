@@ -4,7 +4,8 @@
 //! buffers; its setup is in `establish.rs`, the Send path in `send.rs`,
 //! the reply handler in `reply.rs`, the per-slot FRWR registrations and
 //! their invalidation in `frwr.rs`, Message Continuation in
-//! `continued.rs`, recovery from transport errors in `recovery.rs`, a
+//! `continued.rs`, recovery from transport errors in `recovery.rs`, the
+//! keepalive probe in `keepalive.rs`, a
 //! request's `xdr_buf`s in the protocol's terms in `xdrbuf.rs`, the CM
 //! handshake the connection waits on in [`crate::connect`].
 //!
@@ -47,6 +48,7 @@ use kernel::{new_condvar, new_spinlock};
 mod continued;
 mod establish;
 mod frwr;
+mod keepalive;
 mod recovery;
 mod reply;
 mod send;
@@ -160,6 +162,8 @@ pub enum SendOpCtx {
     },
     /// A LOCAL_INV of [`mr::inv::invalidate_sync`].
     SyncInv(MrWr),
+    /// The keepalive probe, a zero-length RDMA Write (`keepalive.rs`).
+    Probe,
 }
 
 impl SendCtx for SendOpCtx {
@@ -172,7 +176,7 @@ impl SendCtx for SendOpCtx {
 
     fn mr(&self) -> Option<&Mr> {
         match self {
-            SendOpCtx::Buf(_) => None,
+            SendOpCtx::Buf(_) | SendOpCtx::Probe => None,
             SendOpCtx::Reg { wr, .. } | SendOpCtx::Inv { wr, .. } | SendOpCtx::SyncInv(wr) => {
                 Some(wr.mr())
             }
@@ -258,6 +262,11 @@ pub struct QpState {
     /// buffer).
     #[pin]
     cursor: SpinLock<Option<Cursor>>,
+    /// Messages received (successful Receives), for the keepalive.
+    received: AtomicU64,
+    /// When to probe the peer (`keepalive.rs`).
+    #[pin]
+    keepalive: SpinLock<proto::keepalive::Keepalive>,
 }
 
 impl ConnQp {
@@ -299,6 +308,8 @@ impl ConnQp {
                 recovery <- new_spinlock!(recovery),
                 chains <- new_spinlock!(chains),
                 cursor <- new_spinlock!(None),
+                received: AtomicU64::new(0),
+                keepalive <- new_spinlock!(proto::keepalive::Keepalive::new()),
             }? Error),
             GFP_KERNEL,
         )?;
@@ -367,6 +378,8 @@ impl QpHandler for ConnQp {
             if !wc.is_success() {
                 if wc.is_flushed() {
                     this.why.note(Why::Flushed);
+                } else if matches!(ctx, SendOpCtx::Probe) {
+                    this.probe_failed(wc);
                 } else {
                     pr_err!("send: completion error {:?}\n", wc.status_msg());
                     this.why.note(Why::SendError);
@@ -391,6 +404,7 @@ impl QpHandler for ConnQp {
             SendOpCtx::SyncInv(wr) => {
                 let _ = wr.done();
             }
+            SendOpCtx::Probe => this.probe_done(&c),
         }
         this.xprt.write_space();
     }
@@ -399,6 +413,7 @@ impl QpHandler for ConnQp {
         let this = &*self.0;
         match c {
             Completion::Done(wc) if wc.is_success() => {
+                this.received.fetch_add(1, Relaxed);
                 let len = (wc.byte_len() as usize).min(ctx.0.len());
                 ctx.0.sync_for_cpu(len);
                 let more = this.handle(qp, &ctx.0.as_slice()[..len], wc.invalidated_rkey());

@@ -35,6 +35,9 @@ pub enum Why {
     SendError,
     /// A Receive completed with an error.
     RecvError,
+    /// The keepalive probe failed: the peer's adapter did not acknowledge
+    /// it (its QP is gone, or the path was down for all the retries).
+    Unresponsive,
     /// A received message broke the protocol (the reply handler's
     /// `Reply::Disconnect`).
     ProtocolError,
@@ -52,7 +55,7 @@ pub enum Why {
 }
 
 impl Why {
-    const ALL: [Why; 14] = [
+    const ALL: [Why; 15] = [
         Why::Close,
         Why::Reconnect,
         Why::Destroy,
@@ -62,6 +65,7 @@ impl Why {
         Why::AddrChange,
         Why::SendError,
         Why::RecvError,
+        Why::Unresponsive,
         Why::ProtocolError,
         Why::BackchannelOverflow,
         Why::Timeout,
@@ -81,6 +85,7 @@ impl Why {
             Why::AddrChange => c"address change",
             Why::SendError => c"send completion error",
             Why::RecvError => c"receive completion error",
+            Why::Unresponsive => c"keepalive probe unanswered",
             Why::ProtocolError => c"protocol error",
             Why::BackchannelOverflow => c"backchannel overflow",
             Why::Timeout => c"RPC timeout",

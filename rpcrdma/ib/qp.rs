@@ -380,9 +380,10 @@ impl<Q: QpHandler> Qp<Q> {
                 let sges = st.sges.get_mut(sge_at..sge_at + max).ok_or(EINVAL)?;
                 let sg_list = sges.as_mut_ptr();
                 let mut list = SgeList::new(sges, &self.pd);
-                // REG_MR and LOCAL_INV carry no SGEs; they move the
-                // context's MR to RegPosted/InvPosted (and record that in
-                // the slot, so that only this WR's completion moves it on).
+                // REG_MR, LOCAL_INV and a zero-length Write carry no SGEs;
+                // the first two move the context's MR to RegPosted/
+                // InvPosted (and record that in the slot, so that only
+                // this WR's completion moves it on).
                 let mut reg = None;
                 let mut inv_rkey = 0;
                 match op {
@@ -408,6 +409,7 @@ impl<Q: QpHandler> Qp<Q> {
                         inv_rkey = mr.begin_inv()?;
                         *mr_op = Some(MrOp::Inv);
                     }
+                    SendOp::ZeroLengthWrite => {}
                     _ => ctx.sges(&mut list)?,
                 }
                 let num_sge = list.len as i32;
@@ -440,7 +442,9 @@ impl<Q: QpHandler> Qp<Q> {
                             invalidate_rkey: inv_rkey,
                         },
                     ),
-                    SendOp::RdmaWrite { .. } => (bindings::ib_wr_opcode_IB_WR_RDMA_WRITE, no_ex),
+                    SendOp::RdmaWrite { .. } | SendOp::ZeroLengthWrite => {
+                        (bindings::ib_wr_opcode_IB_WR_RDMA_WRITE, no_ex)
+                    }
                     SendOp::RdmaRead { .. } => (bindings::ib_wr_opcode_IB_WR_RDMA_READ, no_ex),
                 };
                 let wr = bindings::ib_send_wr {
@@ -471,6 +475,13 @@ impl<Q: QpHandler> Qp<Q> {
                             wr,
                             remote_addr,
                             rkey,
+                        },
+                    },
+                    (SendOp::ZeroLengthWrite, _) => SendWrBuf {
+                        rdma: bindings::ib_rdma_wr {
+                            wr,
+                            remote_addr: 0,
+                            rkey: 0,
                         },
                     },
                     _ => SendWrBuf { send: wr },

@@ -224,6 +224,9 @@ impl SendCtx for KBox<SendBuf> {
 }
 
 /// What came back through the QP handler.
+/// The tag of the zero-length RDMA Write of [`loopback_rc`].
+const PROBE_TAG: u32 = 4;
+
 #[derive(Default)]
 struct QpLog {
     /// Successful Receives: payloads.
@@ -285,7 +288,12 @@ impl QpHandler for TestQp {
         let mut log = self.0.log.lock();
         let kind = match c {
             Completion::Done(wc) if wc.is_success() => {
-                if wc.opcode() != WcOpcode::Send {
+                let want = if ctx.tag == PROBE_TAG {
+                    WcOpcode::RdmaWrite
+                } else {
+                    WcOpcode::Send
+                };
+                if wc.opcode() != want {
                     log.bad_opcode = true;
                 }
                 0
@@ -580,6 +588,18 @@ fn loopback_rc() -> TestResult {
         kassert_eq!(log.received[0].as_slice(), PONG);
     }
     kassert_eq!(sqp.log.lock().sends.as_slice(), &[(3, 0)][..]);
+
+    // A zero-length RDMA Write (the transport's keepalive probe): no rkey,
+    // no SGE, acknowledged by the server's adapter, nothing received there.
+    step!(
+        client.qp().post_send_one(
+            SendWr::zero_length_write(send_buf(client.pd(), PING, PROBE_TAG)?).signaled()
+        ),
+        "ib_post_send (zero-length RDMA Write)"
+    );
+    kassert!(cqp.wait(|l| l.sends.len() == 3));
+    kassert_eq!(cqp.log.lock().sends.get(2).copied(), Some((PROBE_TAG, 0)));
+    kassert_eq!(sqp.log.lock().received.len(), 2);
 
     // Disconnect: the client's DREQ reaches the server, whose disconnect
     // answers it (DREP), which completes the client's.

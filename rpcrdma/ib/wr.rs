@@ -143,6 +143,13 @@ pub enum SendOp {
         /// The peer's rkey.
         rkey: u32,
     },
+    /// A zero-length `IB_WR_RDMA_WRITE`: no SGEs (the context's are not
+    /// used), no remote address or rkey. It touches no memory on either
+    /// side, and the peer's adapter checks no rkey for it (InfiniBand
+    /// C9-88; RFC 5040 allows it on iWARP) but acknowledges it as any
+    /// other WR: a liveness probe of a reliable connection, which
+    /// completes with an error when the peer's QP is gone.
+    ZeroLengthWrite,
     /// `IB_WR_RDMA_READ` of the peer's memory into the context's SGEs
     /// (needs `initiator_depth` > 0 in the [`super::cm::ConnParam`] and
     /// buffers mapped [`super::dma::DmaDir::FromDevice`]).
@@ -209,6 +216,15 @@ impl<C: SendCtx> SendWr<C> {
         SendWr {
             ctx,
             op: SendOp::RdmaWrite { remote_addr, rkey },
+            flags: 0,
+        }
+    }
+
+    /// An unsignalled zero-length RDMA Write ([`SendOp::ZeroLengthWrite`]).
+    pub fn zero_length_write(ctx: C) -> Self {
+        SendWr {
+            ctx,
+            op: SendOp::ZeroLengthWrite,
             flags: 0,
         }
     }

@@ -75,6 +75,7 @@ pub mod continuation;
 pub mod credits;
 pub mod errno;
 pub mod inline;
+pub mod keepalive;
 pub mod negotiate;
 pub mod recovery;
 pub mod reply;

@@ -82,6 +82,12 @@ pub trait Transport: Sized + Send + Sync + 'static {
     fn inject_disconnect(this: &XprtBox<Self>);
     /// The connect worker runs (process context, may sleep).
     fn connect_worker(this: &XprtBox<Self>);
+    /// The keepalive worker runs (process context), queued by
+    /// [`XprtBox::queue_keepalive`]: `Some(delay)` runs it again after
+    /// `delay` jiffies, `None` stops it until queued again.
+    fn keepalive(_this: &XprtBox<Self>) -> Option<usize> {
+        None
+    }
     /// Tears down the transport's state before the memory is freed.
     fn destroy(this: &XprtBox<Self>);
     /// Largest backchannel (NFSv4.1 callback) message.
@@ -377,13 +383,15 @@ unsafe extern "C" fn bc_destroy<T: Transport>(x: *mut bindings::rpc_xprt, _max_r
 ///
 /// Called by SUNRPC through the ops table, see above.
 pub(super) unsafe extern "C" fn destroy<T: Transport>(x: *mut bindings::rpc_xprt) {
-    // Stop the connect worker, let T tear down, drop T in place, free the
+    // Stop the connect and keepalive workers, let T tear down, drop T in place, free the
     // strings and the allocation (kfree_rcu), drop the module reference
     // taken in `create`.
     // SAFETY: see above; SUNRPC makes no further calls with `x`.
     unsafe {
         let this = XprtBox::<T>::from_xprt(x);
-        bindings::rpcrdma2_shim_cancel_connect_work(this.connect_work.get());
+        bindings::rpcrdma2_shim_cancel_delayed_work(this.connect_work.get());
+        // (It may queue itself again: cancel_delayed_work_sync() copes.)
+        bindings::rpcrdma2_shim_cancel_delayed_work(this.keepalive_work.get());
         T::destroy(this);
         // Handlers of a torn-down connection may still be finishing; wait
         // (bounded) for their back-references. If one never goes away,
@@ -440,4 +448,22 @@ pub(super) unsafe extern "C" fn connect_worker<T: Transport>(work: *mut bindings
     // `connect_work` in a live box (the caller's contract).
     let this = unsafe { &*work.cast::<u8>().sub(off).cast::<XprtBox<T>>() };
     T::connect_worker(this)
+}
+
+/// The keepalive worker of an `XprtBox<T>`: the work function
+/// `XprtBox::<T>::create` gives its `keepalive_work`.
+///
+/// # Safety
+///
+/// Called by the workqueue with the `work` of the `keepalive_work` of a
+/// live `XprtBox<T>` (`destroy` cancels the work before the box goes).
+pub(super) unsafe extern "C" fn keepalive_worker<T: Transport>(work: *mut bindings::work_struct) {
+    let off = core::mem::offset_of!(XprtBox<T>, keepalive_work)
+        + core::mem::offset_of!(bindings::delayed_work, work);
+    // SAFETY: container_of: `work` is the `work` of the `delayed_work` at
+    // `keepalive_work` in a live box (the caller's contract).
+    let this = unsafe { &*work.cast::<u8>().sub(off).cast::<XprtBox<T>>() };
+    if let Some(delay) = T::keepalive(this) {
+        this.queue_keepalive(delay);
+    }
 }

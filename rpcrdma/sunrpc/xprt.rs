@@ -68,6 +68,13 @@ impl Xprt {
         unsafe { bindings::rpcrdma2_shim_xprt_connected(self.as_raw()) != 0 }
     }
 
+    /// Whether requests wait for replies (SUNRPC's receive queue is not
+    /// empty); a snapshot, read without SUNRPC's lock.
+    pub fn awaiting_replies(&self) -> bool {
+        // SAFETY: the xprt is alive (type invariant).
+        unsafe { bindings::rpcrdma2_shim_xprt_awaiting_replies(self.as_raw()) }
+    }
+
     /// Marks the transport connected (tasks may send).
     pub fn set_connected(&self) {
         // SAFETY: the xprt is alive (type invariant).

@@ -15,7 +15,7 @@
 use super::slot::Task;
 #[cfg(rpcrdma2_kunit)]
 use super::transport::destroy;
-use super::transport::{connect_worker, OpsTable, Transport};
+use super::transport::{connect_worker, keepalive_worker, OpsTable, Transport};
 use super::xprt::{spin_lock, spin_unlock, Xprt};
 use crate::bindings;
 use core::marker::PhantomData;
@@ -25,7 +25,8 @@ use kernel::init::PinInit;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
-/// A transport instance: `rpc_xprt`, then the connect worker, then `T`.
+/// A transport instance: `rpc_xprt`, then the connect and keepalive
+/// workers, then `T`.
 ///
 /// # Invariants
 ///
@@ -35,6 +36,8 @@ use kernel::types::Opaque;
 pub struct XprtBox<T: Transport> {
     xprt: Xprt,
     pub(super) connect_work: Opaque<bindings::delayed_work>,
+    /// Runs [`Transport::keepalive`] while the transport asks for it.
+    pub(super) keepalive_work: Opaque<bindings::delayed_work>,
     /// Live [`XprtRef`]s; `destroy` waits for zero before freeing.
     pub(super) refs: AtomicUsize,
     /// A per-transport copy of the RPC timeout once `set_connect_timeout`
@@ -200,9 +203,13 @@ impl<T: Transport> XprtBox<T> {
                 bindings::rpcrdma2_shim_xprt_set_bound(x);
             }
             format_addresses(x)?;
-            bindings::rpcrdma2_shim_init_connect_work(
+            bindings::rpcrdma2_shim_init_delayed_work(
                 (*this).connect_work.get(),
                 Some(connect_worker::<T>),
+            );
+            bindings::rpcrdma2_shim_init_delayed_work(
+                (*this).keepalive_work.get(),
+                Some(keepalive_worker::<T>),
             );
             addr_of_mut!((*this).refs).write(AtomicUsize::new(0));
             // (`timeout` is plain data, zeroed by xprt_alloc, unused until
@@ -275,7 +282,15 @@ impl<T: Transport> XprtBox<T> {
     /// Queues the connect worker after `delay` jiffies.
     pub fn queue_connect(&self, delay: usize) {
         // SAFETY: the work was initialised in `create`.
-        unsafe { bindings::rpcrdma2_shim_queue_connect_work(self.connect_work.get(), delay) }
+        unsafe { bindings::rpcrdma2_shim_queue_delayed_work(self.connect_work.get(), delay) }
+    }
+
+    /// Runs [`Transport::keepalive`] after `delay` jiffies (nothing if it
+    /// is queued already); it runs again as long as it returns a delay.
+    pub fn queue_keepalive(&self, delay: usize) {
+        // SAFETY: the work was initialised in `create`; `destroy` cancels
+        // it before the box goes.
+        unsafe { bindings::rpcrdma2_shim_queue_delayed_work(self.keepalive_work.get(), delay) }
     }
 
     /// Rewrites the port and its display strings (rpcbind result).

@@ -80,21 +80,9 @@ REQ=0
 MALFORMED=(foreign-inv duplicate bad-vers trunc-prefix credit-zero cont-close reverse-garbage xid-mismatch)
 MAL_N=0
 
-server_do() { # ACTION...: ask the server (soak.sh) and wait for it
-	local name=$$.$((REQ += 1)) i
-	# Written aside and renamed: the server must never see half a request.
-	echo "$*" >"$CTL/soak-tmp.$name"
-	mv "$CTL/soak-tmp.$name" "$CTL/soak-req.$name"
-	for ((i = 0; i < 300; i++)); do
-		if [ -e "$CTL/soak-done.$name" ]; then
-			[ "$(cat "$CTL/soak-done.$name")" = ok ] ||
-				tb_die "server: $(cat "$CTL/soak-done.$name")"
-			return 0
-		fi
-		sleep 0.1
-	done
-	tb_die "server did not serve '$*' within 30 s"
-}
+# server_do ACTION...: ask the server (soak.sh) and wait for it.
+# shellcheck source=lib/server-ctl.sh
+. "$SRC/tools/testing/integration/lib/server-ctl.sh"
 
 # diagnose WHY: what the client and the server look like (a hang).
 diagnose() {
@@ -164,6 +152,7 @@ TRACE_EVENTS=(rpcrdma2/rpcrdma2_connect rpcrdma2/rpcrdma2_connect_error
 	rpcrdma2/rpcrdma2_version rpcrdma2/rpcrdma2_credits
 	rpcrdma2/rpcrdma2_credit_wait rpcrdma2/rpcrdma2_grant
 	rpcrdma2/rpcrdma2_peer_error rpcrdma2/rpcrdma2_reply
+	rpcrdma2/rpcrdma2_keepalive
 	sunrpc/xprt_connect sunrpc/xprt_disconnect_auto
 	sunrpc/xprt_disconnect_done sunrpc/xprt_disconnect_force
 	sunrpc/xprt_transmit sunrpc/xprt_retransmit sunrpc/xprt_timer

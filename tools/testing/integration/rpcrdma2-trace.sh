@@ -27,7 +27,8 @@ KO=$RPCRDMA2_KO
 MNT=/mnt/nfs
 T=/sys/kernel/tracing
 EVENTS=(connect connect_error disconnect pvtdata version connprop credits
-	marshal reply peer_error mr_reg mr_inv reconnect bc_call bc_reply)
+	marshal reply peer_error mr_reg mr_inv reconnect bc_call bc_reply
+	piece grant credit_wait keepalive)
 [ -f "$KO" ] || tb_die "$KO is not built (make modules)"
 
 tb_step "insmod rpcrdma2.ko" insmod "$KO"

@@ -12,6 +12,7 @@
 #                            ARGS added (for example --malform-nth 40:KIND)
 #   link-bounce SECS         take the server's eth0 down for SECS seconds
 #   outage SECS PEER AT      send nothing to PEER for SECS seconds from AT
+#   signal SIG               send SIG (STOP, CONT) to the responder
 #                            (ms since the epoch; its neighbour entry points
 #                            at a MAC nobody has)
 #   diag                     log the responder's state (process, kernel
@@ -73,6 +74,7 @@ serve() { # NAME ACTION [ARGS...]
 	case $what in
 	nfsd-restart) rpc.nfsd 0 && start_nfsd ;;
 	responder-restart) responder_restart "$@" ;;
+	signal) pkill "-$1" -f "rpcrdma-responder --port $PORT" ;;
 	link-bounce)
 		ip link set eth0 down
 		sleep "${1:-3}"
