@@ -97,21 +97,11 @@ DEFINE_EVENT(rpcrdma2_conn_reason_class, rpcrdma2_reconnect,
 
 /* The keepalive of connection conn (rpcrdma/conn/keepalive.rs): what
  * happened to its probe, a zero-length RDMA Write posted after a period
- * with replies awaited and nothing received (probe, acknowledged,
- * unanswered). */
-TRACE_EVENT(rpcrdma2_keepalive,
-	TP_PROTO(u32 conn, const char *what),
-	TP_ARGS(conn, what),
-	TP_STRUCT__entry(
-		__field(u32, conn)
-		__string(what, what)
-	),
-	TP_fast_assign(
-		__entry->conn = conn;
-		__assign_str(what);
-	),
-	TP_printk("conn=%u %s", __entry->conn, __get_str(what))
-);
+ * with replies awaited and nothing received: probe (posted),
+ * acknowledged, unanswered (the connection ends). */
+DEFINE_EVENT(rpcrdma2_conn_reason_class, rpcrdma2_keepalive,
+	TP_PROTO(u32 conn, const char *reason),
+	TP_ARGS(conn, reason));
 
 /* RFC 8797 private data received from the peer (present=0: absent or
  * invalid, the version's defaults apply). */

@@ -107,8 +107,8 @@ stopped_server() {
 
 tb_log "=== 1: a live server that does not answer"
 stopped_server 5
-probes=$(tb_trace_events keepalive ' probe$' | wc -l)
-acked=$(tb_trace_events keepalive ' acknowledged$' | wc -l)
+probes=$(tb_trace_events keepalive 'reason=probe$' | wc -l)
+acked=$(tb_trace_events keepalive 'reason=acknowledged$' | wc -l)
 tb_log "$probes probes, $acked acknowledged"
 ((probes > 0)) || tb_die "no probe while replies were awaited for 5 s with nothing received"
 ((acked == probes)) || tb_die "a probe of a live server was not acknowledged"
@@ -116,7 +116,7 @@ tb_log "$probes probes, $acked acknowledged"
 
 tb_log "=== 2: a server that is gone"
 stopped_server 9 8
-[ -n "$(tb_trace_events keepalive ' unanswered$')" ] || tb_die "no keepalive probe went unanswered"
+[ -n "$(tb_trace_events keepalive 'reason=unanswered$')" ] || tb_die "no keepalive probe went unanswered"
 [ -n "$(tb_trace_events disconnect 'reason=keepalive probe unanswered')" ] ||
 	tb_die "the connection did not end as 'keepalive probe unanswered'"
 [ -n "$(tb_trace_events connect)" ] || tb_die "no new connection after the loss"
