@@ -113,8 +113,14 @@ class Module:
                 if m and m.group(1) in self.dem:
                     ins[o] = t[:m.start()] + "<" + compact(self.dem[m.group(1)]) + ">"
         self.starts = {s: [a for a, _ in fl] for s, fl in self.funcs.items()}
+        self._sorted = {}
         self.lines = {}  # (sec, off) -> [(function, file:line)] innermost first
         self.has_lines = False
+
+    def sorted_insns(self, sec):
+        if sec not in self._sorted:
+            self._sorted[sec] = sorted(self.insns[sec])
+        return self._sorted[sec]
 
     def function(self, sec, off):
         st = self.starts.get(sec, [])
@@ -286,6 +292,7 @@ def main():
         checks = []
         pending = []
         per_run = []  # the module's self µs per I/O of each run
+        calls = collections.Counter()  # (sec, off) inside a call instruction -> weight
         for base, info in runs:
             try:
                 iops = json.load(open(base + ".json"))["jobs"][0]["read"]["iops"]
@@ -311,6 +318,8 @@ def main():
                     k = loc(v if i == 0 else v - 1)  # a return address: its call
                     if k:
                         keys.append((i, k))
+                        if i:
+                            calls[k] += w
                 if not keys:
                     continue
                 nincl += 1
@@ -339,6 +348,18 @@ def main():
                 incl_l[lk] += w
                 if leaf:
                     callee[lk][leaf] += w
+        # what each call site called: the instruction the return address follows
+        called = collections.defaultdict(collections.Counter)
+        for k, w in calls.items():
+            offs = mod.sorted_insns(k[0])
+            j = bisect.bisect_right(offs, k[1]) - 1
+            if j < 0:
+                continue
+            o, _ = mod.own(k)
+            lk = (mod.function(*k), o[1] if o else f"{k[0]}+{k[1]:#x}")
+            t = mod.insns[k[0]][offs[j]]
+            m = re.search(r"<(.*)>$", t)
+            called[lk][m.group(1) if m and not m.group(1).startswith("+") else t] += w
         self_f = collections.Counter()
         by_ko[(cfg, job, ko)] = self_f
         self_l = collections.Counter()
@@ -388,9 +409,12 @@ def main():
         table("  by source line (the call site, for a frame that called out; 'leaf': where the samples\n"
               "  under that line were, outside rpcrdma2)",
               incl_l.most_common(a.top * 2),
-              lambda k, w: ["leaf " + ", ".join(f"{n} {100 * v / w:.0f}%" for n, v in
-                                                callee[k].most_common(4) if v >= 0.05 * w)]
-              if callee[k] else [], cumulative=False)
+              lambda k, w: (["calls " + ", ".join(f"{n} {100 * v / w:.0f}%" for n, v in
+                                                  called[k].most_common(3) if v >= 0.05 * w)]
+                            if called[k] else []) +
+              (["leaf " + ", ".join(f"{n} {100 * v / w:.0f}%" for n, v in
+                                    callee[k].most_common(4) if v >= 0.05 * w)]
+               if callee[k] else []), cumulative=False)
         # string instructions: the struct copies and fills the compiler emitted inline
         rep = collections.Counter()
         for k, w in self_c.items():
