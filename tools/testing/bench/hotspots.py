@@ -406,6 +406,20 @@ def main():
         out.append("inclusive time (samples with it on the stack, each counted once): µs per I/O, and % of\n"
                    "the module's self time (so it can exceed 100%)")
         table("  by function:", incl_f.most_common(a.top), cumulative=False)
+        leafs = collections.Counter()
+        leaf_site = collections.defaultdict(collections.Counter)
+        for w, ks, leaf in pending:
+            if leaf:
+                n = compact(demangle_one(mod, leaf))
+                leafs[n] += w
+                o, _ = mod.own(ks[0])
+                leaf_site[n][f"{o[1] if o else '?'} ({compact(mod.function(*ks[0]))})"] += w
+        table("  outside the module, under it: the leaf symbol (rxe, the kernel, the kernel crate's\n"
+              "  out-of-line lock and allocator glue); 'from': the innermost call site in the module",
+              leafs.most_common(a.top),
+              lambda k, w: ["from " + ", ".join(f"{n} {100 * v / w:.0f}%" for n, v in
+                                                leaf_site[k].most_common(4) if v >= 0.05 * w)],
+              cumulative=False)
         table("  by source line (the call site, for a frame that called out; 'leaf': where the samples\n"
               "  under that line were, outside rpcrdma2)",
               incl_l.most_common(a.top * 2),
@@ -415,6 +429,14 @@ def main():
               (["leaf " + ", ".join(f"{n} {100 * v / w:.0f}%" for n, v in
                                     callee[k].most_common(4) if v >= 0.05 * w)]
                if callee[k] else []), cumulative=False)
+        # the innermost source file: the module's own files, and the library code
+        # inlined into them (lock guards, mem::replace, iterators, ...)
+        files = collections.Counter()
+        for k, w in self_c.items():
+            _, inner = mod.own(k)
+            files[inner[1].rsplit(":", 1)[0] if inner else "?"] += w
+        table("self time by the innermost source file (inlined library code apart from the line\n"
+              "that inlined it)", files.most_common(a.top // 2))
         # string instructions: the struct copies and fills the compiler emitted inline
         rep = collections.Counter()
         for k, w in self_c.items():
@@ -472,6 +494,15 @@ def main():
         f.write("\n".join(out) + "\n")
     print(f"hot spots: {out_path}")
     return 0
+
+
+def demangle_one(mod, name):
+    """A leaf symbol from perf, demangled once (kernel-crate Rust names are mangled)."""
+    if not name.startswith("_R"):
+        return name
+    if name not in mod.dem:
+        mod.dem.update(demangle([name]))
+    return mod.dem[name]
 
 
 def compact(name):
