@@ -359,7 +359,11 @@ def main():
             lk = (mod.function(*k), o[1] if o else f"{k[0]}+{k[1]:#x}")
             t = mod.insns[k[0]][offs[j]]
             m = re.search(r"<(.*)>$", t)
-            called[lk][m.group(1) if m and not m.group(1).startswith("+") else t] += w
+            if not t.startswith("call"):
+                # not a return address: the frame an interrupt arrived in
+                called[lk]["(an interrupt)"] += w
+            else:
+                called[lk][m.group(1) if m and not m.group(1).startswith("+") else t] += w
         self_f = collections.Counter()
         by_ko[(cfg, job, ko)] = self_f
         self_l = collections.Counter()
