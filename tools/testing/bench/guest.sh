@@ -261,6 +261,22 @@ profile_report() {
 		-g none >"$OUT/$1.perf-children.txt" 2>&1
 	perf report -i "$data" --stdio --no-children --sort dso -g none \
 		>"$OUT/$1.perf-dso.txt" 2>&1
+	# rpcrdma2 loaded: its raw sample addresses (every sample's call chain,
+	# address and object per frame) and where its sections lie, for
+	# bench/hotspots.py on the host (perf in the guest cannot resolve the
+	# module: the guest's /lib is the host's); the .ko is in $OUT
+	if loaded rpcrdma2; then
+		{
+			echo "ko ${KOCOPY[$LOADED_KO]:-?}"
+			echo "proc_modules $(grep '^rpcrdma2 ' /proc/modules)"
+			local s
+			for s in /sys/module/rpcrdma2/sections/.*text*; do
+				echo "section ${s##*/} $(cat "$s")"
+			done
+		} >"$OUT/$1.perf-module.txt" 2>&1
+		perf script -i "$data" -F ip,sym,dso 2>"$OUT/$1.perf-script.err" |
+			gzip -1 >"$OUT/$1.perf-ips.gz"
+	fi
 	rm -f "$data"
 	if grep -qE "data size field is 0|failed to process" "$OUT/$1.perf-dso.txt"; then
 		tb_log "profile of $1 is incomplete (perf record did not finish writing it)"
@@ -396,6 +412,13 @@ KO=/tmp/rpcrdma2.ko
 if has r2-0; then
 	[ -n "$KO0_SRC" ] || tb_die "guest.sh: r2-0 needs --module-baseline"
 	cp "$KO0_SRC" "$KO0" || tb_die "cannot copy $KO0_SRC"
+fi
+# a profile's module addresses are read against the very objects loaded
+# (bench/hotspots.py): beside the results
+declare -A KOCOPY=([$KO]=rpcrdma2.ko [$KO0]=rpcrdma2-baseline.ko)
+if ((PROFILE)); then
+	cp "$KO" "$OUT/rpcrdma2.ko" || tb_die "cannot copy $KO to $OUT"
+	! has r2-0 || cp "$KO0" "$OUT/rpcrdma2-baseline.ko" || tb_die "cannot copy $KO0 to $OUT"
 fi
 tb_log "bench: repeats $REPEATS, runtime ${RUNTIME}s + ramp ${RAMP}s, file size $SIZE, configs: $CONFIGS"
 {

@@ -82,13 +82,20 @@ options:
                      reports go beside the fio outputs (fio.CFG.JOB.N.perf-
                      self.txt, -children.txt, -dso.txt). The sampling costs a
                      little CPU, so a profiled run's numbers are not the
-                     reference numbers
+                     reference numbers. With rpcrdma2 loaded, also its raw
+                     call chains and load addresses (fio.*.perf-ips.gz,
+                     -module.txt) and a copy of the .ko, from which
+                     hotspots.py writes DIR/hotspots.txt: its time per
+                     function, source line and instruction. The build
+                     (without --no-build) then adds line tables
+                     (KRUSTFLAGS=-Cdebuginfo=1 KCFLAGS=-g: the same code)
   --no-build         do not run 'make -s modules' first
   --report-only DIR  only (re)build the report from DIR's raw results
   -h, --help         this text
 
 Writes DIR/bench.txt (the table), DIR/bench.json, DIR/bench.csv,
-DIR/bench.png; the raw outputs are in DIR/testbed/client/bench/.
+DIR/bench.png (and with --profile DIR/hotspots.txt); the raw outputs are
+in DIR/testbed/client/bench/.
 Exit status: the testbed run's, or 1 if any selected configuration has a
 run without a number (the report names them).
 EOF
@@ -191,7 +198,13 @@ fi
 ensure_plotting
 
 report() { # DIR
-	"$PY" "$HERE/report.py" "$1"
+	local rc=0
+	"$PY" "$HERE/report.py" "$1" || rc=$?
+	# --profile with rpcrdma2: where inside the module the time went
+	if compgen -G "$1/testbed/client/bench/fio.*.perf-ips.gz" >/dev/null; then
+		"$PY" "$HERE/hotspots.py" "$1" || log "WARNING: hotspots.py failed (exit $?)"
+	fi
+	return "$rc"
 }
 
 if [ -n "$report_only" ]; then
@@ -201,7 +214,12 @@ fi
 
 if ((build)); then
 	step "testbed kernel present" tools/testing/kernel/build.sh --check
-	step "build rpcrdma2.ko" make -s modules
+	if ((profile)); then
+		# line tables for hotspots.py (debug info changes no code)
+		step "build rpcrdma2.ko (with line tables)" make -s modules KRUSTFLAGS=-Cdebuginfo=1 KCFLAGS=-g
+	else
+		step "build rpcrdma2.ko" make -s modules
+	fi
 fi
 
 # The metadata workloads' inputs: the responder (in the server guest, from
