@@ -21,7 +21,9 @@
 #      ib_read_bw on 18516, ib_send_lat on 18517, all over rdma_cm (-R);
 #   5. starts the CPU sampler: the server's /proc/stat on the client's
 #      request (over TCP, port 18520), at the start and end of every
-#      measured interval (see cpu_sampler below).
+#      measured interval (see cpu_sampler below), and under make bench
+#      --profile a perf profile of the whole server guest over that
+#      interval (srv_perf_start, srv_perf_report).
 # It returns at once; the loops and the responders die with the guest.
 
 set -euo pipefail
@@ -120,19 +122,60 @@ perf_loop() {
 # Builtins only, no fork per sample.  The clocks of the two guests are
 # set from the RTC at boot and need not agree, so the report takes the
 # server's interval from the server's own samples.
+#
+# Profiling (make bench --profile): a request "NAME CLIENT_T perf=SECS"
+# also starts, right after its sample, perf record of the whole guest
+# (cpu-clock, 1000 Hz, call graphs) for SECS seconds (srv_perf_start); a
+# request "perf-report.BASE" (after the fio run, when the client waits
+# for its ack) waits for that recording and turns it into
+# /results/server/bench/BASE.srv-folded.txt (perf-fold.py: call chains
+# with their sample counts, which report.py classifies) and
+# BASE.srv-perf-self.txt (perf's self time by command, module and symbol).
+# perf's own start-up and the reports cost the server CPU outside the
+# measured interval; the recording itself (perf's few samples) inside it.
 CPU_PORT=18520 CPU_LOG=/results/server/cpu-samples.txt CPU_ACK=/results/server/cpu-ack
+SRV_PERF_DIR=/results/server/bench SRV_PERF_PID=
+srv_perf_start() { # BASE SECS
+	mkdir -p "$SRV_PERF_DIR"
+	perf record -q -e cpu-clock -F 1000 -a -g -o "/tmp/$1.srv.perf" -- sleep "$2" \
+		</dev/null >/dev/null 2>"$SRV_PERF_DIR/$1.srv-perf.err" &
+	SRV_PERF_PID=$!
+}
+srv_perf_report() { # BASE
+	local data=/tmp/$1.srv.perf
+	# perf writes its data after the interval
+	[ -z "$SRV_PERF_PID" ] || wait "$SRV_PERF_PID" 2>/dev/null || true
+	SRV_PERF_PID=
+	if [ ! -s "$data" ]; then
+		echo "no profile data $data" >>"$SRV_PERF_DIR/$1.srv-perf.err"
+		return 0
+	fi
+	perf script -i "$data" -F comm,tid,ip,sym,dso 2>>"$SRV_PERF_DIR/$1.srv-perf.err" |
+		python3 /src/tools/testing/bench/perf-fold.py >"$SRV_PERF_DIR/$1.srv-folded.txt" 2>>"$SRV_PERF_DIR/$1.srv-perf.err"
+	perf report -i "$data" --stdio --no-children --sort comm,dso,sym --percent-limit 0.2 \
+		-g none >"$SRV_PERF_DIR/$1.srv-perf-self.txt" 2>&1
+	rm -f "$data"
+}
 cpu_sampler() {
-	local name ctime stat self t
+	local name ctime extra stat self t
 	local -a sf
 	echo "# user_hz $(getconf CLK_TCK) nproc $(nproc) sampler pid $BASHPID port $CPU_PORT"
-	while read -r name ctime; do
+	while read -r name ctime extra; do
 		[[ $name =~ ^[A-Za-z0-9._-]+$ ]] || continue
+		if [[ $name == perf-report.* ]]; then
+			srv_perf_report "${name#perf-report.}" </dev/null >/dev/null 2>&1 || true
+			: >"$CPU_ACK/$name" || true
+			continue
+		fi
 		read -r stat </proc/stat
 		t=$EPOCHREALTIME
 		read -r self <"/proc/$BASHPID/stat"
 		# shellcheck disable=SC2206 # the fields after "(bash) "
 		sf=(${self##*) })
 		echo "$name ${ctime:--} $t $((sf[11] + sf[12])) $stat"
+		if [[ ${extra:-} =~ ^perf=([1-9][0-9]*)$ && $name == *.0 ]]; then
+			srv_perf_start "${name%.0}" "${BASH_REMATCH[1]}"
+		fi
 		: >"$CPU_ACK/$name" || true
 	done
 	echo "# the client closed the connection"
