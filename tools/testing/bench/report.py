@@ -446,6 +446,7 @@ def srv_profile(res, base):
             for fr in w[2].split(";") if w[2] else []:
                 m = re.match(r"(.*) \((.*)\)$", fr)
                 frames.append((m.group(1), m.group(2)) if m else (fr, "[unknown]"))
+            frames = frames or [("[unknown]", "[unknown]")]
             c = srv_classify(w[1], frames)
             comp[c] = comp.get(c, 0) + n
             if c.startswith("resp.user."):
