@@ -362,15 +362,16 @@ SRV_COMPONENTS = [
     ("resp.user.other", "responder, user space: other"),
     ("resp.sys.tcp_send", "responder, kernel: TCP send to nfsd"),
     ("resp.sys.tcp_recv", "responder, kernel: TCP receive from nfsd"),
-    ("resp.sys.epoll", "responder, kernel: epoll_wait"),
+    ("resp.sys.poll", "responder, kernel: poll"),
     ("resp.sys.verbs", "responder, kernel: verbs (ib_uverbs, rxe)"),
     ("resp.sys.other", "responder, kernel: other system calls"),
     ("resp.sys.none", "responder, kernel: not in a system call"),
-    ("nfsd.svcrdma", "nfsd threads: svcrdma (rpcrdma.ko)"),
-    ("nfsd.rxe", "nfsd threads: rdma_rxe"),
-    ("nfsd.other", "nfsd threads: the rest (nfsd, sunrpc, TCP, VFS)"),
-    ("rxe", "other contexts: rdma_rxe (softirq, workqueues)"),
-    ("svcrdma", "other contexts: svcrdma (rpcrdma.ko)"),
+    ("nfsd.svcrdma", "nfsd threads: svcrdma"),
+    ("nfsd.rxe", "nfsd threads: rxe (called by svcrdma)"),
+    ("nfsd.tcp", "nfsd threads: TCP (sunrpc's socket transport)"),
+    ("nfsd.other", "nfsd threads: the rest (NFS, sunrpc, VFS)"),
+    ("rxe", "other contexts: rxe (its workqueue, softirq)"),
+    ("svcrdma", "other contexts: svcrdma (its workqueue)"),
     ("kernel", "other contexts: the rest of the kernel"),
     ("tools", "perf, the CPU sampler, other user space"),
 ]
@@ -379,15 +380,30 @@ SRV_GROUPS = [("responder, user space", "resp.user."), ("responder, kernel", "re
               ("perf, sampler, other", ("tools",))]
 
 
+def srv_kdso(dso):
+    """Whether DSO is the kernel or one of its modules ("[kernel.kallsyms]",
+    "[rdma_rxe]", or the module file perf found: "rdma_rxe.ko")."""
+    return (dso.startswith("[") and dso != "[unknown]") or re.search(r"\.ko(\.\w+)?$", dso) is not None
+
+
+def srv_has(frames, prefixes, dsos=()):
+    """Whether a frame's symbol starts with one of PREFIXES or its module is one of DSOS."""
+    return any(s.startswith(prefixes) or re.sub(r"\.ko(\.\w+)?$|^\[|\]$", "", d) in dsos for s, d in frames)
+
+
+RXE = (("rxe_", "ib_uverbs", "ib_post_", "ib_poll_cq"), ("rdma_rxe", "ib_uverbs"))
+SVCRDMA = (("svc_rdma", "svcrdma"), ("rpcrdma",))
+
+
 def srv_classify(comm, frames):
     """The component (SRV_COMPONENTS) of one server sample: COMM, FRAMES
-    [(sym, dso)] leaf first; "idle" for the idle loop."""
+    [(sym, dso)] leaf first; "idle" for the idle loop.  Kernel time goes
+    by what its call chain is doing (inclusive: rxe's work called from a
+    system call or from svcrdma counts as rxe's)."""
     leaf_sym, leaf_dso = frames[0] if frames else ("[unknown]", "[unknown]")
-    in_kernel = leaf_dso.startswith("[") and leaf_dso != "[unknown]"
+    in_kernel = srv_kdso(leaf_dso)
     if in_kernel and leaf_sym in IDLE_SYMS:
         return "idle"
-    dsos = {d for _, d in frames}
-    syms = [s for s, _ in frames]
     if comm == RESPONDER_COMM:
         if not in_kernel:
             if leaf_dso.startswith("rpcrdma-respond"):
@@ -399,31 +415,30 @@ def srv_classify(comm, frames):
             if leaf_dso.startswith("libc."):
                 return "resp.user.libc"
             return "resp.user.other"
-        sysc = next((m.group(2) for x in syms if (m := re.match(r"__(x64|ia32|se)_sys_(\w+)$", x))), None)
-        if sysc is None:
-            return "resp.sys.none"
-        if "[ib_uverbs]" in dsos or "[rdma_rxe]" in dsos or any(x.startswith("ib_uverbs") for x in syms):
+        if srv_has(frames, *RXE):
             return "resp.sys.verbs"
-        if sysc.startswith("epoll"):
-            return "resp.sys.epoll"
-        if any(x.startswith(("tcp_sendmsg", "sock_sendmsg")) for x in syms) or sysc in ("sendmsg", "sendto", "writev"):
+        if srv_has(frames, ("tcp_sendmsg", "sock_write_iter", "sock_sendmsg", "__sys_sendto", "__sys_sendmsg")):
             return "resp.sys.tcp_send"
-        if any(x.startswith(("tcp_recvmsg", "sock_recvmsg")) for x in syms) or sysc in ("recvmsg", "recvfrom", "readv"):
+        if srv_has(frames, ("tcp_recvmsg", "sock_read_iter", "sock_recvmsg", "__sys_recvfrom", "__sys_recvmsg")):
             return "resp.sys.tcp_recv"
-        return "resp.sys.other"
+        if srv_has(frames, ("do_sys_poll", "__x64_sys_poll", "__x64_sys_ppoll", "do_epoll_wait", "ep_poll")):
+            return "resp.sys.poll"
+        if srv_has(frames, ("do_syscall_64",)):
+            return "resp.sys.other"
+        return "resp.sys.none"
     if comm.startswith("nfsd"):
-        if leaf_dso == "[rpcrdma]":
-            return "nfsd.svcrdma"
-        if leaf_dso == "[rdma_rxe]":
+        if srv_has(frames, *RXE):
             return "nfsd.rxe"
+        if srv_has(frames, *SVCRDMA):
+            return "nfsd.svcrdma"
+        if srv_has(frames, ("svc_tcp_", "tcp_", "sock_")):
+            return "nfsd.tcp"
         return "nfsd.other"
-    if not in_kernel:
+    if not in_kernel or comm.startswith("perf") or comm in ("bash", "sleep"):
         return "tools"
-    if comm.startswith("perf") or (comm == "bash" and "perf" not in dsos):
-        return "tools"
-    if leaf_dso == "[rdma_rxe]":
+    if srv_has(frames, *RXE):
         return "rxe"
-    if leaf_dso == "[rpcrdma]":
+    if srv_has(frames, *SVCRDMA):
         return "svcrdma"
     return "kernel"
 

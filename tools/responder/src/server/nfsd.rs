@@ -188,7 +188,22 @@ impl Server {
             }
         } else {
             c.tcp_in.extend_from_slice(&c.tcp_rbuf[..n]);
-            let recs = match nfs::take_records(&mut c.tcp_in, max) {
+            // Whole single-fragment records (a large READ reply that came
+            // in several reads) handled where they lie in `tcp_in`, as
+            // above: no copy of each into a record of its own; records of
+            // several fragments (rare) are joined by take_records.
+            let mut tin = std::mem::take(&mut c.tcp_in);
+            let recs = match nfs::whole_records(&tin, max) {
+                Ok((whole, used)) => {
+                    for r in whole {
+                        self.nfsd_record(k, &tin[r]);
+                    }
+                    tin.drain(..used);
+                    nfs::take_records(&mut tin, max)
+                }
+                Err(n) => Err(n),
+            };
+            let recs = match recs {
                 Ok(r) => r,
                 Err(n) => {
                     let m = format!("nfsd sent a {n}-byte record");
@@ -198,6 +213,9 @@ impl Server {
             };
             for rec in recs {
                 self.nfsd_record(k, &rec);
+            }
+            if let Some(c) = self.conns.get_mut(&k) {
+                c.tcp_in = tin;
             }
         }
         if eof {
