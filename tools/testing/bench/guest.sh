@@ -436,10 +436,11 @@ srv_cpu_connect
 for ((rep = 1; rep <= REPEATS; rep++)); do
 	tb_log "===== repeat $rep of $REPEATS"
 	has raw && run_raw "$rep"
-	# the module before and after (r2-0, r2): each first in every other repeat
-	r2pair='r2 r2-0'
-	((rep % 2)) || r2pair='r2-0 r2'
-	for cfg in tcp c $r2pair c-1k r2-1k c-resp c-resp0 v2 v2-inl; do
+	# the module before and after (r2-0, r2), the responder before and
+	# after (c-resp0, c-resp): each first in every other repeat
+	r2pair='r2 r2-0' resppair='c-resp c-resp0'
+	((rep % 2)) || r2pair='r2-0 r2' resppair='c-resp0 c-resp'
+	for cfg in tcp c $r2pair c-1k r2-1k $resppair v2 v2-inl; do
 		has "$cfg" && run_config "$cfg" "$rep"
 	done
 	for vers in $META_VERS; do
