@@ -126,32 +126,51 @@ pub fn ddp_range(call: &CallHdr, reply: &[u8], max: usize) -> Option<Range<usize
     }
 }
 
-/// Finds a READ or READLINK result that ends a COMPOUND reply: scans the
-/// candidate length words from the end (bounded by `max`) and accepts one
-/// whose opaque ends the message exactly and whose preceding words are
-/// `OP_READ, NFS4_OK, eof` or `OP_READLINK, NFS4_OK`.
+/// Finds a READ or READLINK result that ends a COMPOUND reply: a length
+/// word whose opaque ends the message exactly and whose preceding words
+/// are `OP_READ, NFS4_OK, eof` or `OP_READLINK, NFS4_OK`. First where a
+/// READ that returned all `max` bytes (the Write chunk's size: what the
+/// client asked for) has it, then the candidates from the end (bounded by
+/// `max`): a scan costs a look per word of data (a 1 MiB READ that came
+/// back short: 262144), the first look one.
 fn v4_tail(reply: &[u8], results: usize, max: usize) -> Option<Range<usize>> {
     let n = reply.len();
     if !n.is_multiple_of(4) || n < results.checked_add(16)? {
         return None;
     }
+    let low = results.checked_add(8)?;
+    if let Some(p) = n.checked_sub(pad4(max)).and_then(|x| x.checked_sub(4)) {
+        if p >= low {
+            if let Some(r) = v4_tail_at(reply, p, max) {
+                return Some(r);
+            }
+        }
+    }
     let mut p = n.checked_sub(4)?;
     loop {
         let room = n - 4 - p; // bytes after the length word
-        if room > pad4(max) || p < results.checked_add(8)? {
+        if room > pad4(max) || p < low {
             return None;
         }
-        let len = usize::try_from(word_at(reply, p)?).ok()?;
-        if pad4(len) == room && len <= max {
-            let w = |back: usize| p.checked_sub(back).and_then(|a| word_at(reply, a));
-            let read = w(12) == Some(OP_READ) && w(8) == Some(0) && matches!(w(4), Some(0 | 1));
-            let link = w(8) == Some(OP_READLINK) && w(4) == Some(0);
-            if read || link {
-                return Some(p + 4..p + 4 + len);
-            }
+        if let Some(r) = v4_tail_at(reply, p, max) {
+            return Some(r);
         }
         p = p.checked_sub(4)?;
     }
+}
+
+/// The READ or READLINK result data of `v4_tail` if its length word is at
+/// `p` (at least 12 bytes into `reply`).
+fn v4_tail_at(reply: &[u8], p: usize, max: usize) -> Option<Range<usize>> {
+    let room = reply.len().checked_sub(p)?.checked_sub(4)?;
+    let len = usize::try_from(word_at(reply, p)?).ok()?;
+    if pad4(len) != room || len > max {
+        return None;
+    }
+    let w = |back: usize| p.checked_sub(back).and_then(|a| word_at(reply, a));
+    let read = w(12) == Some(OP_READ) && w(8) == Some(0) && matches!(w(4), Some(0 | 1));
+    let link = w(8) == Some(OP_READLINK) && w(4) == Some(0);
+    (read || link).then(|| p + 4..p + 4 + len)
 }
 
 /// Byte offset of the procedure arguments of RPC Call `call` (after the
@@ -346,6 +365,21 @@ mod tests {
         let start = r.len();
         r.extend(b"abcdef\0\0");
         assert_eq!(ddp_range(&call, &r, 1 << 20), Some(start..start + 6));
+        // the Write chunk's size exactly (the first look), and its padded
+        // size (6 bytes padded to 8: the same first place)
+        assert_eq!(ddp_range(&call, &r, 6), Some(start..start + 6));
+        assert_eq!(ddp_range(&call, &r, 7), Some(start..start + 6));
+        assert_eq!(ddp_range(&call, &r, 5), None);
+        // a full-size READ whose data looks like a READ result ending the
+        // message (OP_READ, OK, eof, 4, "wxyz"): the outer one is found
+        let mut f = reply_hdr(9);
+        f.extend(words(&[0, 0, 3, 53, 0]));
+        f.extend(vec![0u8; 36]);
+        f.extend(words(&[22, 0, OP_READ, 0, 1, 20]));
+        let fs = f.len();
+        f.extend(words(&[OP_READ, 0, 1, 4]));
+        f.extend(b"wxyz");
+        assert_eq!(ddp_range(&call, &f, 20), Some(fs..fs + 20));
         let mut l = reply_hdr(9);
         l.extend(words(&[0, 0, 3, 53, 0]));
         l.extend(vec![0u8; 36]);

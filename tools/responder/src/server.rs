@@ -188,12 +188,17 @@ struct Conn {
     qp: Qp,
     proto: ConnProto,
     tcp: TcpStream,
-    tcp_in: Vec<u8>,
     /// Records for nfsd not written yet (written with `writev(2)`, no
     /// copy into one buffer).
     tcp_out: OutRecords,
-    /// The buffer `read(2)` from nfsd's socket fills (allocated once).
-    tcp_rbuf: Box<[u8]>,
+    /// The buffer `read(2)` from nfsd's socket fills (allocated and
+    /// zeroed once, grown to hold the largest record): what nfsd sent
+    /// and was not handled yet is `tcp_rbuf[tcp_lo..tcp_hi]`; records are
+    /// handled where they lie, a large one read into place piece by
+    /// piece (no copy into a reassembly buffer).
+    tcp_rbuf: Vec<u8>,
+    tcp_lo: usize,
+    tcp_hi: usize,
     /// Send-queue work requests of this turn of the event loop, posted
     /// together (one `ibv_post_send`, one system call on rxe and siw)
     /// at its end.
@@ -621,9 +626,10 @@ impl Server {
             qp,
             proto,
             tcp,
-            tcp_in: Vec::new(),
             tcp_out: OutRecords::default(),
-            tcp_rbuf: vec![0u8; TCP_READ].into_boxed_slice(),
+            tcp_rbuf: vec![0u8; TCP_READ],
+            tcp_lo: 0,
+            tcp_hi: 0,
             sq_pending: Vec::new(),
             sq_seq: 0,
             sq_last_sig: 0,

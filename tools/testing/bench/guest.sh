@@ -124,10 +124,12 @@ srv_cpu_connect() {
 	SRV_CPU_FD=
 	tb_log "no connection to the server's CPU sampler ($SERVER_IP port $SRV_CPU_PORT): server CPU will be n/a"
 }
+# server_cpu NAME perf=SECS (--profile): the same, and the server starts
+# a SECS-second perf profile of itself right after the sample
 server_cpu() {
 	[ -n "$SRV_CPU_FD" ] || return 0
 	trap '' PIPE
-	if ! printf '%s %s\n' "$1" "$EPOCHREALTIME" >&"$SRV_CPU_FD"; then
+	if ! printf '%s %s%s\n' "$1" "$EPOCHREALTIME" "${2:+ $2}" >&"$SRV_CPU_FD"; then
 		exec {SRV_CPU_FD}>&-
 		SRV_CPU_FD=
 		tb_log "the server's CPU sampler went away at $1: server CPU will be n/a"
@@ -135,15 +137,17 @@ server_cpu() {
 	trap - PIPE
 }
 
-# server_cpu_wait NAME: until the server has taken sample NAME (at most 5 s)
+# server_cpu_wait NAME [TENTHS]: until the server has taken sample NAME
+# (at most TENTHS/10 s, default 5 s)
 server_cpu_wait() {
 	local i
-	[ -n "$SRV_CPU_FD" ] || return 0
-	for ((i = 0; i < 100; i++)); do
+	[ -n "$SRV_CPU_FD" ] || return 1
+	for ((i = 0; i < ${2:-50} * 2; i++)); do
 		[ -e "$SRV_CPU_ACK/$1" ] && return 0
 		sleep 0.05
 	done
-	tb_log "server CPU sample $1: no answer from the server within 5 s"
+	tb_log "server CPU sample $1: no answer from the server within $((${2:-50} / 10)) s"
+	return 1
 }
 
 # --- transports ----------------------------------------------------------------
@@ -298,7 +302,7 @@ run_fio() {
 	# second
 	(
 		sleep "$CPU_T0"
-		server_cpu "$base.0"
+		server_cpu "$base.0" "$( ((PROFILE)) && echo "perf=$CPU_DT")"
 		cpu_sample
 		# the profile covers the same interval; perf writes its data
 		# after the interval, while the samples keep their instants
@@ -325,7 +329,20 @@ run_fio() {
 	kill "$sampler" 2>/dev/null
 	wait "$sampler" 2>/dev/null
 	dmesg >"$OUT/$base.dmesg"
-	((PROFILE)) && profile_report "$base"
+	if ((PROFILE)); then
+		# the server's profile (server.sh, srv_perf_report) while the
+		# client makes its own reports; then wait for it (perf's report
+		# of a busy guest's 9 s takes a while)
+		server_cpu "perf-report.$base"
+		profile_report "$base"
+		if server_cpu_wait "perf-report.$base" 1800 &&
+			[ -s "/results/server/bench/$base.srv-folded.txt" ]; then
+			:
+		else
+			tb_log "server profile of $base missing: $(head -c 300 "/results/server/bench/$base.srv-perf.err" 2>/dev/null)"
+			FAILED=$((FAILED + 1))
+		fi
+	fi
 	if ((rc == 0)); then
 		record fio "$cfg" "$job" "$rep" ok "$base.json" "$opts"
 	else
@@ -442,10 +459,11 @@ srv_cpu_connect
 for ((rep = 1; rep <= REPEATS; rep++)); do
 	tb_log "===== repeat $rep of $REPEATS"
 	has raw && run_raw "$rep"
-	# the module before and after (r2-0, r2): each first in every other repeat
-	r2pair='r2 r2-0'
-	((rep % 2)) || r2pair='r2-0 r2'
-	for cfg in tcp c $r2pair c-1k r2-1k c-resp c-resp0 v2 v2-inl; do
+	# the module before and after (r2-0, r2), the responder before and
+	# after (c-resp0, c-resp): each first in every other repeat
+	r2pair='r2 r2-0' resppair='c-resp c-resp0'
+	((rep % 2)) || r2pair='r2-0 r2' resppair='c-resp0 c-resp'
+	for cfg in tcp c $r2pair c-1k r2-1k $resppair v2 v2-inl; do
 		has "$cfg" && run_config "$cfg" "$rep"
 	done
 	for vers in $META_VERS; do

@@ -349,6 +349,196 @@ def profile_shares(base):
     return shares
 
 
+# --profile, the server guest (bench/server.sh srv_perf_report): each
+# sample's call chain classified into the components below (report order).
+# The responder is single-threaded: its command name is the binary's name
+# cut to 15 characters.
+RESPONDER_COMM = "rpcrdma-respond"
+SRV_COMPONENTS = [
+    ("resp.user.own", "responder, user space: its own code"),
+    ("resp.user.ibverbs", "responder, user space: libibverbs"),
+    ("resp.user.rxe", "responder, user space: librxe (rdma-core)"),
+    ("resp.user.libc", "responder, user space: libc"),
+    ("resp.user.other", "responder, user space: other"),
+    ("resp.sys.tcp_send", "responder, kernel: TCP send to nfsd"),
+    ("resp.sys.tcp_recv", "responder, kernel: TCP receive from nfsd"),
+    ("resp.sys.poll", "responder, kernel: poll"),
+    ("resp.sys.verbs", "responder, kernel: verbs (ib_uverbs, rxe)"),
+    ("resp.sys.other", "responder, kernel: other system calls"),
+    ("resp.sys.none", "responder, kernel: not in a system call"),
+    ("nfsd.svcrdma", "nfsd threads: svcrdma"),
+    ("nfsd.rxe", "nfsd threads: rxe (called by svcrdma)"),
+    ("nfsd.tcp", "nfsd threads: TCP (sunrpc's socket transport)"),
+    ("nfsd.other", "nfsd threads: the rest (NFS, sunrpc, VFS)"),
+    ("rxe", "other contexts: rxe (its workqueue, softirq)"),
+    ("svcrdma", "other contexts: svcrdma (its workqueue)"),
+    ("kernel", "other contexts: the rest of the kernel"),
+    ("tools", "perf, the CPU sampler, other user space"),
+]
+SRV_GROUPS = [("responder, user space", "resp.user."), ("responder, kernel", "resp.sys."),
+              ("nfsd threads", "nfsd."), ("other contexts", ("rxe", "svcrdma", "kernel")),
+              ("perf, sampler, other", ("tools",))]
+
+
+def srv_kdso(dso):
+    """Whether DSO is the kernel or one of its modules ("[kernel.kallsyms]",
+    "[rdma_rxe]", or the module file perf found: "rdma_rxe.ko")."""
+    return (dso.startswith("[") and dso != "[unknown]") or re.search(r"\.ko(\.\w+)?$", dso) is not None
+
+
+def srv_has(frames, prefixes, dsos=()):
+    """Whether a frame's symbol starts with one of PREFIXES or its module is one of DSOS."""
+    return any(s.startswith(prefixes) or re.sub(r"\.ko(\.\w+)?$|^\[|\]$", "", d) in dsos for s, d in frames)
+
+
+RXE = (("rxe_", "ib_uverbs", "ib_post_", "ib_poll_cq"), ("rdma_rxe", "ib_uverbs"))
+SVCRDMA = (("svc_rdma", "svcrdma"), ("rpcrdma",))
+
+
+def srv_classify(comm, frames):
+    """The component (SRV_COMPONENTS) of one server sample: COMM, FRAMES
+    [(sym, dso)] leaf first; "idle" for the idle loop.  Kernel time goes
+    by what its call chain is doing (inclusive: rxe's work called from a
+    system call or from svcrdma counts as rxe's)."""
+    leaf_sym, leaf_dso = frames[0] if frames else ("[unknown]", "[unknown]")
+    in_kernel = srv_kdso(leaf_dso)
+    if in_kernel and leaf_sym in IDLE_SYMS:
+        return "idle"
+    if comm == RESPONDER_COMM:
+        if not in_kernel:
+            if leaf_dso.startswith("rpcrdma-respond"):
+                return "resp.user.own"
+            if leaf_dso.startswith("libibverbs"):
+                return "resp.user.ibverbs"
+            if leaf_dso.startswith("librxe"):
+                return "resp.user.rxe"
+            if leaf_dso.startswith("libc."):
+                return "resp.user.libc"
+            return "resp.user.other"
+        if srv_has(frames, *RXE):
+            return "resp.sys.verbs"
+        if srv_has(frames, ("tcp_sendmsg", "sock_write_iter", "sock_sendmsg", "__sys_sendto", "__sys_sendmsg")):
+            return "resp.sys.tcp_send"
+        if srv_has(frames, ("tcp_recvmsg", "sock_read_iter", "sock_recvmsg", "__sys_recvfrom", "__sys_recvmsg")):
+            return "resp.sys.tcp_recv"
+        if srv_has(frames, ("do_sys_poll", "__x64_sys_poll", "__x64_sys_ppoll", "do_epoll_wait", "ep_poll")):
+            return "resp.sys.poll"
+        if srv_has(frames, ("do_syscall_64",)):
+            return "resp.sys.other"
+        return "resp.sys.none"
+    if comm.startswith("nfsd"):
+        if srv_has(frames, *RXE):
+            return "nfsd.rxe"
+        if srv_has(frames, *SVCRDMA):
+            return "nfsd.svcrdma"
+        if srv_has(frames, ("svc_tcp_", "tcp_", "sock_")):
+            return "nfsd.tcp"
+        return "nfsd.other"
+    if not in_kernel or comm.startswith("perf") or comm in ("bash", "sleep"):
+        return "tools"
+    if srv_has(frames, *RXE):
+        return "rxe"
+    if srv_has(frames, *SVCRDMA):
+        return "svcrdma"
+    return "kernel"
+
+
+def srv_profile(res, base):
+    """The server's profile of fio run BASE (--profile): ({component:
+    share of all samples}, {responder user-space function "sym (dso)":
+    share}, the server's CPU count), or None without one."""
+    p = os.path.join(res, "testbed", "server", "bench", base + ".srv-folded.txt")
+    if not os.path.exists(p):
+        return None
+    comp, fn, total = {}, {}, 0
+    with open(p, errors="replace") as f:
+        for line in f:
+            w = line.rstrip("\n").split("\t")
+            if len(w) != 3 or not w[0].isdigit():
+                continue
+            n = int(w[0])
+            frames = []
+            for fr in w[2].split(";") if w[2] else []:
+                m = re.match(r"(.*) \((.*)\)$", fr)
+                frames.append((m.group(1), m.group(2)) if m else (fr, "[unknown]"))
+            frames = frames or [("[unknown]", "[unknown]")]
+            c = srv_classify(w[1], frames)
+            comp[c] = comp.get(c, 0) + n
+            if c.startswith("resp.user."):
+                k = f"{frames[0][0]} ({frames[0][1]})"
+                fn[k] = fn.get(k, 0) + n
+            total += n
+    if not total:
+        return None
+    nproc = 1
+    sp = os.path.join(res, "testbed", "server", "cpu-samples.txt")
+    if os.path.exists(sp):
+        with open(sp, errors="replace") as f:
+            w = f.readline().split()
+        if "nproc" in w[:-1] and w[w.index("nproc") + 1].isdigit():
+            nproc = int(w[w.index("nproc") + 1])
+    return ({k: v / total for k, v in comp.items()}, {k: v / total for k, v in fn.items()}, nproc)
+
+
+def srv_profile_table(sprof, rows):
+    """The --profile server tables: {(cfg, job): [runs]} -> lines."""
+    out = ["--profile, the server guest: CPU µs per I/O by component (perf cpu-clock, whole guest, over the",
+           "same interval as the client's; a sample's component from its command and call chain: the",
+           "responder's user-space time by the library its sampled function is in, its kernel time by the",
+           "system call it is in; 'busy' is all samples but the idle loop's, 'srv µs/op' the same from",
+           "/proc/stat (the reference: perf's samples are a share of it); mean ± sd over the runs;",
+           "testbed/server/bench/fio.*.srv-perf-self.txt name the symbols)."]
+    keys = [(c, j) for j in JOBS for c in ORDER if (c, j) in sprof]
+    w = 16
+    hdr = f"{'component':<50}" + "".join(f"{(CONFIGS[c][0] + ' ' + j)[:w]:>{w}}" for c, j in keys)
+    out.extend([hdr, "-" * len(hdr)])
+
+    def cell(vals):
+        st = stats(vals)
+        return f"{st['mean']:>7.1f} ± {st['sd']:<5.1f}"[:w].rjust(w)
+
+    def line(label, f):
+        vals = [[f(r) for r in sprof[k]] for k in keys]
+        if all(max(v) < 0.05 for v in vals):
+            return None
+        return f"{label:<50}" + "".join(cell(v) for v in vals)
+    for key, label in SRV_COMPONENTS:
+        ln = line(label, lambda r, key=key: r["srv_profile_us_op"].get(key, 0.0))
+        if ln:
+            out.append(ln)
+    out.append("-" * len(hdr))
+    for label, pre in SRV_GROUPS:
+        def grp(r, pre=pre):
+            d = r["srv_profile_us_op"]
+            if isinstance(pre, tuple):
+                return sum(d.get(x, 0.0) for x in pre)
+            return sum(v for k, v in d.items() if k.startswith(pre))
+        ln = line("total: " + label, grp)
+        if ln:
+            out.append(ln)
+    out.append(line("busy (all but idle)", lambda r: sum(v for k, v in r["srv_profile_us_op"].items() if k != "idle")))
+    srv = [f"{'srv µs/op (/proc/stat)':<50}"]
+    for k in keys:
+        vals = [r["srv_cpu_us_op"] for r in sprof[k] if r["srv_cpu_us_op"] is not None]
+        srv.append(cell(vals) if vals else f"{'n/a':>{w}}")
+    out.append("".join(srv))
+    out.append("")
+    # the responder's user-space functions (self time), over all its runs
+    for k in keys:
+        fns = {}
+        for r in sprof[k]:
+            for fn, v in (r["srv_profile_fn_us_op"] or {}).items():
+                fns[fn] = fns.get(fn, 0.0) + v / len(sprof[k])
+        if not fns:
+            continue
+        out.append(f"responder user-space functions, {CONFIGS[k[0]][0]} {k[1]}: µs per I/O (self, mean over "
+                   f"{len(sprof[k])} runs), the top 15 of {sum(fns.values()):.1f}:")
+        for fn, v in sorted(fns.items(), key=lambda x: -x[1])[:15]:
+            out.append(f"  {v:>7.2f}  {fn}")
+        out.append("")
+    return out
+
+
 def percentile(vals, q):
     v = sorted(vals)
     if not v:
@@ -435,6 +625,8 @@ def main(res):
             r["srv_util"] = None
             r["srv_window"] = None
             r["profile_us_op"] = None  # --profile: CPU µs per I/O by module
+            r["srv_profile_us_op"] = None  # --profile: the server's, by component
+            r["srv_profile_fn_us_op"] = None  # and the responder's functions
             if r["status"] == "ok":
                 p = os.path.join(bench, r["file"])
                 try:
@@ -446,6 +638,10 @@ def main(res):
                             if ps and iops:
                                 # share of the guest's CPUs' samples -> µs of CPU per I/O
                                 r["profile_us_op"] = {d: v * nproc * 1e6 / iops for d, v in ps.items()}
+                            sp = srv_profile(res, os.path.splitext(r["file"])[0])
+                            if sp and iops:
+                                r["srv_profile_us_op"] = {c: v * sp[2] * 1e6 / iops for c, v in sp[0].items()}
+                                r["srv_profile_fn_us_op"] = {c: v * sp[2] * 1e6 / iops for c, v in sp[1].items()}
                             cw = cpu_window(os.path.splitext(p)[0] + ".cpu", user_hz)
                             if cw and iops:
                                 # busy CPU seconds per second / I/Os per second
@@ -876,6 +1072,12 @@ def main(res):
                 out.append(f"{job:<12} {CONFIGS[cfg][0]:<13} {len(v):>2} {mod:>14} {rxe:>14} {user:>14} {kern:>14} "
                            f"{norm['mean']:>8.3f} ± {norm['sd']:<5.3f}")
             out.append("")
+        sprof = {}
+        for r in runs:
+            if r.get("srv_profile_us_op"):
+                sprof.setdefault((r["config"], r["job"]), []).append(r)
+        if sprof:
+            out.extend(srv_profile_table(sprof, rows))
 
     if meta_cfgs:
         out.append(f"Metadata workloads (tools/testing/bench/meta.sh): {s.get('meta_files', '?')} files of "
@@ -1053,7 +1255,7 @@ def main(res):
                    "meta_ops": list(ops_rows.values()), "meta_ratios": meta_ratios, "v2_vs_v1": v2v1,
                    "runs": [{k: r[k] for k in ("kind", "config", "job", "repeat", "status", "value",
                                                "clat_us", "cpu_us_op", "util", "srv_cpu_us_op", "srv_util",
-                                               "srv_window", "profile_us_op", "reason", "mount_options",
+                                               "srv_window", "profile_us_op", "srv_profile_us_op", "reason", "mount_options",
                                                "file")}
                             | ({"meta": {k: v for k, v in r["meta"].items() if k != "trace"}
                                 | {"chunked": r["meta"]["trace"]["chunked"], "mrs": r["meta"]["trace"]["mrs"],

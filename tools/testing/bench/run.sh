@@ -80,14 +80,19 @@ options:
                      the host's linux-perf, 1000 Hz, all CPUs, call graphs)
                      over each fio run's CPU-sampling interval; perf's
                      reports go beside the fio outputs (fio.CFG.JOB.N.perf-
-                     self.txt, -children.txt, -dso.txt). The sampling costs a
-                     little CPU, so a profiled run's numbers are not the
-                     reference numbers. With rpcrdma2 loaded, also its raw
-                     call chains and load addresses (fio.*.perf-ips.gz,
-                     -module.txt) and a copy of the .ko, from which
-                     hotspots.py writes DIR/hotspots.txt: its time per
-                     function, source line and instruction. The build
-                     (without --no-build) then adds line tables
+                     self.txt, -children.txt, -dso.txt); and of the server
+                     guest over the same interval (testbed/server/bench/
+                     fio.CFG.JOB.N.srv-folded.txt, -srv-perf-self.txt):
+                     the report gives the server's CPU per I/O by
+                     component (the responder's code, its libraries, its
+                     system calls; nfsd, svcrdma, rdma_rxe). The sampling
+                     costs a little CPU, so a profiled run's numbers are
+                     not the reference numbers. With rpcrdma2 loaded, also
+                     its raw call chains and load addresses
+                     (fio.*.perf-ips.gz, -module.txt) and a copy of the
+                     .ko, from which hotspots.py writes DIR/hotspots.txt:
+                     its time per function, source line and instruction.
+                     The build (without --no-build) then adds line tables
                      (KRUSTFLAGS=-Cdebuginfo=1 KCFLAGS=-g: the same code)
   --no-build         do not run 'make -s modules' first
   --report-only DIR  only (re)build the report from DIR's raw results
@@ -304,6 +309,8 @@ if [ -z "$timeout" ]; then
 	# r2-0: two more module switches per repeat (an older build may run
 	# its KUnit suites when loaded)
 	[[ " $configs " == *" r2-0 "* ]] && timeout=$((timeout + repeats * 30))
+	# --profile: perf writes and reports both guests' data after each run
+	((!profile)) || timeout=$((timeout + repeats * ncfg * njobs * 40))
 	# metadata: per configuration and repeat 6 mounts, the restat pause,
 	# and about 3 ms per file stat'ed/listed, 30 ms per file created or
 	# removed or untarred (a 1-repeat run took about half of this)

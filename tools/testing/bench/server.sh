@@ -21,7 +21,9 @@
 #      ib_read_bw on 18516, ib_send_lat on 18517, all over rdma_cm (-R);
 #   5. starts the CPU sampler: the server's /proc/stat on the client's
 #      request (over TCP, port 18520), at the start and end of every
-#      measured interval (see cpu_sampler below).
+#      measured interval (see cpu_sampler below), and under make bench
+#      --profile a perf profile of the whole server guest over that
+#      interval (srv_perf_start, srv_perf_report).
 # It returns at once; the loops and the responders die with the guest.
 
 set -euo pipefail
@@ -68,6 +70,29 @@ fi
 modprobe rdma_ucm 2>/dev/null || true
 modprobe ib_uverbs 2>/dev/null || true
 
+# nap SECS: sleep without a fork.  The guests run the host's /usr over
+# 9p, where an exec costs the server's one vCPU tens of milliseconds:
+# loops that ran sleep and grep twice a second took most of the server's
+# CPU during the fio runs (make bench --profile showed it), so the loops
+# that run for the whole bench use builtins only.  (read -t on a FIFO
+# that nobody writes: it times out.)
+mkfifo /tmp/bench-nap.fifo 2>/dev/null || [ -p /tmp/bench-nap.fifo ]
+exec {NAP_FD}<>/tmp/bench-nap.fifo
+nap() { read -r -t "$1" -u "$NAP_FD" _ || true; }
+# alive PID: the process exists and is not a zombie (builtins only)
+alive() {
+	local k v
+	[ -d "/proc/$1" ] || return 1
+	{
+		while read -r k v; do
+			[ "$k" = State: ] || continue
+			[[ $v != Z* ]]
+			return
+		done
+	} <"/proc/$1/status" 2>/dev/null
+	return 1
+}
+
 # perf_loop NAME PORT ARGS...: serve NAME forever, one client run at a time.
 # /results/server/perftest-NAME.ready exists while an instance is listening
 # (rdma_cm shows it in LISTEN): the client waits for it, since a connect
@@ -94,14 +119,14 @@ perf_loop() {
 		done
 		# (a killed instance whose peer crashed may take long to exit: it
 		# is not waited for, the next one starts at once)
-		while [ -d "/proc/$pid" ] && ! grep -q '^State:.*Z' "/proc/$pid/status" 2>/dev/null; do
+		while alive "$pid"; do
 			if [ -e "$restart" ]; then
 				rm -f "$ready" "$restart"
 				echo "=== $(date +%T) restart requested by the client"
 				kill -KILL "$pid" 2>/dev/null
 				break
 			fi
-			sleep 0.5
+			nap 0.5
 		done
 		sleep 1
 	done >>"/results/server/perftest-$name.log" 2>&1 </dev/null &
@@ -120,19 +145,60 @@ perf_loop() {
 # Builtins only, no fork per sample.  The clocks of the two guests are
 # set from the RTC at boot and need not agree, so the report takes the
 # server's interval from the server's own samples.
+#
+# Profiling (make bench --profile): a request "NAME CLIENT_T perf=SECS"
+# also starts, right after its sample, perf record of the whole guest
+# (cpu-clock, 1000 Hz, call graphs) for SECS seconds (srv_perf_start); a
+# request "perf-report.BASE" (after the fio run, when the client waits
+# for its ack) waits for that recording and turns it into
+# /results/server/bench/BASE.srv-folded.txt (perf-fold.py: call chains
+# with their sample counts, which report.py classifies) and
+# BASE.srv-perf-self.txt (perf's self time by command, module and symbol).
+# perf's own start-up and the reports cost the server CPU outside the
+# measured interval; the recording itself (perf's few samples) inside it.
 CPU_PORT=18520 CPU_LOG=/results/server/cpu-samples.txt CPU_ACK=/results/server/cpu-ack
+SRV_PERF_DIR=/results/server/bench SRV_PERF_PID=
+srv_perf_start() { # BASE SECS
+	mkdir -p "$SRV_PERF_DIR"
+	perf record -q -e cpu-clock -F 1000 -a -g -o "/tmp/$1.srv.perf" -- sleep "$2" \
+		</dev/null >/dev/null 2>"$SRV_PERF_DIR/$1.srv-perf.err" &
+	SRV_PERF_PID=$!
+}
+srv_perf_report() { # BASE
+	local data=/tmp/$1.srv.perf
+	# perf writes its data after the interval
+	[ -z "$SRV_PERF_PID" ] || wait "$SRV_PERF_PID" 2>/dev/null || true
+	SRV_PERF_PID=
+	if [ ! -s "$data" ]; then
+		echo "no profile data $data" >>"$SRV_PERF_DIR/$1.srv-perf.err"
+		return 0
+	fi
+	perf script -i "$data" -F comm,tid,ip,sym,dso 2>>"$SRV_PERF_DIR/$1.srv-perf.err" |
+		python3 /src/tools/testing/bench/perf-fold.py >"$SRV_PERF_DIR/$1.srv-folded.txt" 2>>"$SRV_PERF_DIR/$1.srv-perf.err"
+	perf report -i "$data" --stdio --no-children --sort comm,dso,sym --percent-limit 0.2 \
+		-g none >"$SRV_PERF_DIR/$1.srv-perf-self.txt" 2>&1
+	rm -f "$data"
+}
 cpu_sampler() {
-	local name ctime stat self t
+	local name ctime extra stat self t
 	local -a sf
 	echo "# user_hz $(getconf CLK_TCK) nproc $(nproc) sampler pid $BASHPID port $CPU_PORT"
-	while read -r name ctime; do
+	while read -r name ctime extra; do
 		[[ $name =~ ^[A-Za-z0-9._-]+$ ]] || continue
+		if [[ $name == perf-report.* ]]; then
+			srv_perf_report "${name#perf-report.}" </dev/null >/dev/null 2>&1 || true
+			: >"$CPU_ACK/$name" || true
+			continue
+		fi
 		read -r stat </proc/stat
 		t=$EPOCHREALTIME
 		read -r self <"/proc/$BASHPID/stat"
 		# shellcheck disable=SC2206 # the fields after "(bash) "
 		sf=(${self##*) })
 		echo "$name ${ctime:--} $t $((sf[11] + sf[12])) $stat"
+		if [[ ${extra:-} =~ ^perf=([1-9][0-9]*)$ && $name == *.0 ]]; then
+			srv_perf_start "${name%.0}" "${BASH_REMATCH[1]}"
+		fi
 		: >"$CPU_ACK/$name" || true
 	done
 	echo "# the client closed the connection"

@@ -8,7 +8,7 @@
 use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
-use super::{wr, Delayed, Server, Slot, K_READ};
+use super::{wr, Delayed, Server, Slot, K_READ, TCP_READ};
 use crate::nfs;
 use crate::proto::call::Call;
 use crate::proto::log;
@@ -153,52 +153,83 @@ impl Server {
         let Some(c) = self.conns.get_mut(&k) else {
             return;
         };
+        // Room for this read after what is pending: at the buffer's
+        // start when nothing is (or after moving the pending bytes there:
+        // the tail of the last read, a part of a record), and for all of
+        // a record whose mark says it is larger than the room left.
+        let pending = c.tcp_hi - c.tcp_lo;
+        let need = nfs::word_at(&c.tcp_rbuf[c.tcp_lo..c.tcp_hi], 0).map_or(0, |m| {
+            ((m & 0x7fff_ffff) as usize).saturating_add(4).min(max + 4)
+        });
+        if pending == 0 {
+            c.tcp_lo = 0;
+            c.tcp_hi = 0;
+        } else if c.tcp_rbuf.len() - c.tcp_hi < TCP_READ / 2 || c.tcp_lo + need > c.tcp_rbuf.len() {
+            c.tcp_rbuf.copy_within(c.tcp_lo..c.tcp_hi, 0);
+            c.tcp_lo = 0;
+            c.tcp_hi = pending;
+        }
+        let want = c.tcp_lo + need.max(pending) + TCP_READ / 2;
+        if c.tcp_rbuf.len() < want {
+            c.tcp_rbuf.resize(want.max(TCP_READ), 0);
+        }
         // One read(2) per wakeup: the socket is polled level-triggered,
         // so what is left makes it ready again at once (no second read
         // only to see EAGAIN).
         let mut eof = false;
-        let mut n = 0;
-        match c.tcp.read(&mut c.tcp_rbuf) {
+        let hi = c.tcp_hi;
+        match c.tcp.read(&mut c.tcp_rbuf[hi..]) {
             Ok(0) => eof = true,
-            Ok(m) => n = m,
+            Ok(m) => c.tcp_hi += m,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
             Err(_) => eof = true,
         }
-        if c.tcp_in.is_empty() {
-            // The common case: whole records in what was just read,
-            // handled where they lie (no copy into `tcp_in`, no
-            // allocation per record); the rest waits in `tcp_in`.
-            let rbuf = std::mem::take(&mut c.tcp_rbuf);
-            let whole = nfs::whole_records(&rbuf[..n], max);
-            let used = whole.as_ref().map_or(0, |(_, used)| *used);
-            c.tcp_in.extend_from_slice(&rbuf[used..n]);
-            match whole {
-                Ok((recs, _)) => {
-                    for r in recs {
-                        self.nfsd_record(k, &rbuf[r]);
-                    }
-                }
-                Err(len) => {
-                    let m = format!("nfsd sent a {len}-byte record");
-                    self.close(k, &m);
+        // Whole single-fragment records handled where they lie (no copy,
+        // no allocation per record); records of several fragments (rare)
+        // joined by take_records.
+        let rbuf = std::mem::take(&mut c.tcp_rbuf);
+        let (lo, hi) = (c.tcp_lo, c.tcp_hi);
+        let whole = nfs::whole_records(&rbuf[lo..hi], max);
+        let mut used = whole.as_ref().map_or(0, |(_, used)| *used);
+        let mut frag = None;
+        if let Ok((_, u)) = &whole {
+            if nfs::word_at(&rbuf[lo + u..hi], 0).is_some_and(|m| m & 0x8000_0000 == 0) {
+                let mut rest = rbuf[lo + u..hi].to_vec();
+                frag = Some(nfs::take_records(&mut rest, max).map(|r| (r, rest)));
+            }
+        }
+        match whole {
+            Ok((recs, _)) => {
+                for r in recs {
+                    self.nfsd_record(k, &rbuf[lo + r.start..lo + r.end]);
                 }
             }
-            if let Some(c) = self.conns.get_mut(&k) {
-                c.tcp_rbuf = rbuf;
+            Err(len) => {
+                let m = format!("nfsd sent a {len}-byte record");
+                self.close(k, &m);
             }
-        } else {
-            c.tcp_in.extend_from_slice(&c.tcp_rbuf[..n]);
-            let recs = match nfs::take_records(&mut c.tcp_in, max) {
-                Ok(r) => r,
-                Err(n) => {
-                    let m = format!("nfsd sent a {n}-byte record");
-                    self.close(k, &m);
-                    return;
+        }
+        let mut rbuf = rbuf;
+        match frag {
+            Some(Ok((recs, rest))) => {
+                for rec in recs {
+                    self.nfsd_record(k, &rec);
                 }
-            };
-            for rec in recs {
-                self.nfsd_record(k, &rec);
+                // what take_records left (at most a part of a record)
+                // goes back in place of what it consumed
+                let at = hi - rest.len();
+                rbuf[at..hi].copy_from_slice(&rest);
+                used = at - lo;
             }
+            Some(Err(n)) => {
+                let m = format!("nfsd sent a {n}-byte record");
+                self.close(k, &m);
+            }
+            None => {}
+        }
+        if let Some(c) = self.conns.get_mut(&k) {
+            c.tcp_rbuf = rbuf;
+            c.tcp_lo = lo + used;
         }
         if eof {
             self.close(k, "nfsd closed the TCP connection");
