@@ -383,16 +383,18 @@ unsafe extern "C" fn bc_destroy<T: Transport>(x: *mut bindings::rpc_xprt, _max_r
 ///
 /// Called by SUNRPC through the ops table, see above.
 pub(super) unsafe extern "C" fn destroy<T: Transport>(x: *mut bindings::rpc_xprt) {
-    // Stop the connect and keepalive workers, let T tear down, drop T in place, free the
-    // strings and the allocation (kfree_rcu), drop the module reference
-    // taken in `create`.
+    // Stop the connect worker, let T tear down, stop the keepalive
+    // worker, drop T in place, free the strings and the allocation
+    // (kfree_rcu), drop the module reference taken in `create`.
     // SAFETY: see above; SUNRPC makes no further calls with `x`.
     unsafe {
         let this = XprtBox::<T>::from_xprt(x);
         bindings::rpcrdma2_shim_cancel_delayed_work(this.connect_work.get());
-        // (It may queue itself again: cancel_delayed_work_sync() copes.)
-        bindings::rpcrdma2_shim_cancel_delayed_work(this.keepalive_work.get());
         T::destroy(this);
+        // After T's teardown, so that a keepalive it queued (or one that
+        // queues itself again: cancel_delayed_work_sync() copes) cannot
+        // outlive the box; one running meanwhile finds no connection.
+        bindings::rpcrdma2_shim_cancel_delayed_work(this.keepalive_work.get());
         // Handlers of a torn-down connection may still be finishing; wait
         // (bounded) for their back-references. If one never goes away,
         // leak the transport rather than free memory still referenced.
