@@ -262,7 +262,8 @@ pub struct QpState {
     /// buffer).
     #[pin]
     cursor: SpinLock<Option<Cursor>>,
-    /// Messages received (successful Receives), for the keepalive.
+    /// Messages received (successful Receives), for the keepalive;
+    /// written by `recv_done` only.
     received: AtomicU64,
     /// When to probe the peer (`keepalive.rs`).
     #[pin]
@@ -413,7 +414,11 @@ impl QpHandler for ConnQp {
         let this = &*self.0;
         match c {
             Completion::Done(wc) if wc.is_success() => {
-                this.received.fetch_add(1, Relaxed);
+                // A plain load and store, no locked read-modify-write per
+                // Receive: only this handler writes the count, and the
+                // CQ's one work item runs it one completion at a time.
+                this.received
+                    .store(this.received.load(Relaxed).wrapping_add(1), Relaxed);
                 let len = (wc.byte_len() as usize).min(ctx.0.len());
                 ctx.0.sync_for_cpu(len);
                 let more = this.handle(qp, &ctx.0.as_slice()[..len], wc.invalidated_rkey());
