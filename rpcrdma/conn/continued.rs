@@ -102,16 +102,20 @@ impl Conn {
         }
     }
 
-    /// A continued Call is half sent and `xid` (host order) is not that
-    /// Call: nothing else may go on this connection until its last piece
-    /// has. `Some(EPIPE)` then (the transport drops the connection: the
-    /// peer holds pieces it can never complete, and SUNRPC sends both RPCs
-    /// again on the next connection).
-    pub(super) fn blocked_by_continued(&self, xid: u32) -> Option<Error> {
+    /// Whether Call `xid` (host order) goes on as a continued Call: `true`
+    /// if it is the continued Call half sent, `false` if none is. If
+    /// another one is, nothing else may go on this connection until its
+    /// last piece has: `EPIPE` then (the transport drops the connection:
+    /// the peer holds pieces it can never complete, and SUNRPC sends both
+    /// RPCs again on the next connection). One look at the cursor, under
+    /// one lock, on every Send.
+    pub(super) fn continues(&self, xid: u32) -> Result<bool> {
         let q = &self.ep.qp().handler().0;
-        let c = (*q.cursor.lock())?;
+        let Some(c) = *q.cursor.lock() else {
+            return Ok(false);
+        };
         if c.xid == xid {
-            return None;
+            return Ok(true);
         }
         if crate::compat::print::ratelimit() {
             pr_err!(
@@ -121,7 +125,7 @@ impl Conn {
                 c.offset
             );
         }
-        Some(EPIPE)
+        Err(EPIPE)
     }
 
     /// A continued Call is half sent on this connection.

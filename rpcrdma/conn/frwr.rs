@@ -28,6 +28,10 @@ pub(super) enum Finish {
     Retry,
 }
 
+/// The registration table, locked.
+type RegGuard<'a> =
+    kernel::sync::lock::Guard<'a, RegTable, kernel::sync::lock::spinlock::SpinLockBackend>;
+
 /// The chunk registrations of the RPC in one request slot.
 pub(super) struct Regs {
     /// Where the slot is in its lifecycle (`proto::reqlife`): whether an
@@ -52,9 +56,6 @@ pub(super) struct Regs {
     /// and their offset: written into the Reply after the MRs are
     /// invalidated and unmapped (they may land in the DMA-mapped pages).
     pub(super) tail: Option<Tail>,
-    /// Scratch page list for mapping one range (room for an MR's depth,
-    /// allocated at connect so that the data path never allocates).
-    pub(super) pages: KVec<PageSeg>,
 }
 
 /// A mapped MR advertised as a chunk segment (RFC 8166
@@ -68,8 +69,7 @@ pub(super) fn segment(r: RemoteRegion) -> Segment {
 }
 
 impl Regs {
-    pub(super) fn new(n: usize, depth: usize) -> Result<Self> {
-        let pages = KVec::with_capacity(depth, GFP_KERNEL)?;
+    pub(super) fn new(n: usize) -> Result<Self> {
         let mut mrs = KVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
             mrs.push(None, GFP_KERNEL)?;
@@ -83,7 +83,6 @@ impl Regs {
             mrs,
             remote_rkey: None,
             tail: None,
-            pages,
         })
     }
 
@@ -154,11 +153,11 @@ pub(super) struct RegTable {
 }
 
 impl RegTable {
-    /// `n` slots of `mrs_per_rpc` MRs of `depth` pages.
-    pub(super) fn new(n: usize, mrs_per_rpc: usize, depth: usize) -> Result<Self> {
+    /// `n` slots of `mrs_per_rpc` MRs.
+    pub(super) fn new(n: usize, mrs_per_rpc: usize) -> Result<Self> {
         let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
-            slots.push(Regs::new(mrs_per_rpc, depth)?, GFP_KERNEL)?;
+            slots.push(Regs::new(mrs_per_rpc)?, GFP_KERNEL)?;
         }
         let entries = n.checked_mul(2).ok_or(EINVAL)?;
         let mut by_xid = KVec::with_capacity(entries, GFP_KERNEL)?;
@@ -272,11 +271,6 @@ impl QpState {
         });
     }
 
-    /// The slot whose registrations belong to RPC `xid` (host order).
-    pub(super) fn slot_of(&self, xid: u32) -> Option<usize> {
-        self.regs.lock().find(xid)
-    }
-
     /// RPC `xid` (host order) has its MRs mapped for a transmission whose
     /// REG_MRs and Send are not posted yet ([`Life::Mapped`]): a reply
     /// with its XID now answers an earlier transmission. Once true for a
@@ -293,38 +287,45 @@ impl QpState {
     /// invalidated (C: `frwr_unmap_async`, then `rpcrdma_complete_rqst`).
     /// A reply before the RPC's current transmission is posted is stale
     /// ([`Action::Stale`]): it ends nothing and invalidates nothing.
+    ///
+    /// The registration table is locked once for finding the slot, the
+    /// reply's step and, if the MRs are all back, the start of their
+    /// invalidation ([`QpState::start_inv_locked`]); again only per MR
+    /// that goes back to the pool.
     pub(super) fn end_rpc(&self, qp: &Qp<ConnQp>, xid: u32, f: Finish, inv: Option<u32>) {
-        let Some(slot) = self.slot_of(xid) else {
+        let mut g = self.regs.lock();
+        let Some(slot) = g.find(xid) else {
+            drop(g);
             if inv.is_some() {
                 self.remote_inv_foreign(xid, inv);
             }
             self.finish(xid, f, None);
             return;
         };
-        let a = {
-            let mut g = self.regs.lock();
-            match g.get_mut(slot) {
-                Some(r) if r.life.is_active() && r.xid == xid => {
-                    // Parked while REG_MRs are in the Send queue, ignored
-                    // while `Conn::release` takes the MRs back, stale
-                    // before the post.
-                    let a = r.life.step(Event::Reply(f));
-                    // A stale reply's remote invalidation was of an
-                    // earlier transmission's MR: this one's are re-keyed
-                    // when mapped (`Mr::map_*`), and their REG_MRs, posted
-                    // after this reply was received, register them
-                    // again. It must not spare one of them a LOCAL_INV.
-                    if !matches!(a, Ok(Action::Stale)) {
-                        r.remote_rkey = inv;
-                    }
-                    a
+        let a = match g.get_mut(slot) {
+            Some(r) => {
+                // Parked while REG_MRs are in the Send queue, ignored
+                // while `Conn::release` takes the MRs back, stale
+                // before the post.
+                let a = r.life.step(Event::Reply(f));
+                // A stale reply's remote invalidation was of an earlier
+                // transmission's MR: this one's are re-keyed when mapped
+                // (`Mr::map_*`), and their REG_MRs, posted after this
+                // reply was received, register them again. It must not
+                // spare one of them a LOCAL_INV.
+                if !matches!(a, Ok(Action::Stale)) {
+                    r.remote_rkey = inv;
                 }
-                _ => Ok(Action::Nothing),
+                a
             }
+            None => Ok(Action::Nothing),
         };
         match a {
-            Ok(Action::StartInvalidation) => self.start_inv(qp, slot),
-            Ok(Action::Stale) => self.stale_reply(xid, inv),
+            Ok(Action::StartInvalidation) => self.start_inv_locked(qp, g, slot),
+            Ok(Action::Stale) => {
+                drop(g);
+                self.stale_reply(xid, inv)
+            }
             _ => {}
         }
     }
@@ -333,39 +334,28 @@ impl QpState {
     /// since [`Action::StartInvalidation`], all MRs back); the last
     /// completion ends the RPC.
     pub(super) fn start_inv(&self, qp: &Qp<ConnQp>, slot: usize) {
+        self.start_inv_locked(qp, self.regs.lock(), slot);
+    }
+
+    /// [`QpState::start_inv`] with the registration table locked.
+    fn start_inv_locked<'a>(&'a self, qp: &Qp<ConnQp>, mut g: RegGuard<'a>, slot: usize) {
         let tag = u16::try_from(slot).unwrap_or(u16::MAX);
         // MRs that are not registered need no invalidation.
-        let (n, remote) = {
-            let mut g = self.regs.lock();
-            let Some(r) = g.get_mut(slot) else { return };
-            r.registered()
-        };
-        let xid = if trace::mr_inv_enabled() {
-            self.regs.lock().get(slot).map_or(0, |r| r.xid)
-        } else {
-            0
-        };
-        if let Some(rkey) = remote {
-            self.stats.remote_inv.fetch_add(1, Relaxed);
-            trace::mr_inv(self.id, xid, c"remote", rkey, 1);
-        }
-        self.stats.local_inv.fetch_add(n as u64, Relaxed);
-        if n > 0 {
-            trace::mr_inv(
-                self.id,
-                xid,
-                c"local",
-                0,
-                u32::try_from(n).unwrap_or(u32::MAX),
-            );
-        }
+        let Some(r) = g.get_mut(slot) else { return };
+        let (n, remote) = r.registered();
+        let xid = r.xid;
         if n == 0 {
-            let (xid, f, tail) = self.drain_slot(slot);
+            // Remotely invalidated (or never registered): the RPC ends
+            // now, its MRs drained under the same lock.
+            let (xid, f, tail) = self.drain_locked(g, slot);
+            self.count_inv(xid, 0, remote);
             if let Some(f) = f {
                 self.finish(xid, f, tail);
             }
             return;
         }
+        drop(g);
+        self.count_inv(xid, n, remote);
         // Without a spare chain (no memory), post them one by one.
         let mut chain = self.take_chain().ok();
         let mut i = 0;
@@ -399,20 +389,44 @@ impl QpState {
         }
     }
 
+    /// Counts and traces the invalidations of RPC `xid`: `n` LOCAL_INVs,
+    /// and the MR the responder invalidated (`remote`), if any.
+    fn count_inv(&self, xid: u32, n: usize, remote: Option<u32>) {
+        if let Some(rkey) = remote {
+            self.stats.remote_inv.fetch_add(1, Relaxed);
+            trace::mr_inv(self.id, xid, c"remote", rkey, 1);
+        }
+        if n > 0 {
+            self.stats.local_inv.fetch_add(n as u64, Relaxed);
+            trace::mr_inv(
+                self.id,
+                xid,
+                c"local",
+                0,
+                u32::try_from(n).unwrap_or(u32::MAX),
+            );
+        }
+    }
+
     /// Takes everything out of `slot` (MRs to the pool) and resets it;
     /// returns the XID and how the RPC was to end.
     pub(super) fn drain_slot(&self, slot: usize) -> (u32, Option<Finish>, Option<Tail>) {
-        loop {
-            let next = {
-                let mut g = self.regs.lock();
-                g.get_mut(slot).and_then(|r| r.take())
-            };
-            match next {
-                Some(mr) => self.put_mr(mr),
-                None => break,
-            }
+        self.drain_locked(self.regs.lock(), slot)
+    }
+
+    /// [`QpState::drain_slot`] with the registration table locked. Each
+    /// MR goes back to the pool with the lock dropped (one that is not
+    /// clean is deregistered there, which may sleep).
+    fn drain_locked<'a>(
+        &'a self,
+        mut g: RegGuard<'a>,
+        slot: usize,
+    ) -> (u32, Option<Finish>, Option<Tail>) {
+        while let Some(mr) = g.get_mut(slot).and_then(|r| r.take()) {
+            drop(g);
+            self.put_mr(mr);
+            g = self.regs.lock();
         }
-        let mut g = self.regs.lock();
         let (out, wake) = match g.get_mut(slot) {
             Some(r) => match r.life.step(Event::Drain) {
                 // `finish` is `None` if a LOCAL_INV failed.

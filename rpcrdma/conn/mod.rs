@@ -243,6 +243,10 @@ pub struct QpState {
     /// Chunk registrations by request slot.
     #[pin]
     regs: SpinLock<RegTable>,
+    /// The page list a range is mapped through (`Conn::register`; only
+    /// the sender uses it).
+    #[pin]
+    scratch: SpinLock<KVec<PageSeg>>,
     /// Notified when a slot that is being released ([`Conn::release`])
     /// has no WR left in the Send queue.
     #[pin]
@@ -284,7 +288,10 @@ impl ConnQp {
         cm: Arc<ConnCm>,
         sizing: RegSizing,
     ) -> Result<Self> {
-        let regs = RegTable::new(sizing.slots, sizing.mrs_per_rpc, sizing.depth)?;
+        let regs = RegTable::new(sizing.slots, sizing.mrs_per_rpc)?;
+        // Room for an MR's depth, allocated at connect so that the data
+        // path never allocates.
+        let scratch = KVec::with_capacity(sizing.depth, GFP_KERNEL)?;
         let recovery = RecoveryTable::new(sizing.slots)?;
         let mut chains = Stack::with_capacity(CHAINS)?;
         if sizing.depth > 0 {
@@ -304,6 +311,7 @@ impl ConnQp {
                 why,
                 cm,
                 regs <- new_spinlock!(regs),
+                scratch <- new_spinlock!(scratch),
                 regs_idle <- new_condvar!(),
                 chunking <- new_spinlock!(None),
                 recovery <- new_spinlock!(recovery),

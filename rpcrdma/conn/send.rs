@@ -20,10 +20,7 @@ impl Conn {
         // connection (the v2 probe sent again in v1) go first.
         self.release(slot);
         let xid = u32::from_be(rqst.xid());
-        if let Some(e) = self.blocked_by_continued(xid) {
-            return Err(e);
-        }
-        if self.continuing() {
+        if self.continues(xid)? {
             return self.send_continued(rqst, xid, stats);
         }
         let chunking = q.chunking();
@@ -41,10 +38,15 @@ impl Conn {
         // frees its MRs). Only this sender takes MRs from the pool, so
         // the count cannot shrink before they are taken.
         let mrs_free = chunking.as_ref().map_or(usize::MAX, |c| c.pool.available());
-        let plan = q
-            .proto
-            .lock()
-            .prepare_rpc_within(xid, &rpc, page_size, depth, &hints, mrs_free);
+        // One lock of the protocol state per Send: what the header needs
+        // later (remote invalidation) and the credits of a refusal are
+        // read under it too.
+        let (plan, remote_inv, credits) = {
+            let mut p = q.proto.lock();
+            let plan = p.prepare_rpc_within(xid, &rpc, page_size, depth, &hints, mrs_free);
+            let credits = matches!(plan, Err(CallError::NoCredits)).then(|| *p.credits());
+            (plan, p.thresholds().remote_invalidation, credits)
+        };
         let (plan, chunks) = match plan {
             Ok(p) => p,
             Err(CallError::NoMrs { .. }) => {
@@ -53,8 +55,9 @@ impl Conn {
             }
             Err(CallError::NoCredits) => {
                 stats.no_credits.fetch_add(1, Relaxed);
-                let c = *q.proto.lock().credits();
-                trace::credit_wait(self.id, xid, &c);
+                if let Some(c) = credits {
+                    trace::credit_wait(self.id, xid, &c);
+                }
                 return Err(crate::compat::errno::enobufs());
             }
             Err(CallError::NotConnected) => return Err(crate::compat::errno::enotconn()),
@@ -110,12 +113,15 @@ impl Conn {
             }
         }
         let r = (|| {
-            let g = q.regs.lock();
-            let segs = match g.get(usize::from(slot)) {
-                Some(r) if n > 0 => r.segs.get(..r.nsegs).ok_or(EINVAL)?,
-                _ => &[],
+            // An inline RPC has no registrations: no look at the table.
+            let g = (n > 0).then(|| q.regs.lock());
+            let segs = match &g {
+                Some(g) => {
+                    let r = g.get(usize::from(slot)).ok_or(EINVAL)?;
+                    r.segs.get(..r.nsegs).ok_or(EINVAL)?
+                }
+                None => &[],
             };
-            let remote_inv = q.proto.lock().thresholds().remote_invalidation;
             let lists = chunks.chunk_lists(segs, remote_inv).map_err(|_| EINVAL)?;
             let spec = crate::xdr::header::MsgSpec {
                 kind: chunks.kind(),
@@ -169,7 +175,9 @@ impl Conn {
     }
 
     /// Maps every range of `chunks` into an MR from the pool and keeps
-    /// the MRs and their segments in `slot`.
+    /// the MRs and their segments in `slot` (made active for `xid` with
+    /// the first one). The connection's page list scratch is held
+    /// throughout: only this sender maps, so it is never contended.
     fn register(
         &self,
         rqst: &TxRqst<'_>,
@@ -181,38 +189,7 @@ impl Conn {
         let q = &self.ep.qp().handler().0;
         let c = chunking.ok_or(EIO)?;
         let i = usize::from(slot);
-        let mut pages = {
-            let mut g = q.regs.lock();
-            let r = g.activate(i, xid).ok_or(EINVAL)?;
-            r.plan = Some(*chunks);
-            core::mem::take(&mut r.pages)
-        };
-        let ret = self.register_ranges(rqst, slot, xid, chunks, c, &mut pages);
-        if let Some(r) = q.regs.lock().get_mut(i) {
-            // What `take` left in the slot is an empty `KVec::new()`: it
-            // owns no memory, but dropping it would still go through
-            // krealloc (6.12's `Kmalloc::free` of its dangling pointer),
-            // a call chain per RPC on the Send path (benchmarks.rst,
-            // "Where inside rpcrdma2"). Forgetting it leaks nothing.
-            let old = core::mem::replace(&mut r.pages, pages);
-            if old.capacity() == 0 {
-                core::mem::forget(old);
-            }
-        }
-        ret
-    }
-
-    fn register_ranges(
-        &self,
-        rqst: &TxRqst<'_>,
-        slot: u16,
-        xid: u32,
-        chunks: &ChunkPlan,
-        c: &Chunking,
-        pages: &mut KVec<PageSeg>,
-    ) -> Result {
-        let q = &self.ep.qp().handler().0;
-        let i = usize::from(slot);
+        let mut pages = q.scratch.lock();
         let nread = chunks.read_ranges().len();
         for (k, range) in chunks.ranges().iter().enumerate() {
             if range.part == Part::WritePad {
@@ -227,7 +204,7 @@ impl Conn {
                 (XdrSide::Reply, MrAccess::RemoteWrite)
             };
             let mapped = xdrbuf::xdr_range(range)
-                .and_then(|r| rqst.map_range(side, &r, &mut mr, access, xid, pages));
+                .and_then(|r| rqst.map_range(side, &r, &mut mr, access, xid, &mut pages));
             if let Err(e) = mapped {
                 c.pool.put(mr);
                 if crate::compat::print::ratelimit() {
@@ -243,15 +220,29 @@ impl Conn {
             let seg = super::frwr::segment(mr.region().ok_or(EIO)?);
             trace::mr_reg(q.id, xid, seg.handle, seg.length, seg.offset);
             let mut g = q.regs.lock();
-            let r = g.get_mut(i).ok_or(EINVAL)?;
-            let Some(place) = r.segs.get_mut(k) else {
+            // The slot holds this RPC from its first MR on (one lock for
+            // both): until then nothing of it is registered, so a failure
+            // before leaves nothing to release.
+            let r = if k == 0 {
+                let mut r = g.activate(i, xid);
+                if let Some(r) = r.as_mut() {
+                    r.plan = Some(*chunks);
+                }
+                r
+            } else {
+                g.get_mut(i)
+            };
+            let Some(place) = r.and_then(|r| {
+                let place = r.segs.get_mut(k)?;
+                *place = seg;
+                r.nsegs = k + 1;
+                Some(r)
+            }) else {
                 drop(g);
                 c.pool.put(mr);
                 return Err(EINVAL);
             };
-            *place = seg;
-            r.nsegs = k + 1;
-            if let Err(mr) = r.store(mr) {
+            if let Err(mr) = place.store(mr) {
                 drop(g);
                 c.pool.put(mr);
                 return Err(EINVAL);
@@ -283,52 +274,73 @@ impl Conn {
                 });
             }
         };
-        let posted = q.regs.lock().get_mut(i).map(|r| {
-            // Before the post: their contexts may come back before it
-            // returns. From now on a reply with the XID may be for this
-            // transmission; until now it was stale (`end_rpc`).
-            r.life
-                .step(Event::Posted(u32::try_from(n).unwrap_or(u32::MAX)))
-                .is_ok()
-        });
-        if posted != Some(true) {
-            // Only this sender moves the slot out of `Mapped` (a reply
-            // leaves it as it is), so this cannot happen; if it did, the
-            // REG_MRs would be in the Send queue unaccounted for: post
-            // nothing and give the MRs back.
+        let mut taken = 0usize;
+        let mut first = true;
+        loop {
+            // One look at the slot per chain: the first also counts the
+            // REG_MRs as posted, before the post (their contexts may come
+            // back before it returns; from now on a reply with the XID
+            // may be for this transmission, until now it was stale,
+            // `end_rpc`).
+            let mut g = q.regs.lock();
+            let Some(r) = g.get_mut(i) else { break };
+            if first {
+                first = false;
+                let posted = u32::try_from(n).unwrap_or(u32::MAX);
+                if r.life.step(Event::Posted(posted)).is_err() {
+                    // Only this sender moves the slot out of `Mapped` (a
+                    // reply leaves it as it is), so this cannot happen;
+                    // if it did, the REG_MRs would be in the Send queue
+                    // unaccounted for: post nothing and give the MRs
+                    // back.
+                    drop(g);
+                    q.put_chain(chain);
+                    let _ = q.sends.lock().push(sb);
+                    self.release(slot);
+                    return Err(EIO);
+                }
+            }
+            let mut full = false;
+            while let Some(mr) = r.take() {
+                taken += 1;
+                let wr = SendWr::reg_mr(SendOpCtx::Reg {
+                    wr: MrWr::new(mr),
+                    slot,
+                });
+                let _ = chain.push(wr);
+                if chain.len() + 1 == MAX_SEND_CHAIN {
+                    full = true;
+                    break;
+                }
+            }
+            drop(g);
+            if !full {
+                break;
+            }
+            // REG_MRs alone: retired by the Send's completion.
+            if let Err(e) = qp.post_send_chain(&mut chain) {
+                // The chain came back as Aborted (each a `RegRetired`);
+                // the MRs not taken yet were never posted: their
+                // contexts count as back too, or `release` would wait
+                // for them for ever.
+                if let Some(r) = q.regs.lock().get_mut(i) {
+                    for _ in taken..n {
+                        let _ = r.life.step(Event::RegRetired);
+                    }
+                }
+                q.put_chain(chain);
+                let _ = q.sends.lock().push(sb);
+                self.release(slot);
+                return Err(e);
+            }
+        }
+        if first {
+            // The slot does not exist (cannot happen: `register` found
+            // it): nothing was posted.
             q.put_chain(chain);
             let _ = q.sends.lock().push(sb);
             self.release(slot);
             return Err(EIO);
-        }
-        let mut taken = 0usize;
-        loop {
-            let next = q.regs.lock().get_mut(i).and_then(|r| r.take());
-            let Some(mr) = next else { break };
-            taken += 1;
-            let wr = SendWr::reg_mr(SendOpCtx::Reg {
-                wr: MrWr::new(mr),
-                slot,
-            });
-            let _ = chain.push(wr);
-            if chain.len() + 1 == MAX_SEND_CHAIN {
-                // REG_MRs alone: retired by the Send's completion.
-                if let Err(e) = qp.post_send_chain(&mut chain) {
-                    // The chain came back as Aborted (each a
-                    // `RegRetired`); the MRs not taken yet were never
-                    // posted: their contexts count as back too, or
-                    // `release` would wait for them for ever.
-                    if let Some(r) = q.regs.lock().get_mut(i) {
-                        for _ in taken..n {
-                            let _ = r.life.step(Event::RegRetired);
-                        }
-                    }
-                    q.put_chain(chain);
-                    let _ = q.sends.lock().push(sb);
-                    self.release(slot);
-                    return Err(e);
-                }
-            }
         }
         let _ = chain.push(SendWr::send(SendOpCtx::Buf(sb)).signaled());
         let r = qp.post_send_chain(&mut chain);
