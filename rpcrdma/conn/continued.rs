@@ -91,7 +91,7 @@ impl Conn {
                 xid,
                 offset: span.offset.saturating_add(span.len),
             });
-            stats.req_bytes.fetch_add(u64::from(span.len), Relaxed);
+            super::send::add_sent(&stats.req_bytes, u64::from(span.len));
             trace::piece(self.id, xid, c"call", span.offset, span.len, span.more);
             self.ep
                 .qp()

@@ -136,6 +136,7 @@ impl Conn {
             },
         )?;
         let ep = Endpoint::new(id, &caps, PollContext::Workqueue, qp)?;
+        let mut chunking = None;
         if let Some((caps, sizing)) = frwr.filter(|_| segs > 0) {
             // The C client registers at most a few hundred MRs per
             // connection up front; a Send that finds none waits.
@@ -143,7 +144,8 @@ impl Conn {
             let pool = MrPool::new(ep.pd(), caps.shape(sizing.depth), size)?;
             stats.mrs_allocated.fetch_add(size as u64, Relaxed);
             let c = Arc::new(Chunking { sizing, pool }, GFP_KERNEL)?;
-            *ep.qp().handler().0.chunking.lock() = Some(c);
+            *ep.qp().handler().0.chunking.lock() = Some(c.clone());
+            chunking = Some(c);
         }
 
         // Buffers: every Receive buffer and Send buffer of the connection
@@ -207,6 +209,7 @@ impl Conn {
         }
         let conn = Conn {
             ep,
+            chunking,
             limits,
             id: conn_id,
         };

@@ -336,17 +336,20 @@ impl QpState {
         // MAX_RECV_BATCH buffers, so two at once would cost stack.
         while left > 0 {
             let mut batch = RecvBatch::new();
+            // A batch's buffers under one lock.
+            let mut idle = self.recvs.lock();
             while left > 0 && batch.len() < MAX_RECV_BATCH {
                 left -= 1;
-                let Some(buf) = self.recvs.lock().pop() else {
+                let Some(buf) = idle.pop() else {
                     short += 1;
                     continue;
                 };
                 if let Err(buf) = batch.push(buf) {
-                    let _ = self.recvs.lock().push(buf);
+                    let _ = idle.push(buf);
                     break;
                 }
             }
+            drop(idle);
             if batch.is_empty() {
                 continue;
             }
@@ -456,6 +459,9 @@ impl QpHandler for ConnQp {
 /// An established connection.
 pub struct Conn {
     ep: Endpoint<ConnCm, ConnQp>,
+    /// The QP handler's [`QpState::chunking`], for the sender without a
+    /// lock (it is set before the connection exists and never changes).
+    chunking: Option<Arc<Chunking>>,
     /// Thresholds in force when the connection was established.
     pub limits: proto::Thresholds,
     /// The connection id of the tracepoints.

@@ -8,6 +8,17 @@
 use super::*;
 use crate::proto::reqlife::{Action, Event};
 
+/// Adds `v` to one of the [`ConnStats`] counters that only the sender
+/// writes (`nomsg_calls`, the chunk counts, `rdma_request`, `req_bytes`):
+/// SUNRPC's transport send lock (`XPRT_LOCKED`) serialises every
+/// `send_request`, so a plain load and store does, without a locked
+/// read-modify-write per counter per RPC; mountstats reads whole values.
+pub(super) fn add_sent(c: &AtomicU64, v: u64) {
+    if v != 0 {
+        c.store(c.load(Relaxed).wrapping_add(v), Relaxed);
+    }
+}
+
 impl Conn {
     /// Marshals `rqst` (in request slot `slot`) and posts it: inline as
     /// `RDMA_MSG` / `RDMA2_MSG`, or with a Reply chunk over the whole
@@ -23,13 +34,13 @@ impl Conn {
         if self.continues(xid)? {
             return self.send_continued(rqst, xid, stats);
         }
-        let chunking = q.chunking();
+        let chunking = self.chunking.as_deref();
         // Receive pages the upper layer left to the transport.
         rqst.fill_sparse_pages()?;
         let mut rpc = proto::Rpc::from(rqst.shape());
         rpc.ddp_allowed &= crate::compat::params::ddp();
         let page_size = mr::page_size() as u32;
-        let depth = chunking.as_ref().map_or(1, |c| c.sizing.depth);
+        let depth = chunking.map_or(1, |c| c.sizing.depth);
         // A resend after a transport error is planned as its recovery says.
         let recovery = q.recovery.lock().begin(usize::from(slot), xid);
         let hints = recovery.hints();
@@ -37,7 +48,7 @@ impl Conn {
         // Send that finds too few free waits for space (an RPC ending
         // frees its MRs). Only this sender takes MRs from the pool, so
         // the count cannot shrink before they are taken.
-        let mrs_free = chunking.as_ref().map_or(usize::MAX, |c| c.pool.available());
+        let mrs_free = chunking.map_or(usize::MAX, |c| c.pool.available());
         // One lock of the protocol state per Send: what the header needs
         // later (remote invalidation) and the credits of a refusal are
         // read under it too.
@@ -106,7 +117,7 @@ impl Conn {
         };
         let n = chunks.ranges().len();
         if n > 0 {
-            if let Err(e) = self.register(rqst, slot, xid, &chunks, chunking.as_deref()) {
+            if let Err(e) = self.register(rqst, slot, xid, &chunks, chunking) {
                 let _ = q.sends.lock().push(sb);
                 self.release(slot);
                 return Err(e);
@@ -152,25 +163,17 @@ impl Conn {
         sb.len = total;
         sb.buf.sync_for_device(total);
         if chunks.call() == proto::CallForm::Long {
-            stats.nomsg_calls.fetch_add(1, Relaxed);
+            add_sent(&stats.nomsg_calls, 1);
         }
         let sum = |r: &[proto::Range]| r.iter().map(|r| u64::from(r.len)).sum::<u64>();
-        stats
-            .read_chunks
-            .fetch_add(chunks.read_ranges().len() as u64, Relaxed);
-        stats
-            .write_chunks
-            .fetch_add(chunks.write_ranges().len() as u64, Relaxed);
-        stats
-            .reply_chunks
-            .fetch_add(chunks.reply_ranges().len() as u64, Relaxed);
-        stats.rdma_request.fetch_add(
+        add_sent(&stats.read_chunks, chunks.read_ranges().len() as u64);
+        add_sent(&stats.write_chunks, chunks.write_ranges().len() as u64);
+        add_sent(&stats.reply_chunks, chunks.reply_ranges().len() as u64);
+        add_sent(
+            &stats.rdma_request,
             sum(chunks.write_ranges()) + sum(chunks.reply_ranges()),
-            Relaxed,
         );
-        stats
-            .req_bytes
-            .fetch_add(u64::from(chunks.send_layout().len()), Relaxed);
+        add_sent(&stats.req_bytes, u64::from(chunks.send_layout().len()));
         self.post_with_regs(slot, n, sb)
     }
 
