@@ -777,7 +777,7 @@ pub type ReplyPath = Path;
 
 #[cfg(test)]
 mod tests {
-    use super::OutRecords;
+    use super::{OutRecords, Part};
     use std::io::{self, IoSlice, Write};
 
     /// Takes at most `room` bytes per call, then would block once.
@@ -831,5 +831,41 @@ mod tests {
             w.room = 7 + calls % 50;
         }
         assert_eq!(w.got, want);
+    }
+
+    #[test]
+    fn out_records_spliced_from_the_buffer() {
+        // a Call of inline bytes, data from the registered buffer and
+        // padding, between two owned records, written a few bytes at a time
+        let buf: Vec<u8> = (0..=255u8).collect();
+        let mut o = OutRecords::default();
+        o.push(vec![9; 5]);
+        let parts = vec![
+            Part::Inline(0..8),
+            Part::Data(100..105),
+            Part::Zeros(3),
+            Part::Inline(8..12),
+        ];
+        o.push_spliced((1..=12u8).collect(), parts, 7);
+        o.push(vec![8; 4]);
+        assert!(o.holds(7) && !o.holds(6));
+        let mut want = vec![0x80, 0, 0, 5, 9, 9, 9, 9, 9, 0x80, 0, 0, 20];
+        want.extend(1..=8u8);
+        want.extend(100..105u8);
+        want.extend([0, 0, 0, 9, 10, 11, 12]);
+        want.extend([0x80, 0, 0, 4, 8, 8, 8, 8]);
+        let mut w = Trickle {
+            got: Vec::new(),
+            room: 3,
+            block: false,
+        };
+        while !o.is_empty() {
+            let _ = o.write_to(&mut w, &buf).unwrap();
+        }
+        assert_eq!(w.got, want);
+        assert!(!o.holds(7));
+        // a piece outside the buffer is an error, not a panic
+        o.push_spliced(Vec::new(), vec![Part::Data(250..300)], 1);
+        assert!(o.write_to(&mut w, &buf).is_err());
     }
 }
