@@ -93,6 +93,9 @@ const K_RECV: u64 = 1;
 const K_CTRL: u64 = 2;
 const K_SLOT: u64 = 3;
 const K_READ: u64 = 4;
+/// A signaled RDMA Write (from the read area, on iWARP: `Qp::iwarp`);
+/// its completion frees nothing (the reply's last Send's does).
+const K_WRITE: u64 = 5;
 const CTRL_SIZE: usize = 4096;
 const NCTRL: usize = 16;
 /// Room for the transport headers and inline parts of a reply that is not

@@ -187,7 +187,7 @@ pub struct Wc {
 /// One work request of a Send-queue chain.
 #[derive(Clone, Copy, Debug)]
 pub enum SendOp {
-    /// RDMA Write `len` bytes at `off` to (`rkey`, `addr`), unsignaled.
+    /// RDMA Write `len` bytes at `off` to (`rkey`, `addr`).
     Write {
         /// Offset in the registered buffer.
         off: usize,
@@ -197,6 +197,8 @@ pub enum SendOp {
         rkey: u32,
         /// Remote address.
         addr: u64,
+        /// Signaled with this wr_id.
+        signal: Option<u64>,
     },
     /// RDMA Read `len` bytes from (`rkey`, `addr`) to `off`.
     Read {
@@ -228,8 +230,9 @@ impl SendOp {
     /// The wr_id of a signaled work request (`None`: unsignaled).
     pub fn signal(&self) -> Option<u64> {
         match *self {
-            SendOp::Write { .. } => None,
-            SendOp::Read { signal, .. } | SendOp::Send { signal, .. } => signal,
+            SendOp::Write { signal, .. }
+            | SendOp::Read { signal, .. }
+            | SendOp::Send { signal, .. } => signal,
         }
     }
 }
@@ -375,6 +378,17 @@ impl Qp {
     /// Whether RDMA Reads land in a registration with remote write access
     /// (iWARP; see `new`).
     pub fn read_sink_remote_write(&self) -> bool {
+        !self.read_sink_mr.is_null()
+    }
+
+    /// Whether the device is iWARP, whose work completion means only
+    /// the data's delivery to TCP: the Linux siw driver sends an
+    /// *unsignaled* Send or RDMA Write of a page or more straight from
+    /// the user's pages (`MSG_SPLICE_PAGES`, siw_qp_tx.c: "TCP may reuse
+    /// the buffer for retransmission"), so memory written soon after
+    /// such a work request completed can reach the wire changed. A
+    /// signaled one is copied into TCP's buffers when sent.
+    pub fn iwarp(&self) -> bool {
         !self.read_sink_mr.is_null()
     }
 
@@ -570,12 +584,18 @@ impl Qp {
             w.sg_list = &mut sges[i];
             w.num_sge = 1;
             match *op {
-                SendOp::Write { rkey, addr, .. } => {
+                SendOp::Write {
+                    rkey, addr, signal, ..
+                } => {
                     w.opcode = sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE;
                     w.wr.rdma = sys::rdma_t {
                         remote_addr: addr,
                         rkey,
                     };
+                    if let Some(id) = signal {
+                        w.wr_id = id;
+                        w.send_flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
+                    }
                 }
                 SendOp::Read {
                     rkey, addr, signal, ..

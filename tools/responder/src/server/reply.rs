@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use super::rdma::count_sent;
-use super::{wr, Delayed, Out, Server, K_SLOT};
+use super::{wr, Delayed, Out, Server, K_SLOT, K_WRITE};
 use crate::nfs;
 use crate::proto::log;
 use crate::proto::reply::ReplyPlan;
@@ -122,6 +122,11 @@ impl Server {
                 base
             }
         };
+        // iWARP (siw): an unsignaled Write is sent from our pages after
+        // its completion too (`Qp::iwarp`), and the read area is written
+        // again at once when its pin is released: signaled there, so that
+        // siw copies the data when it sends it.
+        let signal = (in_place.is_some() && c.qp.iwarp()).then_some(wr(K_WRITE, s));
         let mut ops = Vec::new();
         for w in &plan.writes {
             ops.push(SendOp::Write {
@@ -129,6 +134,7 @@ impl Server {
                 len: w.src.len(),
                 rkey: w.rkey,
                 addr: w.addr,
+                signal,
             });
         }
         let mut at = sbase;
