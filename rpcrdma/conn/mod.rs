@@ -43,7 +43,7 @@ use kernel::alloc::{
     flags::{GFP_KERNEL, GFP_NOWAIT},
     KVec,
 };
-use kernel::{new_condvar, new_spinlock};
+use kernel::{new_condvar, new_mutex, new_spinlock};
 
 mod continued;
 mod establish;
@@ -62,7 +62,7 @@ use self::frwr::{Chunking, Finish, RegSizing, RegTable};
 use self::recovery::RecoveryTable;
 use self::why::{CloseWhy, Why};
 use kernel::prelude::*;
-use kernel::sync::{Arc, CondVar, SpinLock};
+use kernel::sync::{Arc, CondVar, Mutex, SpinLock};
 
 /// Send chains a connection keeps for posting REG_MRs and LOCAL_INVs (more
 /// are allocated when they are all in use, and freed after).
@@ -244,9 +244,10 @@ pub struct QpState {
     #[pin]
     regs: SpinLock<RegTable>,
     /// The page list a range is mapped through (`Conn::register`; only
-    /// the sender uses it).
+    /// the sender uses it). A mutex: it is held over the MR pool's
+    /// (sleeping) lock.
     #[pin]
-    scratch: SpinLock<KVec<PageSeg>>,
+    scratch: Mutex<KVec<PageSeg>>,
     /// Notified when a slot that is being released ([`Conn::release`])
     /// has no WR left in the Send queue.
     #[pin]
@@ -311,7 +312,7 @@ impl ConnQp {
                 why,
                 cm,
                 regs <- new_spinlock!(regs),
-                scratch <- new_spinlock!(scratch),
+                scratch <- new_mutex!(scratch),
                 regs_idle <- new_condvar!(),
                 chunking <- new_spinlock!(None),
                 recovery <- new_spinlock!(recovery),
