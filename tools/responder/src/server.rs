@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use rpcrdma_xdr::pvtdata;
 
 use crate::nfs::CallHdr;
-use crate::proto::call::Call;
+use crate::proto::call::{Call, Part};
 use crate::proto::{log, ConnProto, Options};
 use crate::stats::{Path, Stats};
 use crate::verbs::{self, cm_event, signals, CmEvent, EventChannel, Listener, Qp, SendOp};
@@ -93,6 +93,9 @@ const K_RECV: u64 = 1;
 const K_CTRL: u64 = 2;
 const K_SLOT: u64 = 3;
 const K_READ: u64 = 4;
+/// A signaled RDMA Write (from the read area, on iWARP: `Qp::iwarp`);
+/// its completion frees nothing (the reply's last Send's does).
+const K_WRITE: u64 = 5;
 const CTRL_SIZE: usize = 4096;
 const NCTRL: usize = 16;
 /// Room for the transport headers and inline parts of a reply that is not
@@ -101,8 +104,14 @@ const SEND_AREA: usize = 64 * 1024;
 /// Bytes reserved per piece of a continued reply beyond its payload (its
 /// header, with room for a Write list echo on the last).
 const PIECE_OVERHEAD: usize = 64;
-/// Bytes one `read(2)` from nfsd's socket may take.
+/// Bytes a `read(2)` from nfsd's socket is given room for at least
+/// (when the record being read leaves it).
 const TCP_READ: usize = 256 * 1024;
+/// The read area holds this many of the largest records nfsd may send
+/// (and `TCP_READ` more): a reply's RDMA Writes go straight from where
+/// its record lies, which stays pinned until they completed; while all
+/// the room is pinned, nfsd's socket is not read.
+const AREA_RECORDS: usize = 6;
 /// A reply's last Send is signaled (its completion frees the slot) when
 /// fewer slots than this are free, or this many replies wait unsignaled;
 /// otherwise it goes unsignaled and its slot is freed by the next
@@ -126,6 +135,9 @@ struct Layout {
     nslot: usize,
     slot_size: usize,
     send_area: usize,
+    /// Bytes of the read area (`Qp::take_area`): room for
+    /// `AREA_RECORDS` of the largest records nfsd may send, and a read.
+    area: usize,
 }
 
 impl Layout {
@@ -135,12 +147,14 @@ impl Layout {
         // smallest client Receive is 1024 bytes) must fit whole.
         let piece = o.continue_over.unwrap_or(1024).clamp(4, 1024 - 36) & !3;
         let send_area = SEND_AREA + o.max_data + (o.max_data / piece + 2) * PIECE_OVERHEAD;
+        let slot_size = send_area + o.max_data + 64 * 1024;
         Self {
             recv_size: o.recv_size as usize,
             nrecv: credits + 8,
             nslot: credits + 4,
-            slot_size: send_area + o.max_data + 64 * 1024,
+            slot_size,
             send_area,
+            area: AREA_RECORDS * (slot_size - send_area + 4) + TCP_READ,
         }
     }
     fn recv_off(&self, i: usize) -> usize {
@@ -191,14 +205,20 @@ struct Conn {
     /// Records for nfsd not written yet (written with `writev(2)`, no
     /// copy into one buffer).
     tcp_out: OutRecords,
-    /// The buffer `read(2)` from nfsd's socket fills (allocated and
-    /// zeroed once, grown to hold the largest record): what nfsd sent
-    /// and was not handled yet is `tcp_rbuf[tcp_lo..tcp_hi]`; records are
-    /// handled where they lie, a large one read into place piece by
-    /// piece (no copy into a reassembly buffer).
-    tcp_rbuf: Vec<u8>,
+    /// What nfsd sent and was not handled yet lies at
+    /// `[tcp_lo, tcp_hi)` of the read area (`Qp::take_area`, registered,
+    /// allocated once): records are handled where they lie, a large one
+    /// read into place piece by piece (no copy into a reassembly
+    /// buffer), and a reply's RDMA Writes go from there.
     tcp_lo: usize,
     tcp_hi: usize,
+    /// Per slot: the range of the read area its reply's RDMA Writes read
+    /// from (pinned until the slot is freed, after its Sends completed:
+    /// the Send queue completes in order).
+    pins: Vec<Option<std::ops::Range<usize>>>,
+    /// No room to read into outside the pins: nfsd's socket is left out
+    /// of `poll(2)` until a pin is released.
+    tcp_stalled: bool,
     /// Send-queue work requests of this turn of the event loop, posted
     /// together (one `ibv_post_send`, one system call on rxe and siw)
     /// at its end.
@@ -238,13 +258,63 @@ struct Conn {
 /// the first `sent` bytes of the front one already written.
 #[derive(Default)]
 struct OutRecords {
-    recs: VecDeque<([u8; 4], Vec<u8>)>,
+    recs: VecDeque<([u8; 4], Msg)>,
     sent: usize,
 }
+
+/// A message for nfsd: owned, or a Call spliced from its inline part
+/// and the Read chunk data its slot's RDMA Reads pulled into the
+/// registered buffer (written from there: not copied).
+enum Msg {
+    Own(Vec<u8>),
+    Spliced {
+        inline: Vec<u8>,
+        /// Pieces of `inline`, of the registered buffer (absolute
+        /// ranges), and padding.
+        parts: Vec<Part>,
+        len: usize,
+        slot: usize,
+    },
+}
+
+impl Msg {
+    fn len(&self) -> usize {
+        match self {
+            Msg::Own(v) => v.len(),
+            Msg::Spliced { len, .. } => *len,
+        }
+    }
+}
+
+const ZEROS: [u8; 4] = [0; 4];
 
 impl OutRecords {
     /// Appends `msg` as one record (one last fragment).
     fn push(&mut self, msg: Vec<u8>) {
+        self.push_msg(Msg::Own(msg));
+    }
+
+    /// Appends a Call spliced from `inline` and bytes of the registered
+    /// buffer (`parts`, checked by the caller to lie in slot `slot`'s
+    /// data area, which stays unchanged while it is queued:
+    /// [`OutRecords::holds`]).
+    fn push_spliced(&mut self, inline: Vec<u8>, parts: Vec<Part>, slot: usize) {
+        let len = parts
+            .iter()
+            .map(|p| match p {
+                Part::Inline(r) | Part::Data(r) => r.len(),
+                Part::Zeros(n) => *n,
+            })
+            .sum();
+        self.push_msg(Msg::Spliced {
+            inline,
+            parts,
+            len,
+            slot,
+        });
+    }
+
+    fn push_msg(&mut self, msg: Msg) {
         let mark = (0x8000_0000u32 | msg.len() as u32).to_be_bytes();
         self.recs.push_back((mark, msg));
     }
@@ -253,19 +323,48 @@ impl OutRecords {
         self.recs.is_empty()
     }
 
+    /// True while a Call of slot `s` waits here (its Read chunk data in
+    /// the slot must stay as it is).
+    fn holds(&self, s: usize) -> bool {
+        self.recs
+            .iter()
+            .any(|(_, m)| matches!(m, Msg::Spliced { slot, .. } if *slot == s))
+    }
+
     /// Writes as much as `w` takes in one `writev(2)` (at most 64
-    /// records); `Ok(false)` when it would block.
-    fn write_to(&mut self, w: &mut impl std::io::Write) -> io::Result<bool> {
+    /// records); `buf` is the registered buffer spliced Calls refer to.
+    /// `Ok(false)` when it would block.
+    fn write_to(&mut self, w: &mut impl std::io::Write, buf: &[u8]) -> io::Result<bool> {
         let mut iov = Vec::with_capacity(2 * self.recs.len().min(64));
         let mut skip = self.sent;
+        fn add<'a>(part: &'a [u8], iov: &mut Vec<io::IoSlice<'a>>, skip: &mut usize) {
+            if *skip >= part.len() {
+                *skip -= part.len();
+                return;
+            }
+            iov.push(io::IoSlice::new(&part[*skip..]));
+            *skip = 0;
+        }
         for (mark, msg) in self.recs.iter().take(64) {
-            for part in [&mark[..], &msg[..]] {
-                if skip >= part.len() {
-                    skip -= part.len();
-                    continue;
+            add(&mark[..], &mut iov, &mut skip);
+            match msg {
+                Msg::Own(v) => add(&v[..], &mut iov, &mut skip),
+                Msg::Spliced { inline, parts, .. } => {
+                    for p in parts {
+                        let b = match p {
+                            Part::Inline(r) => inline.get(r.clone()),
+                            Part::Data(r) => buf.get(r.clone()),
+                            Part::Zeros(n) => ZEROS.get(..*n),
+                        };
+                        let Some(b) = b else {
+                            return Err(io::Error::new(
+                                io::ErrorKind::InvalidInput,
+                                "a spliced Call outside its buffers",
+                            ));
+                        };
+                        add(b, &mut iov, &mut skip);
+                    }
                 }
-                iov.push(io::IoSlice::new(&part[skip..]));
-                skip = 0;
             }
         }
         let mut n = match w.write_vectored(&iov) {
@@ -317,12 +416,15 @@ impl Conn {
 
     /// Queues the last Send of slot `s`'s reply: unsignaled while enough
     /// slots are free and few replies wait unsignaled (no completion, so
-    /// no wakeup of the responder, per reply), else signaled. With fewer
+    /// no wakeup of the responder, per reply), else signaled; always
+    /// signaled when the reply pins part of the read area (released
+    /// promptly). With fewer
     /// than `SIGNAL_FREE_BELOW` free slots it is always signaled, so a
     /// Call waiting for a slot always has a completion coming that frees
     /// one (every slot held by an unsignaled reply was sent before it).
     fn queue_last_send(&mut self, mut op: SendOp, s: usize) {
         let must = self.close_on_slot == Some(s)
+            || self.pins.get(s).is_some_and(|p| p.is_some())
             || self.free.len() < SIGNAL_FREE_BELOW
             || self.unsig.len() + 1 >= MAX_UNSIGNALED
             || self.sq_seq - self.sq_last_sig + 1 >= MAX_UNSIGNALED_WRS;
@@ -433,7 +535,10 @@ impl Server {
                     libc::POLLOUT
                 };
                 fds.push((c.qp.comp_fd(), libc::POLLIN));
-                fds.push((tcp_fd(&c.tcp), libc::POLLIN | out));
+                // a negative fd is not polled (`tcp_stalled`; what it
+                // must write waits with it)
+                let fd = if c.tcp_stalled { -1 } else { tcp_fd(&c.tcp) };
+                fds.push((fd, libc::POLLIN | out));
                 keys.push(k);
             }
             // Counters changed: written within about 0.5 s (below).
@@ -558,6 +663,7 @@ impl Server {
         let qp = match Qp::new(
             ev.id,
             self.layout.total(),
+            self.layout.area,
             4096,
             self.layout.nrecv as u32 + 4,
         ) {
@@ -627,9 +733,10 @@ impl Server {
             proto,
             tcp,
             tcp_out: OutRecords::default(),
-            tcp_rbuf: vec![0u8; TCP_READ],
             tcp_lo: 0,
             tcp_hi: 0,
+            pins: vec![None; self.layout.nslot],
+            tcp_stalled: false,
             sq_pending: Vec::new(),
             sq_seq: 0,
             sq_last_sig: 0,
@@ -673,7 +780,7 @@ pub type ReplyPath = Path;
 
 #[cfg(test)]
 mod tests {
-    use super::OutRecords;
+    use super::{OutRecords, Part};
     use std::io::{self, IoSlice, Write};
 
     /// Takes at most `room` bytes per call, then would block once.
@@ -722,10 +829,46 @@ mod tests {
         };
         let mut calls = 0;
         while !o.is_empty() {
-            let _ = o.write_to(&mut w).unwrap();
+            let _ = o.write_to(&mut w, &[]).unwrap();
             calls += 1;
             w.room = 7 + calls % 50;
         }
         assert_eq!(w.got, want);
+    }
+
+    #[test]
+    fn out_records_spliced_from_the_buffer() {
+        // a Call of inline bytes, data from the registered buffer and
+        // padding, between two owned records, written a few bytes at a time
+        let buf: Vec<u8> = (0..=255u8).collect();
+        let mut o = OutRecords::default();
+        o.push(vec![9; 5]);
+        let parts = vec![
+            Part::Inline(0..8),
+            Part::Data(100..105),
+            Part::Zeros(3),
+            Part::Inline(8..12),
+        ];
+        o.push_spliced((1..=12u8).collect(), parts, 7);
+        o.push(vec![8; 4]);
+        assert!(o.holds(7) && !o.holds(6));
+        let mut want = vec![0x80, 0, 0, 5, 9, 9, 9, 9, 9, 0x80, 0, 0, 20];
+        want.extend(1..=8u8);
+        want.extend(100..105u8);
+        want.extend([0, 0, 0, 9, 10, 11, 12]);
+        want.extend([0x80, 0, 0, 4, 8, 8, 8, 8]);
+        let mut w = Trickle {
+            got: Vec::new(),
+            room: 3,
+            block: false,
+        };
+        while !o.is_empty() {
+            let _ = o.write_to(&mut w, &buf).unwrap();
+        }
+        assert_eq!(w.got, want);
+        assert!(!o.holds(7));
+        // a piece outside the buffer is an error, not a panic
+        o.push_spliced(Vec::new(), vec![Part::Data(250..300)], 1);
+        assert!(o.write_to(&mut w, &buf).is_err());
     }
 }

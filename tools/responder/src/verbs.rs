@@ -187,7 +187,7 @@ pub struct Wc {
 /// One work request of a Send-queue chain.
 #[derive(Clone, Copy, Debug)]
 pub enum SendOp {
-    /// RDMA Write `len` bytes at `off` to (`rkey`, `addr`), unsignaled.
+    /// RDMA Write `len` bytes at `off` to (`rkey`, `addr`).
     Write {
         /// Offset in the registered buffer.
         off: usize,
@@ -197,6 +197,8 @@ pub enum SendOp {
         rkey: u32,
         /// Remote address.
         addr: u64,
+        /// Signaled with this wr_id.
+        signal: Option<u64>,
     },
     /// RDMA Read `len` bytes from (`rkey`, `addr`) to `off`.
     Read {
@@ -228,14 +230,23 @@ impl SendOp {
     /// The wr_id of a signaled work request (`None`: unsignaled).
     pub fn signal(&self) -> Option<u64> {
         match *self {
-            SendOp::Write { .. } => None,
-            SendOp::Read { signal, .. } | SendOp::Send { signal, .. } => signal,
+            SendOp::Write { signal, .. }
+            | SendOp::Read { signal, .. }
+            | SendOp::Send { signal, .. } => signal,
         }
     }
 }
 
 /// A connection's verbs resources: its cm id, PD, completion channel, CQ,
-/// QP and one registered buffer.
+/// QP, one registered buffer and one registered read area.
+///
+/// Work requests name memory by offset in one space: `[0, buf.len())` is
+/// the buffer, `[buf.len(), buf.len() + area length)` the read area
+/// ([`Qp::area_base`]). The read area is the buffer `read(2)` from nfsd's
+/// socket fills; it is lent to the caller ([`Qp::take_area`]) and given
+/// back ([`Qp::put_area`]) around that work, its memory never moving (a
+/// boxed slice moved is the same allocation), so RDMA Writes go straight
+/// from where a record was read.
 pub struct Qp {
     id: *mut sys::rdma_cm_id,
     pd: *mut sys::ibv_pd,
@@ -246,6 +257,12 @@ pub struct Qp {
     /// sink of our RDMA Reads (null on InfiniBand and RoCE; see `new`).
     read_sink_mr: *mut sys::ibv_mr,
     buf: Box<[u8]>,
+    /// The read area's registration, address and length (fixed at
+    /// `new`), and the area itself while not lent out.
+    area_mr: *mut sys::ibv_mr,
+    area_ptr: *const u8,
+    area_len: usize,
+    area: Option<Box<[u8]>>,
     qp_ready: bool,
     owns_id: bool,
 }
@@ -254,7 +271,8 @@ impl Qp {
     /// Builds the resources for connect request `id`: a `buf_len`-byte
     /// buffer registered for local access only (the client never gets an
     /// rkey of ours; on iWARP see below), `sq` Send and `rq` Receive work
-    /// requests.
+    /// requests; and an `area_len`-byte read area, registered for local
+    /// access only as well.
     ///
     /// iWARP: an RDMA Read Request carries the STag of its sink and the
     /// Read Response is a tagged write into it (RFC 5040), so the sink
@@ -269,8 +287,9 @@ impl Qp {
     /// acceptable for this test responder, whose client is the
     /// implementation under test. InfiniBand and RoCE sinks need only
     /// local write and get no second registration.
-    pub fn new(id: usize, buf_len: usize, sq: u32, rq: u32) -> io::Result<Self> {
+    pub fn new(id: usize, buf_len: usize, area_len: usize, sq: u32, rq: u32) -> io::Result<Self> {
         let id = id as *mut sys::rdma_cm_id;
+        let area = vec![0u8; area_len].into_boxed_slice();
         let mut me = Self {
             id,
             pd: ptr::null_mut(),
@@ -279,6 +298,10 @@ impl Qp {
             mr: ptr::null_mut(),
             read_sink_mr: ptr::null_mut(),
             buf: vec![0u8; buf_len].into_boxed_slice(),
+            area_mr: ptr::null_mut(),
+            area_ptr: area.as_ptr(),
+            area_len,
+            area: Some(area),
             qp_ready: false,
             owns_id: false,
         };
@@ -323,6 +346,17 @@ impl Qp {
             if me.mr.is_null() {
                 return Err(last_err("ibv_reg_mr"));
             }
+            if area_len > 0 {
+                me.area_mr = sys::ibv_reg_mr(
+                    me.pd,
+                    me.area_ptr.cast_mut().cast(),
+                    area_len,
+                    sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0 as i32,
+                );
+                if me.area_mr.is_null() {
+                    return Err(last_err("ibv_reg_mr (read area)"));
+                }
+            }
             if (*(*verbs).device).transport_type == sys::ibv_transport_type::IBV_TRANSPORT_IWARP {
                 me.read_sink_mr = sys::ibv_reg_mr(
                     me.pd,
@@ -347,6 +381,17 @@ impl Qp {
         !self.read_sink_mr.is_null()
     }
 
+    /// Whether the device is iWARP, whose work completion means only
+    /// the data's delivery to TCP: the Linux siw driver sends an
+    /// *unsignaled* Send or RDMA Write of a page or more straight from
+    /// the user's pages (`MSG_SPLICE_PAGES`, siw_qp_tx.c: "TCP may reuse
+    /// the buffer for retransmission"), so memory written soon after
+    /// such a work request completed can reach the wire changed. A
+    /// signaled one is copied into TCP's buffers when sent.
+    pub fn iwarp(&self) -> bool {
+        !self.read_sink_mr.is_null()
+    }
+
     /// The cm id key.
     pub fn id(&self) -> usize {
         self.id as usize
@@ -367,6 +412,29 @@ impl Qp {
     /// uses may be written: the caller's slot bookkeeping ensures it).
     pub fn buf_mut(&mut self) -> &mut [u8] {
         &mut self.buf
+    }
+
+    /// Where the read area begins in the offset space of work requests.
+    pub fn area_base(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Lends out the read area (`None` if it is lent already). Its memory
+    /// stays registered: what posted RDMA Writes read from it must not be
+    /// written until they completed (the caller's pins ensure it). Give it
+    /// back with [`Qp::put_area`] before posting work requests that use
+    /// it; if never given back, it is freed by whoever holds it, after
+    /// this `Qp` deregistered it or while no work request uses it.
+    pub fn take_area(&mut self) -> Option<Box<[u8]>> {
+        self.area.take()
+    }
+
+    /// Gives back the read area lent by [`Qp::take_area`] (anything else
+    /// is dropped).
+    pub fn put_area(&mut self, area: Box<[u8]>) {
+        if self.area.is_none() && area.as_ptr() == self.area_ptr && area.len() == self.area_len {
+            self.area = Some(area);
+        }
     }
 
     /// Accepts the connection with `pvt` as private data.
@@ -417,6 +485,35 @@ impl Qp {
         }
     }
 
+    /// The address and lkey of `len` bytes at `off` of the offset space
+    /// (buffer, then read area), for a Send or an RDMA Write source.
+    fn source(&self, off: usize, len: usize) -> io::Result<(u64, u32)> {
+        if self.check(off, len).is_ok() {
+            // SAFETY: within `buf` (checked); `mr` is valid.
+            return Ok((unsafe { self.buf.as_ptr().add(off) } as u64, unsafe {
+                (*self.mr).lkey
+            }));
+        }
+        let a = off.checked_sub(self.buf.len());
+        match a.and_then(|a| Some((a, a.checked_add(len)?))) {
+            Some((a, end))
+                if end <= self.area_len
+                    && u32::try_from(len).is_ok()
+                    && !self.area_mr.is_null() =>
+            {
+                // SAFETY: within the read area's allocation (checked),
+                // which lives as long as its registration `area_mr`.
+                Ok((self.area_ptr.wrapping_add(a) as u64, unsafe {
+                    (*self.area_mr).lkey
+                }))
+            }
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "work request outside the buffer and the read area",
+            )),
+        }
+    }
+
     /// Posts a Receive of `len` bytes at `off`.
     pub fn post_recv(&self, wr_id: u64, off: usize, len: usize) -> io::Result<()> {
         self.check(off, len)?;
@@ -459,14 +556,20 @@ impl Qp {
         };
         let mut sges = Vec::with_capacity(ops.len());
         for op in ops {
-            let (off, len, lkey) = match *op {
-                SendOp::Read { off, len, .. } => (off, len, sink_lkey),
-                SendOp::Write { off, len, .. } | SendOp::Send { off, len, .. } => (off, len, lkey),
+            let (addr, len, lkey) = match *op {
+                // RDMA Read sinks: in the buffer only.
+                SendOp::Read { off, len, .. } => {
+                    self.check(off, len)?;
+                    // SAFETY: within `buf` (checked).
+                    (unsafe { self.buf.as_ptr().add(off) } as u64, len, sink_lkey)
+                }
+                SendOp::Write { off, len, .. } | SendOp::Send { off, len, .. } => {
+                    let (addr, lkey) = self.source(off, len)?;
+                    (addr, len, lkey)
+                }
             };
-            self.check(off, len)?;
             sges.push(sys::ibv_sge {
-                // SAFETY: within `buf` (checked).
-                addr: unsafe { self.buf.as_ptr().add(off) } as u64,
+                addr,
                 length: len as u32,
                 lkey,
             });
@@ -481,12 +584,18 @@ impl Qp {
             w.sg_list = &mut sges[i];
             w.num_sge = 1;
             match *op {
-                SendOp::Write { rkey, addr, .. } => {
+                SendOp::Write {
+                    rkey, addr, signal, ..
+                } => {
                     w.opcode = sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE;
                     w.wr.rdma = sys::rdma_t {
                         remote_addr: addr,
                         rkey,
                     };
+                    if let Some(id) = signal {
+                        w.wr_id = id;
+                        w.send_flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
+                    }
                 }
                 SendOp::Read {
                     rkey, addr, signal, ..
@@ -533,7 +642,7 @@ impl Qp {
         }
         let mut bad: *mut sys::ibv_send_wr = ptr::null_mut();
         // SAFETY: the chain and its SGEs live through the call; every SGE
-        // lies in our registered buffer (checked above).
+        // lies in our registered buffer or read area (checked above).
         let r = unsafe { sys::ibv_post_send((*self.id).qp, base, &mut bad) };
         if r != 0 {
             return Err(io::Error::from_raw_os_error(r));
@@ -591,6 +700,9 @@ impl Drop for Qp {
             }
             if !self.mr.is_null() {
                 sys::ibv_dereg_mr(self.mr);
+            }
+            if !self.area_mr.is_null() {
+                sys::ibv_dereg_mr(self.area_mr);
             }
             if !self.chan.is_null() {
                 let mut cq: *mut sys::ibv_cq = ptr::null_mut();

@@ -5,7 +5,7 @@
 //! version-two-00 (shared/reference/rpcrdma-v2-00.x) and RFC 8166.
 
 use rpcrdma_responder::nfs::{self, NFS3_READ, NFS_PROGRAM};
-use rpcrdma_responder::proto::call::Call;
+use rpcrdma_responder::proto::call::{Call, Part};
 use rpcrdma_responder::proto::{Action, ConnProto, GrantMode, Options};
 use rpcrdma_responder::stats::{Path, Stats};
 use rpcrdma_xdr::chunk::{ChunkLists, ReadSegment, Segment};
@@ -354,6 +354,19 @@ fn read_chunk_splice() {
     want.extend(b"hello\0\0\0");
     want.extend(bytes(&[3]));
     assert_eq!(full, want);
+    // The same as pieces, not joined (what is written to nfsd from the
+    // registered buffer).
+    assert_eq!(
+        c.splice_parts(5).unwrap(),
+        vec![
+            Part::Inline(0..8),
+            Part::Data(0..5),
+            Part::Zeros(3),
+            Part::Inline(8..12)
+        ]
+    );
+    // fewer data bytes than the Read segments name: refused
+    assert!(c.splice_parts(4).is_none());
     // Position zero: the whole Call.
     let p0 = Call {
         reads: vec![ReadSegment {
@@ -443,7 +456,20 @@ fn hostile_input_never_panics() {
         }
         for a in p.on_receive(&m, &mut st) {
             if let Action::Call(c) = a {
-                let _ = c.splice(&[0u8; 64]);
+                // the pieces, joined, are what splice builds
+                let data: Vec<u8> = (0..64u8).collect();
+                let joined = c.splice_parts(64).map(|parts| {
+                    let mut v = Vec::new();
+                    for p in parts {
+                        match p {
+                            Part::Inline(r) => v.extend_from_slice(&c.inline[r]),
+                            Part::Data(r) => v.extend_from_slice(&data[r]),
+                            Part::Zeros(n) => v.resize(v.len() + n, 0),
+                        }
+                    }
+                    v
+                });
+                assert_eq!(joined, c.splice(&data));
                 let _ = p.plan_reply(&c, &m, None, &mut st);
             }
         }

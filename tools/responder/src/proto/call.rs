@@ -141,31 +141,80 @@ impl Call {
     /// chunk data (`data`: the bytes of every Read segment, concatenated in
     /// list order). Returns `None` if the positions are inconsistent.
     pub fn splice(&self, data: &[u8]) -> Option<Vec<u8>> {
+        let parts = self.splice_parts(data.len())?;
         let mut out = Vec::with_capacity(self.inline.len() + data.len() + 8);
+        for p in parts {
+            match p {
+                Part::Inline(r) => out.extend_from_slice(self.inline.get(r)?),
+                Part::Data(r) => out.extend_from_slice(data.get(r)?),
+                Part::Zeros(n) => out.resize(out.len() + n, 0),
+            }
+        }
+        Some(out)
+    }
+
+    /// The complete RPC Call as the pieces [`Call::splice`] joins, in
+    /// order, without joining them: `data_len` bytes of Read chunk data
+    /// (every Read segment, concatenated in list order). Every range lies
+    /// within `inline` or `0..data_len`. `None` if the positions are
+    /// inconsistent.
+    pub fn splice_parts(&self, data_len: usize) -> Option<Vec<Part>> {
+        let mut out = Vec::with_capacity(2 * self.reads.len() + 1);
+        let mut msg = 0usize; // length of the message so far
         let mut cursor = 0usize; // in `inline`
-        let mut at = 0usize; // in `data`
+        let mut at = 0usize; // in the data
         let mut i = 0usize;
         while i < self.reads.len() {
             let pos = self.reads[i].position as usize;
             let mut len = 0usize;
             let mut j = i;
             while j < self.reads.len() && self.reads[j].position as usize == pos {
-                len += self.reads[j].target.length as usize;
+                len = len.checked_add(self.reads[j].target.length as usize)?;
                 j += 1;
             }
-            // copy the inline bytes in front of this chunk
-            let need = pos.checked_sub(out.len())?;
+            // the inline bytes in front of this chunk
+            let need = pos.checked_sub(msg)?;
             let end = cursor.checked_add(need)?;
-            out.extend_from_slice(self.inline.get(cursor..end)?);
+            if end > self.inline.len() {
+                return None;
+            }
+            if need > 0 {
+                out.push(Part::Inline(cursor..end));
+            }
             cursor = end;
-            out.extend_from_slice(data.get(at..at.checked_add(len)?)?);
-            at += len;
+            msg += need;
+            let dend = at.checked_add(len)?;
+            if dend > data_len {
+                return None;
+            }
+            if len > 0 {
+                out.push(Part::Data(at..dend));
+            }
+            at = dend;
+            msg = msg.checked_add(len)?;
             if pos != 0 {
-                out.resize(crate::nfs::pad4(out.len()), 0);
+                let pad = crate::nfs::pad4(msg).saturating_sub(msg);
+                if pad > 0 {
+                    out.push(Part::Zeros(pad));
+                }
+                msg += pad;
             }
             i = j;
         }
-        out.extend_from_slice(self.inline.get(cursor..)?);
+        if cursor < self.inline.len() {
+            out.push(Part::Inline(cursor..self.inline.len()));
+        }
         Some(out)
     }
+}
+
+/// A piece of a Call's RPC message ([`Call::splice_parts`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// Bytes of the Call's inline part.
+    Inline(std::ops::Range<usize>),
+    /// Bytes of the Read chunk data.
+    Data(std::ops::Range<usize>),
+    /// XDR padding after a Read chunk (zeros).
+    Zeros(usize),
 }

@@ -8,9 +8,9 @@
 use std::io::{self, Read};
 use std::time::{Duration, Instant};
 
-use super::{wr, Delayed, Server, Slot, K_READ, TCP_READ};
-use crate::nfs;
-use crate::proto::call::Call;
+use super::{wr, Delayed, Server, Slot, K_READ, TCP_READ, ZEROS};
+use crate::nfs::{self, CallHdr};
+use crate::proto::call::{Call, Part};
 use crate::proto::log;
 use crate::verbs::SendOp;
 
@@ -81,10 +81,21 @@ impl Server {
         };
         let base = self.layout.data_off(s);
         let total = slot.call.read_len() as usize;
-        let data = &c.qp.buf()[base..base + total];
-        match slot.call.splice(data) {
-            Some(full) => self.forward(k, s, full),
-            None => {
+        // Written to nfsd from where the RDMA Reads put the data (the
+        // slot's data area, unchanged while the Call is queued for nfsd:
+        // `OutRecords::holds`), with the inline parts around it: no copy.
+        // Joined into one message only for --probe-callbacks, which reads
+        // the whole Call.
+        let parts = slot.call.splice_parts(total);
+        let joined = if c.proto.opts.probe_callbacks {
+            slot.call.splice(&c.qp.buf()[base..base + total])
+        } else {
+            None
+        };
+        match (parts, joined) {
+            (Some(_), Some(full)) => self.forward(k, s, full),
+            (Some(parts), None) => self.forward_spliced(k, s, base, parts),
+            (None, _) => {
                 let xid = slot.call.xid;
                 log::warn(format_args!(
                     "Read chunk positions do not fit the Call (xid {xid:#x})"
@@ -99,14 +110,76 @@ impl Server {
         }
     }
 
-    fn forward(&mut self, k: usize, s: usize, rpc: Vec<u8>) {
-        let Some(c) = self.conns.get_mut(&k) else {
+    /// Forwards the Call of slot `s` as `parts` ([`Call::splice_parts`]),
+    /// its Read chunk data at `base` of the registered buffer.
+    fn forward_spliced(&mut self, k: usize, s: usize, base: usize, parts: Vec<Part>) {
+        let Some(c) = self.conns.get(&k) else {
             return;
         };
-        let Some(slot) = c.slots[s].as_mut() else {
+        let Some(slot) = c.slots[s].as_ref() else {
+            return;
+        };
+        let inline = slot.call.inline.clone();
+        let parts: Vec<Part> = parts
+            .into_iter()
+            .map(|p| match p {
+                Part::Data(r) => Part::Data(base + r.start..base + r.end),
+                p => p,
+            })
+            .collect();
+        // the RPC header (the first 24 bytes, `nfs::parse_call`)
+        let mut head = Vec::with_capacity(24);
+        for p in &parts {
+            let b = match p {
+                Part::Inline(r) => inline.get(r.clone()),
+                Part::Data(r) => c.qp.buf().get(r.clone()),
+                Part::Zeros(n) => ZEROS.get(..*n),
+            };
+            let b = b.unwrap_or_default();
+            head.extend_from_slice(&b[..b.len().min(24 - head.len())]);
+            if head.len() == 24 {
+                break;
+            }
+        }
+        let hdr = nfs::parse_call(&head);
+        if self.admit(k, s, hdr, None) {
+            if let Some(c) = self.conns.get_mut(&k) {
+                c.tcp_out.push_spliced(inline, parts, s);
+                self.stats.calls_forwarded += 1;
+                self.stats.calls_spliced += 1;
+            }
+        }
+    }
+
+    fn forward(&mut self, k: usize, s: usize, rpc: Vec<u8>) {
+        let Some(c) = self.conns.get(&k) else {
             return;
         };
         let hdr = nfs::parse_call(&rpc);
+        let bc_prog = if c.proto.opts.probe_callbacks {
+            nfs::backchannel_request(&rpc)
+        } else {
+            None
+        };
+        if self.admit(k, s, hdr, bc_prog) {
+            if let Some(c) = self.conns.get_mut(&k) {
+                // written at the end of the turn with the others (`end_turn`)
+                c.tcp_out.push(rpc);
+                self.stats.calls_forwarded += 1;
+            }
+        }
+    }
+
+    /// Admits slot `s`'s Call, whose RPC header is `hdr`, to be
+    /// forwarded: false (the Call answered with ERR_BAD_XDR and the slot
+    /// freed) if it is not an RPC Call or its XID is in use.
+    fn admit(&mut self, k: usize, s: usize, hdr: Option<CallHdr>, bc_prog: Option<u32>) -> bool {
+        let Some(c) = self.conns.get_mut(&k) else {
+            return false;
+        };
+        let Some(slot) = c.slots[s].as_mut() else {
+            return false;
+        };
         let xid = slot.call.xid;
         if hdr.map(|h| h.xid) != Some(xid) || c.by_xid.contains_key(&xid) {
             log::warn(format_args!(
@@ -118,16 +191,12 @@ impl Server {
                 .call_error(xid, rpcrdma_xdr::v2::ERR_BAD_XDR, &mut self.stats);
             self.send_ctrl(k, e);
             self.free_slot(k, s);
-            return;
+            return false;
         }
         slot.hdr = hdr;
-        if c.proto.opts.probe_callbacks {
-            slot.bc_prog = nfs::backchannel_request(&rpc);
-        }
+        slot.bc_prog = bc_prog;
         c.by_xid.insert(xid, s);
-        // written at the end of the turn with the others (`end_turn`)
-        c.tcp_out.push(rpc);
-        self.stats.calls_forwarded += 1;
+        true
     }
 
     pub(super) fn tcp_flush(&mut self, k: usize) {
@@ -135,7 +204,7 @@ impl Server {
             return;
         };
         while !c.tcp_out.is_empty() {
-            match c.tcp_out.write_to(&mut c.tcp) {
+            match c.tcp_out.write_to(&mut c.tcp, c.qp.buf()) {
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(e) => {
@@ -153,41 +222,53 @@ impl Server {
         let Some(c) = self.conns.get_mut(&k) else {
             return;
         };
-        // Room for this read after what is pending: at the buffer's
-        // start when nothing is (or after moving the pending bytes there:
-        // the tail of the last read, a part of a record), and for all of
-        // a record whose mark says it is larger than the room left.
-        let pending = c.tcp_hi - c.tcp_lo;
-        let need = nfs::word_at(&c.tcp_rbuf[c.tcp_lo..c.tcp_hi], 0).map_or(0, |m| {
+        // The read area, lent for this turn (given back below): records
+        // are handled where they lie and a reply's RDMA Writes read from
+        // there, so it is registered memory and regions that posted
+        // Writes use are pinned (`Conn::pins`) until they completed.
+        let Some(mut rbuf) = c.qp.take_area() else {
+            return;
+        };
+        // Room for this read: after what is pending, or at the area's
+        // start (after moving the pending bytes there: the tail of the
+        // last read, a part of a record) when the record does not fit
+        // before the end or the next pin; for all of a record whose mark
+        // says it is larger than the room left.
+        let (lo, hi) = (c.tcp_lo, c.tcp_hi);
+        let need = nfs::word_at(&rbuf[lo..hi], 0).map_or(0, |m| {
             ((m & 0x7fff_ffff) as usize).saturating_add(4).min(max + 4)
         });
-        if pending == 0 {
-            c.tcp_lo = 0;
-            c.tcp_hi = 0;
-        } else if c.tcp_rbuf.len() - c.tcp_hi < TCP_READ / 2 || c.tcp_lo + need > c.tcp_rbuf.len() {
-            c.tcp_rbuf.copy_within(c.tcp_lo..c.tcp_hi, 0);
-            c.tcp_lo = 0;
-            c.tcp_hi = pending;
-        }
-        let want = c.tcp_lo + need.max(pending) + TCP_READ / 2;
-        if c.tcp_rbuf.len() < want {
-            c.tcp_rbuf.resize(want.max(TCP_READ), 0);
-        }
+        let limit = match place(rbuf.len(), &c.pins, lo, hi, need, TCP_READ / 2) {
+            Place::Here(limit) => limit,
+            Place::Start(limit) => {
+                rbuf.copy_within(lo..hi, 0);
+                c.tcp_lo = 0;
+                c.tcp_hi = hi - lo;
+                limit
+            }
+            Place::Stall => {
+                self.stats.tcp_read_stalls += 1;
+                c.tcp_stalled = true;
+                c.qp.put_area(rbuf);
+                return;
+            }
+        };
         // One read(2) per wakeup: the socket is polled level-triggered,
         // so what is left makes it ready again at once (no second read
         // only to see EAGAIN).
         let mut eof = false;
         let hi = c.tcp_hi;
-        match c.tcp.read(&mut c.tcp_rbuf[hi..]) {
-            Ok(0) => eof = true,
-            Ok(m) => c.tcp_hi += m,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-            Err(_) => eof = true,
+        if limit > hi {
+            match c.tcp.read(&mut rbuf[hi..limit]) {
+                Ok(0) => eof = true,
+                Ok(m) => c.tcp_hi += m,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                Err(_) => eof = true,
+            }
         }
         // Whole single-fragment records handled where they lie (no copy,
         // no allocation per record); records of several fragments (rare)
         // joined by take_records.
-        let rbuf = std::mem::take(&mut c.tcp_rbuf);
         let (lo, hi) = (c.tcp_lo, c.tcp_hi);
         let whole = nfs::whole_records(&rbuf[lo..hi], max);
         let mut used = whole.as_ref().map_or(0, |(_, used)| *used);
@@ -201,7 +282,8 @@ impl Server {
         match whole {
             Ok((recs, _)) => {
                 for r in recs {
-                    self.nfsd_record(k, &rbuf[lo + r.start..lo + r.end]);
+                    let rec = &rbuf[lo + r.start..lo + r.end];
+                    self.nfsd_record(k, rec, Some(lo + r.start));
                 }
             }
             Err(len) => {
@@ -209,11 +291,10 @@ impl Server {
                 self.close(k, &m);
             }
         }
-        let mut rbuf = rbuf;
         match frag {
             Some(Ok((recs, rest))) => {
                 for rec in recs {
-                    self.nfsd_record(k, &rec);
+                    self.nfsd_record(k, &rec, None);
                 }
                 // what take_records left (at most a part of a record)
                 // goes back in place of what it consumed
@@ -228,7 +309,7 @@ impl Server {
             None => {}
         }
         if let Some(c) = self.conns.get_mut(&k) {
-            c.tcp_rbuf = rbuf;
+            c.qp.put_area(rbuf);
             c.tcp_lo = lo + used;
         }
         if eof {
@@ -236,7 +317,9 @@ impl Server {
         }
     }
 
-    fn nfsd_record(&mut self, k: usize, rec: &[u8]) {
+    /// Handles record `rec` from nfsd; `at`: its offset in the read area,
+    /// if it lies there.
+    fn nfsd_record(&mut self, k: usize, rec: &[u8], at: Option<usize>) {
         self.dirty = true;
         let Some(c) = self.conns.get_mut(&k) else {
             return;
@@ -266,6 +349,11 @@ impl Server {
             log::warn(format_args!("reply from nfsd for unknown xid {xid:#x}"));
             return;
         };
+        if c.tcp_out.holds(s) {
+            // its Read chunk data must stay while the Call is written
+            self.close(k, "nfsd answered a Call not yet written to it whole");
+            return;
+        }
         c.replies += 1;
         let n = c.replies;
         // nfsd gave the session its backchannel here: probe it after the
@@ -298,7 +386,7 @@ impl Server {
                 return;
             }
         }
-        self.reply(k, s, rec);
+        self.reply(k, s, rec, at);
         if let Some(prog) = probe {
             self.probe_callbacks(k, prog);
         }
@@ -323,5 +411,95 @@ impl Server {
                 c.peer
             )),
         }
+    }
+}
+
+/// Where the next `read(2)` from nfsd goes in a read area of `len` bytes.
+#[derive(Debug, PartialEq, Eq)]
+enum Place {
+    /// After the pending bytes, up to this offset.
+    Here(usize),
+    /// The pending bytes moved to the area's start, then after them up
+    /// to this offset.
+    Start(usize),
+    /// Nowhere until a pin is released.
+    Stall,
+}
+
+/// Chooses where to read with bytes `[lo, hi)` pending (a part of a
+/// record of `need` bytes, record mark included; 0 if its mark is not
+/// read yet), `pins` the ranges posted RDMA Writes still read from (none
+/// within `[lo, hi)`): never into a pin. After the pending bytes while
+/// the record and `slack` more fit there before the end or the next pin;
+/// else at the start if they fit there (or when nothing is pending and
+/// the start has room); else after the pending bytes if the record fits
+/// without the slack; else nowhere.
+fn place(
+    len: usize,
+    pins: &[Option<std::ops::Range<usize>>],
+    lo: usize,
+    hi: usize,
+    need: usize,
+    slack: usize,
+) -> Place {
+    let next_pin = |from: usize| {
+        pins.iter()
+            .flatten()
+            .filter(|r| r.end > from && !r.is_empty())
+            .map(|r| r.start.max(from))
+            .min()
+            .unwrap_or(len)
+    };
+    let want = need.max(hi - lo);
+    let here = next_pin(hi);
+    let start = next_pin(0);
+    let fits = |at: usize, limit: usize, extra: usize| {
+        at.checked_add(want)
+            .and_then(|x| x.checked_add(extra))
+            .is_some_and(|end| end <= limit)
+    };
+    if (lo == hi || !fits(lo, here, slack)) && fits(0, start, slack) {
+        Place::Start(start)
+    } else if fits(lo, here, slack) || (fits(lo, here, 0) && here > hi) {
+        Place::Here(here)
+    } else if fits(lo, here, 0) {
+        // the record is whole already: nothing to read, handle it
+        Place::Here(hi)
+    } else {
+        Place::Stall
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{place, Place};
+
+    #[test]
+    fn place_reads_after_pending_or_at_start_never_into_a_pin() {
+        let none: Vec<Option<std::ops::Range<usize>>> = vec![None; 4];
+        // nothing pending, nothing pinned: at the start
+        assert_eq!(place(100, &none, 40, 40, 0, 10), Place::Start(100));
+        // a record that fits after what is pending
+        assert_eq!(place(100, &none, 10, 20, 30, 10), Place::Here(100));
+        // one that does not: moved to the start
+        assert_eq!(place(100, &none, 70, 80, 30, 10), Place::Start(100));
+        let pins = vec![Some(0..30), None, Some(60..70), None];
+        // the start is pinned: after the pending bytes, up to the pin
+        assert_eq!(place(100, &pins, 35, 40, 20, 5), Place::Here(60));
+        // nothing pending, start pinned: read after the last position
+        assert_eq!(place(100, &pins, 75, 75, 0, 10), Place::Here(100));
+        // too large for the room before the pin, and the start pinned
+        assert_eq!(place(100, &pins, 35, 40, 40, 5), Place::Stall);
+        // fits only without the slack: still read there
+        assert_eq!(place(100, &pins, 35, 40, 25, 5), Place::Here(60));
+        // whole already, no room left: nothing read
+        assert_eq!(place(100, &pins, 35, 60, 25, 5), Place::Here(60));
+        // a pin at the end and one at the start: a record in between
+        let p2 = vec![Some(0..10), Some(90..100)];
+        assert_eq!(place(100, &p2, 50, 50, 0, 10), Place::Here(90));
+        assert_eq!(place(100, &p2, 85, 88, 20, 0), Place::Stall);
+        // a mark larger than the whole area (bounded by the caller): stall,
+        // never a read past the end
+        assert_eq!(place(100, &none, 0, 4, 1000, 0), Place::Stall);
     }
 }

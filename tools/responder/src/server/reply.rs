@@ -8,7 +8,7 @@
 use std::time::Instant;
 
 use super::rdma::count_sent;
-use super::{wr, Delayed, Out, Server, K_SLOT};
+use super::{wr, Delayed, Out, Server, K_SLOT, K_WRITE};
 use crate::nfs;
 use crate::proto::log;
 use crate::proto::reply::ReplyPlan;
@@ -22,11 +22,15 @@ impl Server {
             .partition(|d| d.due <= now);
         self.delayed = rest;
         for d in due {
-            self.reply(d.conn, d.slot, &d.rec);
+            self.reply(d.conn, d.slot, &d.rec, None);
         }
     }
 
-    pub(super) fn reply(&mut self, k: usize, s: usize, rec: &[u8]) {
+    /// Sends the reply `rec` to slot `s`'s Call; `at`: its offset in the
+    /// read area if it lies there, so that its RDMA Writes may go from
+    /// there (pinned until the slot is freed) instead of from a copy in
+    /// the slot.
+    pub(super) fn reply(&mut self, k: usize, s: usize, rec: &[u8], at: Option<usize>) {
         let Some(c) = self.conns.get_mut(&k) else {
             return;
         };
@@ -91,18 +95,49 @@ impl Server {
             self.free_slot(k, s);
             return;
         }
-        c.qp.buf_mut()[base..base + rec.len()].copy_from_slice(rec);
+        let n = plan.sends.len();
+        // RDMA Writes straight from the read area where the record lies,
+        // pinned until the slot is freed (after the reply's last Send,
+        // queued behind them, completed); from a copy in the slot when
+        // the record is not there, when no Send follows to tell their
+        // completion, or for a malformed reply (whose Writes may leave the
+        // record).
+        let in_place = at.filter(|_| {
+            n > 0
+                && !malformed
+                && !plan.writes.is_empty()
+                && plan.writes.iter().all(|w| w.src.end <= rec.len())
+        });
+        let src = match in_place {
+            Some(a) => {
+                c.pins[s] = Some(a..a.saturating_add(rec.len()));
+                self.stats.writes_in_place += 1;
+                c.qp.area_base().saturating_add(a)
+            }
+            None => {
+                if !plan.writes.is_empty() {
+                    c.qp.buf_mut()[base..base + rec.len()].copy_from_slice(rec);
+                    self.stats.writes_copied += 1;
+                }
+                base
+            }
+        };
+        // iWARP (siw): an unsignaled Write is sent from our pages after
+        // its completion too (`Qp::iwarp`), and the read area is written
+        // again at once when its pin is released: signaled there, so that
+        // siw copies the data when it sends it.
+        let signal = (in_place.is_some() && c.qp.iwarp()).then_some(wr(K_WRITE, s));
         let mut ops = Vec::new();
         for w in &plan.writes {
             ops.push(SendOp::Write {
-                off: base + w.src.start,
+                off: src + w.src.start,
                 len: w.src.len(),
                 rkey: w.rkey,
                 addr: w.addr,
+                signal,
             });
         }
         let mut at = sbase;
-        let n = plan.sends.len();
         for (i, b) in plan.sends.iter().enumerate() {
             c.qp.buf_mut()[at..at + b.len()].copy_from_slice(b);
             let last = i + 1 == n;
@@ -142,6 +177,9 @@ impl Server {
         };
         if c.slots[s].take().is_none() {
             return;
+        }
+        if c.pins[s].take().is_some() {
+            c.tcp_stalled = false;
         }
         c.free.push(s);
         if let Some(call) = c.waiting.pop_front() {
