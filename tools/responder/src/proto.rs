@@ -184,6 +184,9 @@ pub struct ConnProto {
     pub err_counted: u64,
     /// Our CONNPROP is to be sent before anything else.
     connprop_due: bool,
+    /// `--grant prompt`: a credit grant waits in the queue to the client
+    /// (one at a time; [`ConnProto::grant_leaving`]).
+    grant_queued: bool,
     /// Continued Call being reassembled: xid, bytes.
     cont: Option<(u32, Vec<u8>)>,
     /// v2: the client's credit limit (high half of its latest valid credit
@@ -210,6 +213,7 @@ impl ConnProto {
             unreturned: 0,
             unanswered: 0,
             connprop_due: false,
+            grant_queued: false,
             calls: 0,
             err_counted: 0,
             cont: None,

@@ -419,7 +419,9 @@ fn credits_return_what_was_received() {
         let pl = p.plan_reply(c, &r, None, &mut st);
         assert_eq!(words(&pl.sends[0])[2], (8 << 16) | 1);
     }
-    // A grant (NOMSG, XID 0) answers nothing: the next reply returns it too.
+    assert_eq!(p.top_up(u16::MAX), 0);
+    // A grant (NOMSG, XID 0) answers nothing: the next reply returns it
+    // too, when it leaves (built returning its Call's credit only).
     let g = bytes(&[0, 2, (8 << 16) | 1, 1, 0, 0, 0, 0, 0]);
     assert_eq!(p.on_receive(&g, &mut st), vec![Action::Nothing]);
     let a = p.on_receive(
@@ -427,7 +429,9 @@ fn credits_return_what_was_received() {
         &mut st,
     );
     let pl = p.plan_reply(&the_call(&a), &r, None, &mut st);
-    assert_eq!(words(&pl.sends[0])[2], (8 << 16) | 2);
+    assert_eq!(words(&pl.sends[0])[2], (8 << 16) | 1);
+    assert_eq!(p.top_up(u16::MAX), 1);
+    assert_eq!(p.top_up(u16::MAX), 0);
 }
 
 #[test]
@@ -1064,20 +1068,81 @@ fn grant_prompt_only_while_a_continued_call_waits() {
     let mut p = ConnProto::new(opts, client(4096));
     let a = continued_call(&mut p, &mut st, 0x21, 4);
     // Two pieces of the Call are spare credits: half the limit of 4, so
-    // the client (which may be out of credits) gets them back at once.
+    // the client (which may be out of credits) gets them back at once,
+    // in a grant built returning nothing and topped up as it leaves.
     assert!(grants(&a[0]).is_empty());
-    assert_eq!(grants(&a[1]), vec![(4 << 16) | 2]);
+    assert_eq!(grants(&a[1]), vec![4 << 16]);
+    // One grant queued at a time.
     assert!(grants(&a[2]).is_empty());
     assert!(grants(&a[3]).is_empty());
+    assert!(p.grant_leaving(&mut st));
+    assert_eq!(p.top_up(u16::MAX), 3);
     assert_eq!(st.grants_sent, 1);
-    // The reply returns its Call and the third piece.
+    // The reply returns its Call.
     let c = the_call(&a[3]);
     let pl = p.plan_reply(&c, &bytes(&[0x21, 1, 0, 0, 0, 0]), None, &mut st);
-    assert_eq!(words(&pl.sends[0])[2], (4 << 16) | 2);
+    assert_eq!(words(&pl.sends[0])[2], (4 << 16) | 1);
+    assert_eq!(p.top_up(u16::MAX), 0);
     // Without a continued Call nothing is granted asynchronously.
     let g = bytes(&[0, 2, (32 << 16) | 1, 1, 0, 0, 0, 0, 0]);
     assert_eq!(p.on_receive(&g, &mut st), vec![Action::Nothing]);
     assert_eq!(st.grants_sent, 1);
+}
+
+/// The stall of rpcrdma2-v2-continuation's concurrent case (eight
+/// 256 KiB RPCs in flight, inline only): a continued reply waits in the
+/// queue for the client's credits when the pieces of a continued Call
+/// arrive. Whatever is queued behind the reply (the grant those pieces
+/// call for, the first piece of the next reply) must not hold their
+/// credits: the reply's pieces, which are the ones to leave as the
+/// client's credits come, return them. Built with them, the grant and
+/// the second reply kept them while the client, out of credits in the
+/// middle of its Call and its one grant beyond our limit spent, waited
+/// for them for good.
+#[test]
+fn queued_messages_hold_no_spare_credits() {
+    let mut st = Stats::default();
+    let opts = Options {
+        no_connprop: true,
+        credits: 32,
+        continue_over: Some(1024),
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    // Two Calls admitted (READs), answered by nfsd with 8 KiB replies:
+    // continued in pieces, all queued (the client has no credits left).
+    let mut calls = Vec::new();
+    for x in [0x41u32, 0x42] {
+        let a = p.on_receive(
+            &call_msg(Protocol::V2, x, 0, ChunkLists::EMPTY, &rpc_call(x, 3, 0)),
+            &mut st,
+        );
+        calls.push(the_call(&a));
+    }
+    let mut reply = bytes(&[0x41, 1, 0, 0, 0, 0]);
+    reply.resize(8192, 7);
+    let first = p.plan_reply(&calls[0], &reply, None, &mut st);
+    assert!(first.sends.len() > 4);
+    // A continued Call of 20 pieces arrives: 19 spare credits (the last
+    // piece makes a Call, whose answer returns its credit).
+    let a = continued_call(&mut p, &mut st, 0x43, 20);
+    let queued_grants: Vec<u32> = a.iter().flat_map(|x| grants(x)).collect();
+    // At most one grant, returning nothing yet.
+    assert!(queued_grants.len() <= 1);
+    assert!(queued_grants.iter().all(|w| w & 0xffff == 0));
+    // The second reply, planned now, queues behind the first.
+    reply[..4].copy_from_slice(&0x42u32.to_be_bytes());
+    let second = p.plan_reply(&calls[1], &reply, None, &mut st);
+    let granted = |b: &[u8]| words(b)[2] & 0xffff;
+    assert!(second.sends.iter().all(|b| granted(b) <= 1));
+    // The first reply's next piece to leave returns all 19 spare credits.
+    assert_eq!(p.top_up(u16::MAX), 19);
+    assert_eq!(p.top_up(u16::MAX), 0);
+    // A grant still queued behind it then has nothing to return: dropped.
+    if !queued_grants.is_empty() {
+        assert!(!p.grant_leaving(&mut st));
+    }
+    assert_eq!(st.grants_sent, 0);
 }
 
 /// A version 2 connection without CONNPROP, returning credits by `grant`.
@@ -1204,6 +1269,8 @@ fn grant_lazy_batches_spare_credits() {
     let g = bytes(&[0, 2, (32 << 16) | 1, 1, 0, 0, 0, 0, 0]);
     assert!(grants(&p.on_receive(&g, &mut st)).is_empty());
     assert_eq!(grants(&p.on_receive(&g, &mut st)), vec![(32 << 16) | 4]);
+    // counted when it leaves; built with its credits, it always does
+    assert!(p.grant_leaving(&mut st));
     assert_eq!(st.grants_sent, 1);
     assert_eq!(GrantMode::parse("lazy"), Some(GrantMode::Lazy));
     assert_eq!(GrantMode::parse("exact"), Some(GrantMode::Exact));

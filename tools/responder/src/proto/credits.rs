@@ -67,9 +67,12 @@ impl ConnProto {
     /// long continued reply) would otherwise leave credits the client
     /// needs unreturned until the next one, and the client, which may
     /// send just one credit grant beyond our limit, can wait for them
-    /// for good while we wait for its grant (issue 11's stall). Returns
-    /// 0 for version 1 and the other grant patterns (whose returns are
-    /// the point of them).
+    /// for good while we wait for its grant (issue 11's stall). With
+    /// `--grant prompt` messages are built returning only what they must
+    /// (an answer its Call's credit, [`ConnProto::credit_word`]), so
+    /// that the spare credits go with whichever message leaves first,
+    /// never with one that waits behind others. Returns 0 for version 1
+    /// and the other grant patterns (whose returns are the point of them).
     pub fn top_up(&mut self, room: u16) -> u16 {
         if self.version != Some(Protocol::V2) || self.opts.grant != GrantMode::Prompt {
             return 0;
@@ -85,9 +88,16 @@ impl ConnProto {
     }
 
     /// An asynchronous credit grant (`RDMA2_NOMSG`, XID 0, empty chunk
-    /// lists) returning `n` spare credits.
-    fn grant_msg(&mut self, n: u32, stats: &mut Stats) -> Vec<u8> {
-        let n = n.min(self.spare()).max(1);
+    /// lists) returning `n` spare credits; with `--grant prompt` built
+    /// returning none: it returns what is spare when it leaves
+    /// ([`ConnProto::top_up`], [`ConnProto::grant_leaving`]).
+    fn grant_msg(&mut self, n: u32) -> Vec<u8> {
+        let n = if self.opts.grant == GrantMode::Prompt {
+            self.grant_queued = true;
+            0
+        } else {
+            n.min(self.spare()).max(1)
+        };
         self.unreturned = self.unreturned.saturating_sub(n);
         let spec = MsgSpec {
             xid: 0,
@@ -104,13 +114,29 @@ impl ConnProto {
         let mut buf = vec![0u8; 64];
         let len = header::encode_msg(&mut buf, Protocol::V2, &spec).unwrap_or(0);
         buf.truncate(len);
-        stats.grants_sent += 1;
         buf
+    }
+
+    /// A credit grant is about to leave (the client's credits allow it):
+    /// false if it is not to be sent. With `--grant prompt` it was built
+    /// returning nothing and leaves returning what is spare now (its word
+    /// topped up, [`ConnProto::top_up`]); when other messages returned
+    /// that meanwhile, it would return nothing and is dropped. Counts the
+    /// grants sent.
+    pub fn grant_leaving(&mut self, stats: &mut Stats) -> bool {
+        if self.opts.grant == GrantMode::Prompt {
+            self.grant_queued = false;
+            if self.spare() == 0 {
+                return false;
+            }
+        }
+        stats.grants_sent += 1;
+        true
     }
 
     /// The asynchronous credit grants due after a received message, by
     /// [`GrantMode`].
-    pub(super) fn grants_due(&mut self, stats: &mut Stats) -> Vec<Action> {
+    pub(super) fn grants_due(&mut self) -> Vec<Action> {
         if self.version != Some(Protocol::V2) {
             return Vec::new();
         }
@@ -119,18 +145,20 @@ impl ConnProto {
         let mut out = Vec::new();
         match self.opts.grant {
             GrantMode::Prompt => {
-                if self.cont.is_some() && spare >= credits.div_ceil(2) {
-                    out.push(Action::Send(self.grant_msg(spare, stats)));
+                // one grant queued at a time: it returns all that is
+                // spare when it leaves
+                if self.cont.is_some() && !self.grant_queued && spare >= credits.div_ceil(2) {
+                    out.push(Action::Send(self.grant_msg(spare)));
                 }
             }
             GrantMode::Exact => {
                 for _ in 0..spare {
-                    out.push(Action::Send(self.grant_msg(1, stats)));
+                    out.push(Action::Send(self.grant_msg(1)));
                 }
             }
             GrantMode::Lazy => {
                 if spare >= LAZY_GRANT.min(credits) {
-                    out.push(Action::Send(self.grant_msg(spare, stats)));
+                    out.push(Action::Send(self.grant_msg(spare)));
                 }
             }
         }
@@ -152,6 +180,18 @@ impl ConnProto {
     /// 2026-11-24, let a requester that clamps returns at what it has
     /// outstanding starve when the advance was withheld later).
     ///
+    /// With `--grant prompt` (the default) the word is built returning
+    /// only the answered Call's credit (an answer) or none: the spare
+    /// credits are added when the message leaves the queue to the client
+    /// ([`ConnProto::top_up`]). A message waits there for the client's
+    /// credits behind the others; built with the spare credits, one that
+    /// waited behind pieces of another reply (the first piece of a
+    /// continued reply, an asynchronous grant) held them while the
+    /// pieces ahead of it, sent as the client's credits came, returned
+    /// nothing, and a client out of credits in the middle of a continued
+    /// Call waited for them for good (rpcrdma2-v2-continuation's eight
+    /// 256 KiB RPCs in flight stalled until rpcrdma2's RPC timeout).
+    ///
     /// With `--grant exact` or `lazy` every answer returns exactly its
     /// Call's credit and another message at most one spare credit; the
     /// rest go in asynchronous grants ([`GrantMode`]).
@@ -163,8 +203,9 @@ impl ConnProto {
                 }
                 let spare = self.unreturned.saturating_sub(self.unanswered);
                 let owed = match (self.opts.grant, answers) {
-                    (GrantMode::Prompt, true) => spare.max(1),
-                    (GrantMode::Prompt, false) => spare,
+                    // the spare ones when it leaves (`top_up`)
+                    (GrantMode::Prompt, true) => 1,
+                    (GrantMode::Prompt, false) => 0,
                     (_, true) => 1,
                     (_, false) => spare.min(1),
                 };

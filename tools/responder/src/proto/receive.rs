@@ -25,7 +25,7 @@ impl ConnProto {
             out.splice(0..0, pieces.into_iter().map(Action::Send));
             stats.connprop_sent += 1;
         }
-        out.extend(self.grants_due(stats));
+        out.extend(self.grants_due());
         out
     }
 

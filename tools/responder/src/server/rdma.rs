@@ -178,6 +178,14 @@ impl Server {
             }
             let op = match front {
                 Out::Ctrl(b) => {
+                    if c.ctrl_free.is_empty() {
+                        break;
+                    }
+                    if grant && !c.proto.grant_leaving(&mut self.stats) {
+                        // nothing left for it to return
+                        c.outq.pop_front();
+                        continue;
+                    }
                     let Some(i) = c.ctrl_free.pop() else {
                         break;
                     };
