@@ -1385,11 +1385,16 @@ fn prop_segment_limits_advertised_and_enforced() {
         writes: &writes3,
         reply: None,
     };
+    let (owed, _) = p.owed();
     let a = p.on_receive(&call_msg(Protocol::V2, 0x32, 0, three, &rpc), &mut st);
     let s = sends(&a);
     assert_eq!(s.len(), 1);
     assert_eq!(&s[0][..2], &[0x32, 2]);
     assert_eq!(&s[0][3..], &[4, 1, 7, 2]);
+    // It returns the one credit the client counts an RDMA2_ERROR as
+    // returning: the refused Call's, so nothing more is owed than before.
+    assert_eq!(s[0][2] & 0xffff, 1);
+    assert_eq!(p.owed().0, owed);
     // One segment of 64 KiB + 4: refused too.
     let big = [seg(1, 65540)];
     let a = p.on_receive(

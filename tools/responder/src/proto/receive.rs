@@ -351,13 +351,15 @@ impl ConnProto {
             || self.opts.prop_seg_size.is_some_and(|m| longest > m)
     }
 
-    /// RDMA2_ERR_SEGMENTS with our advertised segment count.
+    /// RDMA2_ERR_SEGMENTS with our advertised segment count. Like every
+    /// RDMA2_ERROR it returns exactly one credit, the one the client
+    /// counts it as returning ([`ConnProto::error_credit_word`]).
     fn refuse_segments(&mut self, xid: u32, stats: &mut Stats) -> Action {
         let body = ErrorBody::Segments {
             max_segments: self.opts.prop_segs.unwrap_or(16),
         };
         let mut buf = vec![0u8; 64];
-        let credit = self.credit_word(false);
+        let credit = self.error_credit_word(false);
         let n = v2::encode_error(&mut buf, xid, credit, &body);
         stats.errors_sent += 1;
         buf.truncate(n.unwrap_or(0));
