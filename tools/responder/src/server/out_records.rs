@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The records waiting to go to nfsd over the TCP connection, written
+//! with `writev(2)` from where they lie: owned messages, and Calls
+//! spliced from their inline part and the Read chunk data in the
+//! registered buffer (no copy into one buffer).
+
+use std::collections::VecDeque;
+use std::io;
+
+use crate::proto::call::Part;
+
+/// Records waiting to go to nfsd: each a record mark and its message,
+/// the first `sent` bytes of the front one already written.
+#[derive(Default)]
+pub(super) struct OutRecords {
+    recs: VecDeque<([u8; 4], Msg)>,
+    sent: usize,
+}
+
+/// A message for nfsd: owned, or a Call spliced from its inline part
+/// and the Read chunk data its slot's RDMA Reads pulled into the
+/// registered buffer (written from there: not copied).
+enum Msg {
+    Own(Vec<u8>),
+    Spliced {
+        inline: Vec<u8>,
+        /// Pieces of `inline`, of the registered buffer (absolute
+        /// ranges), and padding.
+        parts: Vec<Part>,
+        len: usize,
+        slot: usize,
+    },
+}
+
+impl Msg {
+    fn len(&self) -> usize {
+        match self {
+            Msg::Own(v) => v.len(),
+            Msg::Spliced { len, .. } => *len,
+        }
+    }
+}
+
+pub(super) const ZEROS: [u8; 4] = [0; 4];
+
+impl OutRecords {
+    /// Appends `msg` as one record (one last fragment).
+    pub(super) fn push(&mut self, msg: Vec<u8>) {
+        self.push_msg(Msg::Own(msg));
+    }
+
+    /// Appends a Call spliced from `inline` and bytes of the registered
+    /// buffer (`parts`, checked by the caller to lie in slot `slot`'s
+    /// data area, which stays unchanged while it is queued:
+    /// [`OutRecords::holds`]).
+    pub(super) fn push_spliced(&mut self, inline: Vec<u8>, parts: Vec<Part>, slot: usize) {
+        let len = parts
+            .iter()
+            .map(|p| match p {
+                Part::Inline(r) | Part::Data(r) => r.len(),
+                Part::Zeros(n) => *n,
+            })
+            .sum();
+        self.push_msg(Msg::Spliced {
+            inline,
+            parts,
+            len,
+            slot,
+        });
+    }
+
+    fn push_msg(&mut self, msg: Msg) {
+        let mark = (0x8000_0000u32 | msg.len() as u32).to_be_bytes();
+        self.recs.push_back((mark, msg));
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.recs.is_empty()
+    }
+
+    /// True while a Call of slot `s` waits here (its Read chunk data in
+    /// the slot must stay as it is).
+    pub(super) fn holds(&self, s: usize) -> bool {
+        self.recs
+            .iter()
+            .any(|(_, m)| matches!(m, Msg::Spliced { slot, .. } if *slot == s))
+    }
+
+    /// Writes as much as `w` takes in one `writev(2)` (at most 64
+    /// records); `buf` is the registered buffer spliced Calls refer to.
+    /// `Ok(false)` when it would block.
+    pub(super) fn write_to(&mut self, w: &mut impl std::io::Write, buf: &[u8]) -> io::Result<bool> {
+        let mut iov = Vec::with_capacity(2 * self.recs.len().min(64));
+        let mut skip = self.sent;
+        fn add<'a>(part: &'a [u8], iov: &mut Vec<io::IoSlice<'a>>, skip: &mut usize) {
+            if *skip >= part.len() {
+                *skip -= part.len();
+                return;
+            }
+            iov.push(io::IoSlice::new(&part[*skip..]));
+            *skip = 0;
+        }
+        for (mark, msg) in self.recs.iter().take(64) {
+            add(&mark[..], &mut iov, &mut skip);
+            match msg {
+                Msg::Own(v) => add(&v[..], &mut iov, &mut skip),
+                Msg::Spliced { inline, parts, .. } => {
+                    for p in parts {
+                        let b = match p {
+                            Part::Inline(r) => inline.get(r.clone()),
+                            Part::Data(r) => buf.get(r.clone()),
+                            Part::Zeros(n) => ZEROS.get(..*n),
+                        };
+                        let Some(b) = b else {
+                            return Err(io::Error::new(
+                                io::ErrorKind::InvalidInput,
+                                "a spliced Call outside its buffers",
+                            ));
+                        };
+                        add(b, &mut iov, &mut skip);
+                    }
+                }
+            }
+        }
+        let mut n = match w.write_vectored(&iov) {
+            Ok(0) => return Ok(false),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        while let Some((_, msg)) = self.recs.front() {
+            let left = 4 + msg.len() - self.sent;
+            if n < left {
+                self.sent += n;
+                break;
+            }
+            n -= left;
+            self.sent = 0;
+            self.recs.pop_front();
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OutRecords;
+    use crate::proto::call::Part;
+    use std::io::{self, IoSlice, Write};
+
+    /// Takes at most `room` bytes per call, then would block once.
+    struct Trickle {
+        got: Vec<u8>,
+        room: usize,
+        block: bool,
+    }
+
+    impl Write for Trickle {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            self.write_vectored(&[IoSlice::new(b)])
+        }
+        fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+            if std::mem::take(&mut self.block) {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+            self.block = true;
+            let mut n = 0;
+            for b in bufs {
+                let take = b.len().min(self.room - n);
+                self.got.extend_from_slice(&b[..take]);
+                n += take;
+            }
+            Ok(n)
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn out_records_partial_writes() {
+        let mut o = OutRecords::default();
+        let mut want = Vec::new();
+        for i in 0..100u8 {
+            let msg = vec![i; usize::from(i) * 3 + 1];
+            want.extend_from_slice(&(0x8000_0000u32 | msg.len() as u32).to_be_bytes());
+            want.extend_from_slice(&msg);
+            o.push(msg);
+        }
+        let mut w = Trickle {
+            got: Vec::new(),
+            room: 7,
+            block: false,
+        };
+        let mut calls = 0;
+        while !o.is_empty() {
+            let _ = o.write_to(&mut w, &[]).unwrap();
+            calls += 1;
+            w.room = 7 + calls % 50;
+        }
+        assert_eq!(w.got, want);
+    }
+
+    #[test]
+    fn out_records_spliced_from_the_buffer() {
+        // a Call of inline bytes, data from the registered buffer and
+        // padding, between two owned records, written a few bytes at a time
+        let buf: Vec<u8> = (0..=255u8).collect();
+        let mut o = OutRecords::default();
+        o.push(vec![9; 5]);
+        let parts = vec![
+            Part::Inline(0..8),
+            Part::Data(100..105),
+            Part::Zeros(3),
+            Part::Inline(8..12),
+        ];
+        o.push_spliced((1..=12u8).collect(), parts, 7);
+        o.push(vec![8; 4]);
+        assert!(o.holds(7) && !o.holds(6));
+        let mut want = vec![0x80, 0, 0, 5, 9, 9, 9, 9, 9, 0x80, 0, 0, 20];
+        want.extend(1..=8u8);
+        want.extend(100..105u8);
+        want.extend([0, 0, 0, 9, 10, 11, 12]);
+        want.extend([0x80, 0, 0, 4, 8, 8, 8, 8]);
+        let mut w = Trickle {
+            got: Vec::new(),
+            room: 3,
+            block: false,
+        };
+        while !o.is_empty() {
+            let _ = o.write_to(&mut w, &buf).unwrap();
+        }
+        assert_eq!(w.got, want);
+        assert!(!o.holds(7));
+        // a piece outside the buffer is an error, not a panic
+        o.push_spliced(Vec::new(), vec![Part::Data(250..300)], 1);
+        assert!(o.write_to(&mut w, &buf).is_err());
+    }
+}
