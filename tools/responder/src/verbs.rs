@@ -475,20 +475,30 @@ impl Qp {
         unsafe { sys::rdma_disconnect(self.id) };
     }
 
+    /// True if `len` bytes at `off` lie within the buffer (and `len`
+    /// fits an SGE).
+    fn in_buf(&self, off: usize, len: usize) -> bool {
+        off.checked_add(len)
+            .is_some_and(|end| end <= self.buf.len() && u32::try_from(len).is_ok())
+    }
+
     fn check(&self, off: usize, len: usize) -> io::Result<()> {
-        match off.checked_add(len) {
-            Some(end) if end <= self.buf.len() && u32::try_from(len).is_ok() => Ok(()),
-            _ => Err(io::Error::new(
+        if self.in_buf(off, len) {
+            Ok(())
+        } else {
+            Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 "work request outside the buffer",
-            )),
+            ))
         }
     }
 
     /// The address and lkey of `len` bytes at `off` of the offset space
     /// (buffer, then read area), for a Send or an RDMA Write source.
     fn source(&self, off: usize, len: usize) -> io::Result<(u64, u32)> {
-        if self.check(off, len).is_ok() {
+        // (not `check`: an RDMA Write from the read area would build and
+        // drop an `io::Error`, an allocation, per work request)
+        if self.in_buf(off, len) {
             // SAFETY: within `buf` (checked); `mr` is valid.
             return Ok((unsafe { self.buf.as_ptr().add(off) } as u64, unsafe {
                 (*self.mr).lkey
