@@ -56,7 +56,9 @@ fault injection:
                          exact (every message returns exactly one; each
                          other credit owed by an asynchronous grant of its
                          own), lazy (answers return one; the rest by one
-                         asynchronous grant once 4 have accumulated)
+                         asynchronous grant once 4 have accumulated); in
+                         every mode what is owed goes in a grant ahead of
+                         messages waiting for the client's credits
   --err-nth N:CODE       answer the Nth Call of each connection with
                          RDMA2_ERR_* CODE (1-10, or any number; v1: ERR_VERS
                          for 1, else ERR_CHUNK); may be repeated

@@ -127,6 +127,7 @@ counters! {
     connprop_received: "RDMA2_CONNPROP received",
     grants_received: "credit grants received",
     grants_sent: "asynchronous credit grants sent (RDMA2_NOMSG, XID 0)",
+    grants_ahead: "credit grants sent ahead of messages waiting for the client's v2 credits",
     credit_waits: "times a message waited for the client's v2 credits",
     client_credit_limit: "the client's latest v2 credit limit (high half)",
     client_outstanding: "our v2 messages the client holds, not returned yet (latest connection, at the latest send attempt)",

@@ -1250,6 +1250,41 @@ fn grant_exact_returns_one_per_message() {
     }
 }
 
+/// When our messages wait for the client's credits, what is spare goes
+/// back in a grant whatever the pattern would hold back: with `lazy`,
+/// two spare credits (fewer than its four) waited until the client,
+/// out of our credits, sent more, and it could not (both sides stalled).
+#[test]
+fn blocked_grant_returns_all_spare_credits_in_every_pattern() {
+    let mut st = Stats::default();
+    for mode in [GrantMode::Lazy, GrantMode::Exact] {
+        let mut p = granting(mode);
+        let a = continued_call(&mut p, &mut st, 0x35, 3);
+        let held: u32 = a.iter().flat_map(|x| grants(x)).map(|w| w & 0xffff).sum();
+        // lazy held both spare pieces back; exact sent them already
+        let spare = 2 - held;
+        match p.blocked_grant() {
+            Some(g) => assert_eq!(words(&g)[2], (32 << 16) | spare, "{mode:?}"),
+            None => assert_eq!(spare, 0, "{mode:?}"),
+        }
+        // returned once: nothing is spare after it (the Call is owed
+        // by its answer)
+        assert!(p.blocked_grant().is_none(), "{mode:?}");
+        let c = the_call(&a[2]);
+        let pl = p.plan_reply(&c, &bytes(&[0x35, 1, 0, 0, 0, 0]), None, &mut st);
+        assert_eq!(words(&pl.sends[0])[2], (32 << 16) | 1, "{mode:?}");
+    }
+    // prompt: built returning nothing (topped up as it leaves), one at
+    // a time
+    let mut p = granting(GrantMode::Prompt);
+    let _ = continued_call(&mut p, &mut st, 0x36, 3);
+    let g = p.blocked_grant().expect("two spare credits: a grant");
+    assert_eq!(words(&g)[2], 32 << 16);
+    assert!(p.blocked_grant().is_none());
+    assert!(p.grant_leaving(&mut st));
+    assert_eq!(p.top_up(u16::MAX), 2);
+}
+
 #[test]
 fn grant_lazy_batches_spare_credits() {
     let mut st = Stats::default();

@@ -20,9 +20,9 @@
 #      and, with frwr=0, continued Calls (field 39); no reply error and
 #      no kernel warning is logged;
 #   3. eight RPCs in flight at once on an inline-only 256 KiB mount
-#      (fio, a verifying writer and a reader): continued Calls and
-#      replies interleave and both sides run out of each other's
-#      credits; no stall, no error, no reconnect;
+#      (fio, a verifying writer and a reader) through 20080, 20081 and
+#      20082: continued Calls and replies interleave and both sides run
+#      out of each other's credits; no stall, no error, no reconnect;
 #   4. afterwards the responders' counters show continued replies,
 #      continued Call pieces reassembled, the asynchronous credit grants
 #      of their patterns, rpcrdma2's own grants received, replies that
@@ -122,7 +122,9 @@ one_case 20083 3 0
 # eight RPCs in flight (a writing job with verify and a reading job,
 # iodepth 4 each). Each side keeps running out of the other's credits;
 # this stalled for good until the responder returned credits when its
-# messages left rather than when they were built (issue 11).
+# messages left rather than when they were built (issue 11). The same
+# with the exact and lazy grant patterns (8 credits), whose grants carry
+# the credits they were built with.
 concurrent_case() { # PORT
 	local port=$1 dir
 	tb_log "=== port $port: continued Calls and replies from 8 RPCs in flight (fio, frwr=0, 256 KiB)"
@@ -148,7 +150,9 @@ concurrent_case() { # PORT
 	rm -rf "$dir"
 	tb_umount "$MNT"
 }
-concurrent_case 20080
+for port in 20080 20081 20082; do
+	concurrent_case $port
+done
 echo 1 >/sys/module/rpcrdma2/parameters/frwr
 sleep 2
 for port in 20080 20081 20082 20083; do

@@ -134,6 +134,28 @@ impl ConnProto {
         true
     }
 
+    /// A credit grant for when our messages wait for the client's
+    /// credits (the server found the head of its queue blocked and no
+    /// grant queued): all spare credits, whatever [`GrantMode`] would
+    /// hold back (`lazy` waits for four). The client may be out of our
+    /// credits with its one grant beyond our limit spent, and the
+    /// credits it needs to send what returns its own would otherwise
+    /// wait with our queued messages: both sides stalled for good (a
+    /// continued Call and continued replies from eight RPCs in flight,
+    /// `rpcrdma2-v2-continuation` through `--grant lazy`). `None` when
+    /// nothing is spare (or, with `--grant prompt`, a grant that takes
+    /// it when it leaves is queued already).
+    pub fn blocked_grant(&mut self) -> Option<Vec<u8>> {
+        let spare = self.spare();
+        if self.version != Some(Protocol::V2) || spare == 0 {
+            return None;
+        }
+        if self.opts.grant == GrantMode::Prompt && self.grant_queued {
+            return None;
+        }
+        Some(self.grant_msg(spare))
+    }
+
     /// The asynchronous credit grants due after a received message, by
     /// [`GrantMode`].
     pub(super) fn grants_due(&mut self) -> Vec<Action> {

@@ -2,7 +2,10 @@
 
 //! The RDMA side of a connection: completions, Receives handed to the
 //! protocol state and its actions carried out, and the queue of messages
-//! to the client, sent in order while its credits allow.
+//! to the client, sent in order while its credits allow (a credit grant
+//! may go ahead of messages waiting for them).
+
+use std::collections::VecDeque;
 
 use super::{wr, Out, Server, CTRL_SIZE, K_CTRL, K_READ, K_RECV, K_SLOT};
 use crate::nfs;
@@ -31,6 +34,23 @@ fn top_up(proto: &mut ConnProto, m: &mut [u8]) {
 /// True for an asynchronous credit grant (v2 `RDMA2_NOMSG`, XID 0).
 fn is_grant(b: &[u8]) -> bool {
     nfs::word_at(b, 0) == Some(0) && nfs::word_at(b, 4) == Some(2) && nfs::word_at(b, 12) == Some(1)
+}
+
+/// True for a queued asynchronous credit grant.
+fn is_grant_out(o: &Out) -> bool {
+    matches!(o, Out::Ctrl(b) if is_grant(b))
+}
+
+/// Moves the first credit grant queued in `q` to its head, the rest in
+/// order; false if no grant is queued.
+fn grant_to_front(q: &mut VecDeque<Out>) -> bool {
+    match q.iter().position(is_grant_out).and_then(|i| q.remove(i)) {
+        Some(g) => {
+            q.push_front(g);
+            true
+        }
+        None => false,
+    }
 }
 
 impl Server {
@@ -169,10 +189,29 @@ impl Server {
         self.stats.client_unreturned = u64::from(unreturned);
         self.stats.client_unanswered = u64::from(unanswered);
         while let Some(front) = c.outq.front() {
-            let grant = matches!(front, Out::Ctrl(b) if is_grant(b));
+            let grant = is_grant_out(front);
             self.stats.client_outstanding = c.proto.client_outstanding();
             self.stats.outq_waiting = c.outq.len() as u64;
             if !c.proto.may_send_client(grant) {
+                // The head waits for the client's credits: a credit
+                // grant goes first (on the Receive -00 keeps for
+                // grants), one queued behind or else one returning
+                // what is spare now. The client may need those credits
+                // to send what returns its own (a continued Call, its
+                // grant beyond our limit spent), so holding them back
+                // behind the pieces of a continued reply, or until a
+                // grant pattern would send them, can stall both sides.
+                if !grant && c.proto.may_send_client(true) {
+                    let ahead = grant_to_front(&mut c.outq)
+                        || c.proto.blocked_grant().is_some_and(|g| {
+                            c.outq.push_front(Out::Ctrl(g));
+                            true
+                        });
+                    if ahead {
+                        self.stats.grants_ahead += 1;
+                        continue;
+                    }
+                }
                 self.stats.credit_waits += 1;
                 break;
             }
@@ -227,5 +266,53 @@ pub(super) fn count_sent(st: &mut Stats, b: &[u8]) {
         Some(0) => st.msg_sent += 1,
         Some(1) => st.nomsg_sent += 1,
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::{grant_to_front, Out};
+    use crate::verbs::SendOp;
+
+    fn piece(off: usize) -> Out {
+        Out::Slot(
+            SendOp::Send {
+                off,
+                len: 28,
+                inv: None,
+                signal: None,
+            },
+            true,
+        )
+    }
+
+    /// An asynchronous grant: XID 0, version 2, RDMA2_NOMSG.
+    fn grant() -> Out {
+        let mut b = vec![0u8; 28];
+        b[4..8].copy_from_slice(&2u32.to_be_bytes());
+        b[12..16].copy_from_slice(&1u32.to_be_bytes());
+        Out::Ctrl(b)
+    }
+
+    fn offs(q: &VecDeque<Out>) -> Vec<Option<usize>> {
+        q.iter()
+            .map(|o| match o {
+                Out::Slot(SendOp::Send { off, .. }, _) => Some(*off),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_grant_behind_waiting_pieces_goes_first_the_pieces_keep_their_order() {
+        let mut q: VecDeque<Out> = [piece(0), piece(100), grant(), piece(200), grant()].into();
+        assert!(grant_to_front(&mut q));
+        assert_eq!(offs(&q), [None, Some(0), Some(100), Some(200), None]);
+        // an error or other control message is not a grant
+        let mut q: VecDeque<Out> = [piece(0), Out::Ctrl(vec![0u8; 28]), piece(100)].into();
+        assert!(!grant_to_front(&mut q));
+        assert_eq!(offs(&q), [Some(0), None, Some(100)]);
     }
 }
