@@ -1208,12 +1208,7 @@ fn tops_up_nothing_with_other_grant_patterns() {
 #[test]
 fn grant_exact_returns_one_per_message() {
     let mut st = Stats::default();
-    let opts = Options {
-        no_connprop: true,
-        grant: GrantMode::Exact,
-        ..Options::default()
-    };
-    let mut p = ConnProto::new(opts, client(4096));
+    let mut p = granting(GrantMode::Exact);
     let a = continued_call(&mut p, &mut st, 0x22, 3);
     // Each spare credit (a non-final piece) at once, one per grant.
     assert_eq!(grants(&a[0]), vec![(32 << 16) | 1]);
@@ -1288,12 +1283,7 @@ fn blocked_grant_returns_all_spare_credits_in_every_pattern() {
 #[test]
 fn grant_lazy_batches_spare_credits() {
     let mut st = Stats::default();
-    let opts = Options {
-        no_connprop: true,
-        grant: GrantMode::Lazy,
-        ..Options::default()
-    };
-    let mut p = ConnProto::new(opts, client(4096));
+    let mut p = granting(GrantMode::Lazy);
     let a = continued_call(&mut p, &mut st, 0x31, 3);
     assert!(a.iter().all(|x| grants(x).is_empty()));
     // Two spare so far; the reply returns only its Call's credit.
