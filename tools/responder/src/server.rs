@@ -190,7 +190,10 @@ struct Slot {
 
 /// A message waiting to go to the client, in order: every message takes
 /// one of the client's v2 credits, and the pieces of a continued reply
-/// must be consecutive.
+/// must be consecutive; only a credit grant may go between them (it
+/// carries no payload: Documentation/design-proto.rst, "The next
+/// received message"), and does when the client's credits run out
+/// mid-reply (`Server::flush_out`).
 enum Out {
     /// A control message (error, CONNPROP, reverse Call, credit grant),
     /// copied into a control buffer when sent.
