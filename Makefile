@@ -11,7 +11,11 @@
 #   make modules-debug   build rpcrdma2.ko for the debug kernel as
 #                        build/debug/rpcrdma2.ko (KDIR_DEBUG)
 #   make modules-kunit-debug  ... the KUnit variant, build/kunit-debug/
-#   make check           every test: host, KUnit in a guest, guest integration
+#   make check           the tests: host, KUnit in a guest, guest integration
+#                        (its tier check); under 45 minutes cold
+#   make check-long      the long tier of the guest integration tests (fault
+#                        catalogues, injected errors, soak, races); CI runs
+#                        it after make check
 #   make check-debug     the debug kernel's phases of check.sh: kernel,
 #                        module builds, KUnit and an integration subset
 #   make clippy          the module under clippy with the kernel's lints
@@ -77,7 +81,7 @@ endef
 
 .PHONY: all modules modules-kunit kunit-tree clippy clippy-kunit install kernel check demo bench \
 	host-test kunit integration fuzz soak clean kernel-debug modules-debug modules-kunit-debug \
-	check-debug
+	check-debug check-long
 
 all: modules
 
@@ -135,6 +139,9 @@ check-debug:
 
 check:
 	tools/testing/check.sh
+
+check-long:
+	tools/testing/check.sh integration-long
 
 host-test:
 	tools/testing/check.sh host

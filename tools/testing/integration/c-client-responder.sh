@@ -3,6 +3,7 @@
 # shellcheck source-path=SCRIPTDIR
 # integration-test: stock C client (rpcrdma.ko) through the user-space responder: NFSv3/v4.1/v4.2 data integrity on every chunk path (the responder's version 1 side, what make bench's c-resp measures)
 # run.sh-options: --timeout 1200 --server-script tools/testing/integration/server/responder.sh
+# integration-tier: long
 #
 # Client script for tools/testing/vm/run.sh. The server runs the
 # responder (server/responder.sh) on port 20050 (versions 2 and 1) and

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # integration-test: an RPC answered with a transport error fails once: many concurrent Calls refused (v2 RDMA2_ERR_SYSTEM, v1 ERR_CHUNK), none sent again, no reconnect
 # run.sh-options: --timeout 900 --server-script tools/testing/integration/server/responder-errors.sh
+# integration-tier: long
 #
 # Client script for tools/testing/vm/run.sh. The server runs responders
 # that answer every 5th Call (after the first 60 of a connection) with a

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # integration-test: keepalive: a server that stops answering while reads wait for its replies is probed; a live one (its process stopped) acknowledges the probes and the connection lives on; a dead one (its frames to the client lost for 8 s) is found by the unanswered probe, not at the RPC timeout: the connection ends as "keepalive probe unanswered", the transport reconnects, and every read returns the right data
 # run.sh-options: --timeout 900 --server-script tools/testing/integration/server/soak.sh
+# integration-tier: long
 #
 # Client script for tools/testing/vm/run.sh; the server runs soak.sh (the
 # version 2 responder on port 20050, faults on request). NFSv3 through

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # integration-test: soak (short): fio with verify over rpcrdma2 (NFSv3 and v4.1; svcrdma in version 1 and the responder in version 2) while faults are injected on a schedule: disconnects, nfsd and responder restarts, replies malformed by the responder; no verify or I/O error, no kernel warning, I/O resumes after every fault
 # run.sh-options: --timeout 1500 --server-script tools/testing/integration/server/soak.sh
+# integration-tier: long
 # run.sh-args: 40
 #
 # Client script for tools/testing/vm/run.sh; `make soak` runs it longer.

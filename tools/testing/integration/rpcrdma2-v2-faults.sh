@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # integration-test: the responder's fault switches against rpcrdma2 on version 2: every kind of the malformed-message catalogue judged (the outcome each must have: RPC error, dropped message or reconnect), injected errors, disconnects, no CONNPROP/private data, delays; nothing crashes, nothing stays busy
 # run.sh-options: --timeout 1500 --server-script tools/testing/integration/server/responder-faults.sh
+# integration-tier: long
 #
 # Client script for tools/testing/vm/run.sh. The server runs a clean
 # responder on port 20050, one per other fault switch on 20060-20063, and

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # integration-test: RDMA2_ERROR recovery (-00 §6.4.3, §6.5) on NFS I/O over version 2: each RDMA2_ERR_* code injected where its chunk is used; recoverable ones resend the RPC as -00 asks and the I/O succeeds, the others fail the RPC cleanly and the mount stays usable
 # run.sh-options: --timeout 1500 --server-script tools/testing/integration/server/responder-recovery.sh
+# integration-tier: long
 #
 # Client script for tools/testing/vm/run.sh. The server runs one
 # responder per transport error on ports 20100-20109

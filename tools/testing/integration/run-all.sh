@@ -6,7 +6,7 @@
 # close with the line 'N passed, N failed' (', N skipped' when some were).
 #
 #   run-all.sh [--list] [--no-kernel-build] [--allow-skips] [--results DIR]
-#              [--variant NAME] [TEST...]
+#              [--variant NAME] [--tier check|long] [TEST...]
 #
 # A test is a client script in this directory with a line
 #   # integration-test: DESCRIPTION
@@ -14,11 +14,13 @@
 #   # run.sh-options: OPTIONS...   (e.g. --timeout 900 --allow-rpcrdma-autoload)
 #   # run.sh-args: ARGS...         (passed to the script)
 #   # kernel-variant: NAME         (runs only on that testbed kernel variant)
+#   # integration-tier: long       (make check-long's, not make check's)
 # TEST names a test (file name with or without .sh); default: all of them
 # that run on the kernel variant (--variant, or RPCRDMA2_KERNEL_VARIANT:
 # default or debug; the guests boot that kernel and load the rpcrdma2.ko
-# built for it).  A script exits 0 (pass), 77 (skipped) or anything else
-# (fail). Skips fail the run unless --allow-skips is given.  Without
+# built for it); with --tier, only those of that tier (a test without the
+# line is of tier check).  A script exits 0 (pass), 77 (skipped) or
+# anything else (fail). Skips fail the run unless --allow-skips is given.  Without
 # --no-kernel-build a missing testbed kernel is built first
 # (tools/testing/kernel/build.sh, ~8-20 min cold).
 
@@ -28,7 +30,7 @@ HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 RUN=$RPCRDMA2_TOP/tools/testing/vm/run.sh
 KBUILD=$RPCRDMA2_TOP/tools/testing/kernel/build.sh
 
-list=0 build_kernel=1 results= allow_skips=0
+list=0 build_kernel=1 results= allow_skips=0 tier=
 while (($#)); do
 	case $1 in
 	--list) list=1; shift ;;
@@ -36,7 +38,8 @@ while (($#)); do
 	--no-kernel-build) build_kernel=0; shift ;;
 	--results) results=${2:?--results needs DIR}; shift 2 ;;
 	--variant) RPCRDMA2_KERNEL_VARIANT=${2:?--variant needs NAME}; shift 2 ;;
-	-h | --help) sed -n '5,23s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	--tier) tier=${2:?--tier needs check or long}; shift 2 ;;
+	-h | --help) sed -n '5,27s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	-*) echo "${0##*/}: unknown option $1" >&2; exit 2 ;;
 	*) break ;;
 	esac
@@ -46,6 +49,10 @@ variant=$RPCRDMA2_KERNEL_VARIANT
 [ "$variant" = default ] || [ -f "$RPCRDMA2_TOP/tools/testing/kernel/$variant.fragment" ] ||
 	{ echo "${0##*/}: no kernel variant '$variant'" >&2; exit 2; }
 export RPCRDMA2_KERNEL_VARIANT=$variant
+case $tier in
+"" | check | long) ;;
+*) echo "${0##*/}: no tier '$tier' (check or long)" >&2; exit 2 ;;
+esac
 
 field() { # FILE KEY: the value of '# KEY: value' in FILE
 	sed -n "s/^# $2:[[:space:]]*//p" "$1" | head -n 1
@@ -55,15 +62,21 @@ runs_here() { # FILE: does the test run on this kernel variant?
 	want=$(field "$1" kernel-variant)
 	[ -z "$want" ] || [ "$want" = "$variant" ]
 }
+of_tier() { # FILE: is the test of --tier's tier (any without --tier)?
+	local t
+	t=$(field "$1" integration-tier)
+	[ -z "$tier" ] || [ "${t:-check}" = "$tier" ]
+}
 all_tests() {
 	local f
 	for f in $(grep -l '^# integration-test:' "$HERE"/*.sh 2>/dev/null | sort); do
-		! runs_here "$f" || echo "$f"
+		! runs_here "$f" || ! of_tier "$f" || echo "$f"
 	done
 }
 
 tests=()
 if (($#)); then
+	[ -z "$tier" ] || { echo "${0##*/}: --tier chooses the tests itself: name no TEST with it" >&2; exit 2; }
 	for t in "$@"; do
 		f=$HERE/${t%.sh}.sh
 		if ! [ -f "$f" ] || ! grep -q '^# integration-test:' "$f"; then
