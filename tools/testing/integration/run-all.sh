@@ -67,12 +67,26 @@ of_tier() { # FILE: is the test of --tier's tier (any without --tier)?
 	t=$(field "$1" integration-tier)
 	[ -z "$tier" ] || [ "${t:-check}" = "$tier" ]
 }
+# A tier line that names neither tier would leave its test out of both
+# make check and make check-long, so CI would never run it: refuse it.
+bad_tiers() {
+	local f t bad=0
+	for f in $(grep -l '^# integration-test:' "$HERE"/*.sh 2>/dev/null); do
+		t=$(field "$f" integration-tier)
+		case $t in
+		"" | check | long) ;;
+		*) echo "${0##*/}: $(basename "$f"): unknown integration-tier '$t' (check or long)" >&2; bad=1 ;;
+		esac
+	done
+	return $bad
+}
 all_tests() {
 	local f
 	for f in $(grep -l '^# integration-test:' "$HERE"/*.sh 2>/dev/null | sort); do
 		! runs_here "$f" || ! of_tier "$f" || echo "$f"
 	done
 }
+bad_tiers || exit 2
 
 tests=()
 if (($#)); then
