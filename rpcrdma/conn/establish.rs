@@ -212,6 +212,7 @@ impl Conn {
             chunking,
             limits,
             id: conn_id,
+            unsignalled: AtomicU32::new(0),
         };
         if plan.protocol == Protocol::V2 {
             *step = c"version 2 probe";

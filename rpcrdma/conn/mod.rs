@@ -38,7 +38,7 @@ use crate::sunrpc::xprt_box::XprtRef;
 use crate::trace;
 use crate::xdr::header::{self, Protocol};
 use core::ffi::CStr;
-use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use kernel::alloc::{
     flags::{GFP_KERNEL, GFP_NOWAIT},
     KVec,
@@ -467,9 +467,25 @@ pub struct Conn {
     pub limits: proto::Thresholds,
     /// The connection id of the tracepoints.
     pub id: u32,
+    /// Inline Sends posted unsignalled since the last signalled one
+    /// ([`proto::signal`]); only [`Conn::send`] reads and writes it.
+    unsignalled: AtomicU32,
 }
 
 impl Conn {
+    /// Whether an inline Call's Send asks for a completion, with `free`
+    /// Send buffers left once it took its own ([`proto::signal`]; an
+    /// unsignalled Send's buffer comes back with the next signalled
+    /// completion). Only [`Conn::send`] calls it, and SUNRPC's transport
+    /// send lock (`XPRT_LOCKED`) serialises those calls, so a plain load
+    /// and store keep the count.
+    fn signal_inline(&self, free: usize) -> bool {
+        let mut s = proto::signal::SendSignal::resume(self.unsignalled.load(Relaxed));
+        let signal = s.next(free);
+        self.unsignalled.store(s.unsignalled(), Relaxed);
+        signal
+    }
+
     /// Posts one signalled Send that `fill` writes into a Send buffer
     /// (returning the length used): for messages that are not Calls (the
     /// backchannel's replies). `ENOBUFS` if no Send buffer is free.

@@ -2,8 +2,9 @@
 
 //! The send path of a connection: [`Conn::send`] plans an RPC with the
 //! protocol state, registers its chunks (REG_MR WRs chained before the
-//! signalled Send) and posts it; [`Conn::release`] invalidates and gives
-//! back what a request slot still has registered.
+//! signalled Send) and posts it, an inline RPC's Send signalled only as
+//! [`proto::signal`] says; [`Conn::release`] invalidates and gives back
+//! what a request slot still has registered.
 
 use super::*;
 use crate::proto::reqlife::{Action, Event};
@@ -24,7 +25,9 @@ impl Conn {
     /// `RDMA_MSG` / `RDMA2_MSG`, or with a Reply chunk over the whole
     /// receive buffer (Long Reply) and/or as `RDMA_NOMSG` with a
     /// Position-Zero Read chunk over the whole Call (Long Call). The MRs
-    /// are registered by REG_MR WRs chained before the signalled Send.
+    /// are registered by REG_MR WRs chained before the signalled Send; an
+    /// RPC without them is signalled one in [`proto::signal::SIGNAL_EVERY`]
+    /// (or while Send buffers are scarce).
     pub fn send(&self, rqst: &TxRqst<'_>, slot: u16, stats: &ConnStats) -> Result {
         let q = &self.ep.qp().handler().0;
         // Registrations left from an earlier transmission on this
@@ -112,7 +115,13 @@ impl Conn {
             plan.probe,
             &recovery,
         );
-        let Some(mut sb) = q.sends.lock().pop() else {
+        // The buffers left free decide whether an inline Send is
+        // signalled (`post_with_regs`).
+        let (sb, free) = {
+            let mut s = q.sends.lock();
+            (s.pop(), s.top)
+        };
+        let Some(mut sb) = sb else {
             return Err(crate::compat::errno::enobufs());
         };
         let n = chunks.ranges().len();
@@ -174,7 +183,7 @@ impl Conn {
             sum(chunks.write_ranges()) + sum(chunks.reply_ranges()),
         );
         add_sent(&stats.req_bytes, u64::from(chunks.send_layout().len()));
-        self.post_with_regs(slot, n, sb)
+        self.post_with_regs(slot, n, sb, free)
     }
 
     /// Maps every range of `chunks` into an MR from the pool and keeps
@@ -255,12 +264,18 @@ impl Conn {
     }
 
     /// Posts the REG_MRs of `slot`'s `n` MRs chained before the
-    /// signalled Send `sb`.
-    fn post_with_regs(&self, slot: u16, n: usize, sb: SendBuf) -> Result {
+    /// signalled Send `sb`; without MRs (`n` 0) the Send alone, signalled
+    /// as [`proto::signal`] says with `free` Send buffers left.
+    fn post_with_regs(&self, slot: u16, n: usize, sb: SendBuf, free: usize) -> Result {
         let q = &self.ep.qp().handler().0;
         let qp = self.ep.qp();
         if n == 0 {
-            return qp.post_send_one(SendWr::send(SendOpCtx::Buf(sb)).signaled());
+            let wr = SendWr::send(SendOpCtx::Buf(sb));
+            return qp.post_send_one(if self.signal_inline(free) {
+                wr.signaled()
+            } else {
+                wr
+            });
         }
         let i = usize::from(slot);
         let mut chain = match q.take_chain() {

@@ -34,6 +34,7 @@
 //! * [`reqlife`]: the registration lifecycle of a request slot (when
 //!   its MRs are invalidated, when the RPC ends, when a release may take
 //!   the MRs back);
+//! * [`signal`]: which inline Sends ask for a completion;
 //! * [`config`], [`errno`]; [`selftest`] for KUnit.
 //!
 //! Like the codec, this tree uses `core` only, allocates nothing,
@@ -80,6 +81,7 @@ pub mod negotiate;
 pub mod recovery;
 pub mod reply;
 pub mod reqlife;
+pub mod signal;
 // The self-test tables: on the host (no CONFIG_RUST) and in the module's
 // KUnit variant (Kbuild's RPCRDMA2_KUNIT), never in the production module.
 #[cfg(any(not(CONFIG_RUST), rpcrdma2_kunit))]

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Which inline Sends are signalled: one in SIGNAL_EVERY while buffers
+//! are plentiful, every one while they are scarce.
+
+use rpcrdma_proto::signal::{SendSignal, LOW_BUFFERS, SIGNAL_EVERY};
+
+#[test]
+fn one_in_signal_every_with_plenty_of_buffers() {
+    let mut s = SendSignal::new();
+    let free = LOW_BUFFERS + 100;
+    let mut signalled = Vec::new();
+    for i in 1..=3 * SIGNAL_EVERY {
+        if s.next(free) {
+            signalled.push(i);
+        }
+    }
+    assert_eq!(
+        signalled,
+        vec![SIGNAL_EVERY, 2 * SIGNAL_EVERY, 3 * SIGNAL_EVERY]
+    );
+    assert_eq!(s.unsignalled(), 0);
+}
+
+#[test]
+fn never_more_than_signal_every_minus_one_unsignalled_in_a_row() {
+    let mut s = SendSignal::new();
+    let mut run = 0u32;
+    for i in 0..1000usize {
+        // Free buffers wander above and below the low mark.
+        let free = LOW_BUFFERS - 3 + (i * 7) % 40;
+        if s.next(free) {
+            run = 0;
+        } else {
+            run += 1;
+            assert!(run < SIGNAL_EVERY, "{run} unsignalled in a row");
+            assert!(free > LOW_BUFFERS);
+        }
+        assert_eq!(s.unsignalled(), run);
+    }
+}
+
+#[test]
+fn every_send_is_signalled_while_buffers_are_scarce() {
+    let mut s = SendSignal::new();
+    // The last free buffer taken, and every count down to it.
+    for free in (0..=LOW_BUFFERS).rev() {
+        assert!(s.next(free), "free {free}");
+        assert_eq!(s.unsignalled(), 0);
+    }
+    // Plenty again: unsignalled until the batch is full.
+    assert!(!s.next(LOW_BUFFERS + 1));
+    assert_eq!(s.unsignalled(), 1);
+}
+
+#[test]
+fn a_scarce_buffer_restarts_the_batch() {
+    let mut s = SendSignal::new();
+    for _ in 0..5 {
+        assert!(!s.next(LOW_BUFFERS + 10));
+    }
+    assert!(s.next(LOW_BUFFERS));
+    for _ in 1..SIGNAL_EVERY {
+        assert!(!s.next(LOW_BUFFERS + 10));
+    }
+    assert!(s.next(LOW_BUFFERS + 10));
+}
+
+#[test]
+fn the_count_survives_being_kept_outside() {
+    // The transport keeps the count in an atomic between Sends.
+    let mut kept = 0u32;
+    let mut signalled = 0;
+    for _ in 0..(4 * SIGNAL_EVERY) {
+        let mut s = SendSignal::resume(kept);
+        if s.next(LOW_BUFFERS + 1) {
+            signalled += 1;
+        }
+        kept = s.unsignalled();
+    }
+    assert_eq!(signalled, 4);
+    // A count beyond the batch (it cannot be kept so) signals at once.
+    assert!(SendSignal::resume(SIGNAL_EVERY + 5).next(LOW_BUFFERS + 1));
+}
