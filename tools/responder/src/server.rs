@@ -33,6 +33,7 @@ use rpcrdma_xdr::pvtdata;
 use crate::nfs::CallHdr;
 use crate::proto::call::Call;
 use crate::proto::{log, ConnProto, Options};
+use crate::splice::PageSender;
 use crate::stats::{Path, Stats};
 use crate::verbs::{self, cm_event, signals, CmEvent, EventChannel, Listener, Qp, SendOp};
 use out_records::OutRecords;
@@ -125,6 +126,9 @@ const MAX_UNSIGNALED: usize = 16;
 /// signaled one (a provider may reclaim Send-queue entries only at a
 /// signaled completion; the Send queue has 4096).
 const MAX_UNSIGNALED_WRS: u64 = 1024;
+/// Bytes of the pipe that carries Read chunk data to nfsd (`Conn::pages`):
+/// 1 MiB, the most `/proc/sys/fs/pipe-max-size` allows by default.
+const PIPE_SIZE: usize = 1024 * 1024;
 /// Loop turns between two looks at the clock for the stats file.
 const CLOCK_EVERY: u32 = 16;
 
@@ -211,6 +215,11 @@ struct Conn {
     /// Records for nfsd not written yet (written with `writev(2)`, no
     /// copy into one buffer).
     tcp_out: OutRecords,
+    /// Large pieces of Read chunk data go to nfsd through this pipe, by
+    /// `vmsplice(2)` and `splice(2)`: the socket refers to the slot's
+    /// pages, which stay unchanged until nfsd answered the Call (the
+    /// slot is freed only then), so they are not copied.
+    pages: PageSender,
     /// What nfsd sent and was not handled yet lies at
     /// `[tcp_lo, tcp_hi)` of the read area (`Qp::take_area`, registered,
     /// allocated once): records are handled where they lie, a large one
@@ -562,6 +571,15 @@ impl Server {
         };
         let _ = tcp.set_nonblocking(true);
         let _ = tcp.set_nodelay(true);
+        let pages = match PageSender::new(PIPE_SIZE) {
+            Ok(p) => p,
+            Err(e) => {
+                log::warn(format_args!("cannot create a pipe: {e}"));
+                self.stats.connections_rejected += 1;
+                qp.reject();
+                return;
+            }
+        };
         for i in 0..self.layout.nrecv {
             if let Err(e) = qp.post_recv(
                 wr(K_RECV, i),
@@ -606,6 +624,7 @@ impl Server {
             proto,
             tcp,
             tcp_out: OutRecords::default(),
+            pages,
             tcp_lo: 0,
             tcp_hi: 0,
             pins: vec![None; self.layout.nslot],

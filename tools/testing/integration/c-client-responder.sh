@@ -104,10 +104,10 @@ for port in 20050 20051; do
 	for n in malformed errors_sent prop_violations inv_handle_foreign; do
 		(($(stat_of $port $n) == 0)) || tb_die "responder $port: counter $n is $(stat_of $port $n)"
 	done
-	for n in replies_inline replies_write_chunk replies_reply_chunk read_chunk_calls; do
+	for n in replies_inline replies_write_chunk replies_reply_chunk read_chunk_calls bytes_spliced_to_nfsd; do
 		(($(stat_of $port $n) > 0)) || tb_die "responder $port: counter $n is 0 (a path not taken)"
 	done
-	tb_log "responder $port: $(stat_of $port calls) Calls; Write chunk replies $(stat_of $port replies_write_chunk), Reply chunk replies $(stat_of $port replies_reply_chunk), Read chunk Calls $(stat_of $port read_chunk_calls)"
+	tb_log "responder $port: $(stat_of $port calls) Calls; Write chunk replies $(stat_of $port replies_write_chunk), Reply chunk replies $(stat_of $port replies_reply_chunk), Read chunk Calls $(stat_of $port read_chunk_calls), bytes spliced to nfsd $(stat_of $port bytes_spliced_to_nfsd)"
 done
 dmesg | grep -iE "rpcrdma.*(error|fail)" && tb_die "rpcrdma logged errors (above)"
 tb_log "c-client-responder: PASS"

@@ -5,13 +5,16 @@
 //! nfsd sends back (replies, and callback Calls to relay), with the reply
 //! fault switches (drop, delay).
 
-use std::io::{self, Read};
+use std::io::{self, IoSlice, Read, Write};
+use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use super::out_records::Sink;
 use super::{wr, Delayed, Server, Slot, K_READ, TCP_READ, ZEROS};
 use crate::nfs::{self, CallHdr};
 use crate::proto::call::{Call, Part};
 use crate::proto::log;
+use crate::splice::PageSender;
 use crate::verbs::SendOp;
 
 impl Server {
@@ -203,8 +206,13 @@ impl Server {
         let Some(c) = self.conns.get_mut(&k) else {
             return;
         };
+        let mut to = ToNfsd {
+            tcp: &c.tcp,
+            pages: &mut c.pages,
+            spliced: &mut self.stats.bytes_spliced_to_nfsd,
+        };
         while !c.tcp_out.is_empty() {
-            match c.tcp_out.write_to(&mut c.tcp, c.qp.buf()) {
+            match c.tcp_out.write_to(&mut to, c.qp.buf()) {
                 Ok(true) => {}
                 Ok(false) => break,
                 Err(e) => {
@@ -411,6 +419,26 @@ impl Server {
                 c.peer
             )),
         }
+    }
+}
+
+/// nfsd's socket as the [`Sink`] of a connection's records.
+struct ToNfsd<'a> {
+    tcp: &'a TcpStream,
+    pages: &'a mut PageSender,
+    /// Bytes sent by `send_pages` (a counter of the stats).
+    spliced: &'a mut u64,
+}
+
+impl Sink for ToNfsd<'_> {
+    fn write_vectored(&mut self, iov: &[IoSlice<'_>]) -> io::Result<usize> {
+        let mut tcp = self.tcp;
+        tcp.write_vectored(iov)
+    }
+    fn send_pages(&mut self, data: &[u8]) -> io::Result<usize> {
+        let n = self.pages.send(self.tcp, data)?;
+        *self.spliced += n as u64;
+        Ok(n)
     }
 }
 
