@@ -192,6 +192,25 @@ mod tests {
         pages: Vec<usize>,
     }
 
+    impl Trickle {
+        fn new(room: usize) -> Self {
+            Trickle {
+                got: Vec::new(),
+                room,
+                block: false,
+                writev: 0,
+                pages: Vec::new(),
+            }
+        }
+
+        /// Has `o` written into this sink until it is empty.
+        fn drain(&mut self, o: &mut OutRecords, buf: &[u8]) {
+            while !o.is_empty() {
+                let _ = o.write_to(self, buf).unwrap();
+            }
+        }
+    }
+
     impl Write for Trickle {
         fn write(&mut self, b: &[u8]) -> io::Result<usize> {
             Write::write_vectored(self, &[IoSlice::new(b)])
@@ -236,13 +255,7 @@ mod tests {
             want.extend_from_slice(&msg);
             o.push(msg);
         }
-        let mut w = Trickle {
-            got: Vec::new(),
-            room: 7,
-            block: false,
-            writev: 0,
-            pages: Vec::new(),
-        };
+        let mut w = Trickle::new(7);
         let mut calls = 0;
         while !o.is_empty() {
             let _ = o.write_to(&mut w, &[]).unwrap();
@@ -273,16 +286,8 @@ mod tests {
         want.extend(100..105u8);
         want.extend([0, 0, 0, 9, 10, 11, 12]);
         want.extend([0x80, 0, 0, 4, 8, 8, 8, 8]);
-        let mut w = Trickle {
-            got: Vec::new(),
-            room: 3,
-            block: false,
-            writev: 0,
-            pages: Vec::new(),
-        };
-        while !o.is_empty() {
-            let _ = o.write_to(&mut w, &buf).unwrap();
-        }
+        let mut w = Trickle::new(3);
+        w.drain(&mut o, &buf);
         assert_eq!(w.got, want);
         assert!(!o.holds(7));
         // a piece outside the buffer is an error, not a panic
@@ -322,16 +327,8 @@ mod tests {
         want.extend((0x8000_0000 | (4 + small.len()) as u32).to_be_bytes());
         want.extend(1..=4u8);
         want.extend(&buf[small.clone()]);
-        let mut w = Trickle {
-            got: Vec::new(),
-            room: 5000,
-            block: false,
-            writev: 0,
-            pages: Vec::new(),
-        };
-        while !o.is_empty() {
-            let _ = o.write_to(&mut w, &buf).unwrap();
-        }
+        let mut w = Trickle::new(5000);
+        w.drain(&mut o, &buf);
         assert_eq!(w.got, want);
         // only the large piece went by pages, each call given the rest
         // of it after what the previous calls took
