@@ -4,9 +4,8 @@
 //! RDMA/TCP I/O that carries it. See Documentation/responder.rst.
 //!
 //! Only `verbs` (the thin layer over rdma-mummy-sys) and `splice` (over
-//! rustix) contain `unsafe`;
-//! every other module forbids it, and every `unsafe` block carries a
-//! `// SAFETY:` comment (enforced by clippy).
+//! rustix) contain `unsafe`; every other module forbids it, and every
+//! `unsafe` block carries a `// SAFETY:` comment (enforced by clippy).
 
 #![deny(
     clippy::undocumented_unsafe_blocks,
