@@ -283,6 +283,7 @@ results=$(cd "$results" && pwd)
 	echo "git HEAD $(git rev-parse --short HEAD 2>/dev/null) $(git log -1 --format=%s 2>/dev/null)"
 	echo "uncommitted changes in rpcrdma/ xdr/ Kbuild: $(git status --short -- rpcrdma xdr Kbuild 2>/dev/null | tr '\n' ' ')"
 	echo "host: $(nproc) CPUs, $(uname -r), load at start $(cut -d' ' -f1-3 /proc/loadavg), qemu processes $(pgrep -c qemu-system || true)"
+	echo "guests' QEMU -cpu: ${RPCRDMA2_VM_CPU:-the default of tools/testing/vm/run.sh} (testbed/*.qemu-cmdline)"
 	((!has_meta)) || echo "untar: $untar_dirs of ${linux_src##*/} ($(tar -tf target/bench/untar.tar | grep -vc '/$') files)"
 	((!has_responder)) || echo "responder sha256 $(sha256sum <tools/responder/target/release/rpcrdma-responder | cut -d' ' -f1)"
 	[ -z "$resp_base" ] || echo "responder baseline (port 20052) $resp_base sha256 $(sha256sum <target/bench/responder-baseline | cut -d' ' -f1)"
