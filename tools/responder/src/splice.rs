@@ -54,7 +54,12 @@ impl PageSender {
     /// ([`PageSender::pending`]), so the next call must be given the
     /// rest of the same data: `&data[n..]`, `n` what this call returned.
     /// `InvalidInput` if it is shorter than what the pipe holds.
-    pub fn send(&mut self, sock: impl AsFd, data: &[u8]) -> io::Result<usize> {
+    ///
+    /// `more`: the caller goes on at once with bytes that follow `data`,
+    /// so the socket may hold back a partial last segment for them
+    /// (`SPLICE_F_MORE`, as `MSG_MORE`); false for the last bytes of a
+    /// burst, which must go out at once.
+    pub fn send(&mut self, sock: impl AsFd, data: &[u8], more: bool) -> io::Result<usize> {
         let rest = data.get(self.in_pipe..).ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -75,14 +80,12 @@ impl PageSender {
         if self.in_pipe == 0 {
             return Err(io::ErrorKind::WouldBlock.into());
         }
-        let n = pipe::splice(
-            &self.rd,
-            None,
-            sock,
-            None,
-            self.in_pipe,
-            SpliceFlags::NONBLOCK,
-        )?;
+        let flags = if more {
+            SpliceFlags::NONBLOCK | SpliceFlags::MORE
+        } else {
+            SpliceFlags::NONBLOCK
+        };
+        let n = pipe::splice(&self.rd, None, sock, None, self.in_pipe, flags)?;
         self.in_pipe -= n;
         Ok(n)
     }
@@ -107,7 +110,7 @@ mod tests {
         let mut blocked = 0;
         while got.len() < data.len() {
             if sent < data.len() {
-                match p.send(&a, &data[sent..]) {
+                match p.send(&a, &data[sent..], sent % 2 == 0) {
                     Ok(n) => sent += n,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => blocked += 1,
                     Err(e) => panic!("{e}"),
@@ -137,14 +140,14 @@ mod tests {
         let data = vec![1u8; 4 << 20];
         let mut sent = 0;
         while p.pending() == 0 {
-            match p.send(&a, &data[sent..]) {
+            match p.send(&a, &data[sent..], sent % 2 == 0) {
                 Ok(n) => sent += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) => panic!("{e}"),
             }
         }
         assert!(p.pending() > 0);
-        let e = p.send(&a, &data[..p.pending() - 1]).unwrap_err();
+        let e = p.send(&a, &data[..p.pending() - 1], false).unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
     }
 }

@@ -218,3 +218,18 @@ pub enum Part {
     /// XDR padding after a Read chunk (zeros).
     Zeros(usize),
 }
+
+impl Part {
+    /// The number of bytes of the piece.
+    pub fn len(&self) -> usize {
+        match self {
+            Part::Inline(r) | Part::Data(r) => r.len(),
+            Part::Zeros(n) => *n,
+        }
+    }
+
+    /// Whether the piece has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -9,6 +9,8 @@ use std::io::{self, IoSlice, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
+use rustix::net;
+
 use super::out_records::Sink;
 use super::{wr, Delayed, Server, Slot, K_READ, TCP_READ, ZEROS};
 use crate::nfs::{self, CallHdr};
@@ -431,12 +433,22 @@ struct ToNfsd<'a> {
 }
 
 impl Sink for ToNfsd<'_> {
-    fn write_vectored(&mut self, iov: &[IoSlice<'_>]) -> io::Result<usize> {
-        let mut tcp = self.tcp;
-        tcp.write_vectored(iov)
+    fn write_vectored(&mut self, iov: &[IoSlice<'_>], more: bool) -> io::Result<usize> {
+        if !more {
+            let mut tcp = self.tcp;
+            return tcp.write_vectored(iov);
+        }
+        // the piece that follows fills the segment these bytes begin
+        let n = net::sendmsg(
+            self.tcp,
+            iov,
+            &mut net::SendAncillaryBuffer::default(),
+            net::SendFlags::MORE,
+        )?;
+        Ok(n)
     }
-    fn send_pages(&mut self, data: &[u8]) -> io::Result<usize> {
-        let n = self.pages.send(self.tcp, data)?;
+    fn send_pages(&mut self, data: &[u8], more: bool) -> io::Result<usize> {
+        let n = self.pages.send(self.tcp, data, more)?;
         *self.spliced += n as u64;
         Ok(n)
     }

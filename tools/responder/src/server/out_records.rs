@@ -51,13 +51,16 @@ pub(super) const PAGES_MIN: usize = 16 * 1024;
 
 /// Where the records go: nfsd's socket.
 pub(super) trait Sink {
-    /// Writes a prefix of the bytes of `iov` (`writev(2)`).
-    fn write_vectored(&mut self, iov: &[io::IoSlice<'_>]) -> io::Result<usize>;
+    /// Writes a prefix of the bytes of `iov` (`writev(2)`). `more`: the
+    /// next call goes on at once with the bytes that follow them (a large
+    /// data piece), so a partial segment is not sent yet (`MSG_MORE`).
+    fn write_vectored(&mut self, iov: &[io::IoSlice<'_>], more: bool) -> io::Result<usize>;
     /// Sends a prefix of `data`, a piece of the registered buffer that
     /// stays unchanged until nfsd answered its Call, without copying it
     /// ([`crate::splice::PageSender`]); called again with the rest of
-    /// the same piece until all of it is taken.
-    fn send_pages(&mut self, data: &[u8]) -> io::Result<usize>;
+    /// the same piece until all of it is taken. `more`: bytes follow the
+    /// piece (`SPLICE_F_MORE`).
+    fn send_pages(&mut self, data: &[u8], more: bool) -> io::Result<usize>;
 }
 
 impl OutRecords {
@@ -120,12 +123,15 @@ impl OutRecords {
             iov.push(io::IoSlice::new(&part[*skip..]));
             *skip = 0;
         }
-        'recs: for (mark, msg) in self.recs.iter().take(64) {
+        // whether bytes follow what this call writes (see `Sink`)
+        let mut more = self.recs.len() > 64;
+        let nrecs = self.recs.len().min(64);
+        'recs: for (r, (mark, msg)) in self.recs.iter().take(64).enumerate() {
             add(&mark[..], &mut iov, &mut skip);
             match msg {
                 Msg::Own(v) => add(&v[..], &mut iov, &mut skip),
                 Msg::Spliced { inline, parts, .. } => {
-                    for p in parts {
+                    for (i, p) in parts.iter().enumerate() {
                         let b = match p {
                             Part::Inline(r) => inline.get(r.clone()),
                             Part::Data(r) => buf.get(r.clone()),
@@ -143,6 +149,10 @@ impl OutRecords {
                         if matches!(p, Part::Data(_)) && b.len() >= PAGES_MIN && skip < b.len() {
                             if iov.is_empty() {
                                 pages = Some(&b[skip..]);
+                                more |=
+                                    r + 1 < nrecs || parts[i + 1..].iter().any(|q| !q.is_empty());
+                            } else {
+                                more = true;
                             }
                             break 'recs;
                         }
@@ -152,8 +162,8 @@ impl OutRecords {
             }
         }
         let r = match pages {
-            Some(data) => w.send_pages(data),
-            None => w.write_vectored(&iov),
+            Some(data) => w.send_pages(data, more),
+            None => w.write_vectored(&iov, more),
         };
         let mut n = match r {
             Ok(0) => return Ok(false),
@@ -181,6 +191,12 @@ mod tests {
     use crate::proto::call::Part;
     use std::io::{self, IoSlice, Write};
 
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Call {
+        Writev,
+        Pages,
+    }
+
     /// Takes at most `room` bytes per call, then would block once.
     struct Trickle {
         got: Vec<u8>,
@@ -190,6 +206,8 @@ mod tests {
         /// each `Sink::send_pages` call.
         writev: usize,
         pages: Vec<usize>,
+        /// Each call that took bytes, with its `more`.
+        calls: Vec<(Call, bool)>,
     }
 
     impl Trickle {
@@ -200,6 +218,7 @@ mod tests {
                 block: false,
                 writev: 0,
                 pages: Vec::new(),
+                calls: Vec::new(),
             }
         }
 
@@ -234,13 +253,16 @@ mod tests {
     }
 
     impl Sink for Trickle {
-        fn write_vectored(&mut self, iov: &[IoSlice<'_>]) -> io::Result<usize> {
+        fn write_vectored(&mut self, iov: &[IoSlice<'_>], more: bool) -> io::Result<usize> {
             self.writev += 1;
-            Write::write_vectored(self, iov)
+            let n = Write::write_vectored(self, iov)?;
+            self.calls.push((Call::Writev, more));
+            Ok(n)
         }
-        fn send_pages(&mut self, data: &[u8]) -> io::Result<usize> {
+        fn send_pages(&mut self, data: &[u8], more: bool) -> io::Result<usize> {
             let n = Write::write_vectored(self, &[IoSlice::new(data)])?;
             self.pages.push(data.len());
+            self.calls.push((Call::Pages, more));
             Ok(n)
         }
     }
@@ -337,5 +359,38 @@ mod tests {
             assert_eq!(*n, big.len() - i * 5000);
         }
         assert!(w.writev > 0);
+        // `more` exactly where bytes follow at once: on the write before
+        // the data piece and on every piece of it (its record's tail and
+        // the next record follow); not on the writes of the rest
+        let c = &w.calls;
+        assert_eq!(c[0], (Call::Writev, true));
+        assert_eq!(c[1], (Call::Pages, true));
+        assert!(c[1..=w.pages.len()]
+            .iter()
+            .all(|x| *x == (Call::Pages, true)));
+        assert!(c[w.pages.len() + 1..]
+            .iter()
+            .all(|x| *x == (Call::Writev, false)));
+    }
+
+    #[test]
+    fn a_data_piece_that_ends_the_queue_goes_without_more() {
+        // the last piece of the last record (a trailing empty part does
+        // not count): `MSG_MORE` there would hold back its last segment
+        let buf = vec![3u8; 2 * PAGES_MIN];
+        let mut o = OutRecords::default();
+        o.push_spliced(
+            vec![1, 2, 3, 4],
+            vec![
+                Part::Inline(0..4),
+                Part::Data(0..2 * PAGES_MIN),
+                Part::Zeros(0),
+            ],
+            1,
+        );
+        let mut w = Trickle::new(3 * PAGES_MIN);
+        w.drain(&mut o, &buf);
+        assert_eq!(w.got.len(), 8 + 2 * PAGES_MIN);
+        assert_eq!(w.calls, [(Call::Writev, true), (Call::Pages, false)]);
     }
 }
