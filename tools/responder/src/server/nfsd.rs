@@ -5,7 +5,7 @@
 //! nfsd sends back (replies, and callback Calls to relay), with the reply
 //! fault switches (drop, delay).
 
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, IoSlice, Read};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -434,17 +434,14 @@ struct ToNfsd<'a> {
 
 impl Sink for ToNfsd<'_> {
     fn write_vectored(&mut self, iov: &[IoSlice<'_>], more: bool) -> io::Result<usize> {
-        if !more {
-            let mut tcp = self.tcp;
-            return tcp.write_vectored(iov);
-        }
-        // the piece that follows fills the segment these bytes begin
-        let n = net::sendmsg(
-            self.tcp,
-            iov,
-            &mut net::SendAncillaryBuffer::default(),
-            net::SendFlags::MORE,
-        )?;
+        // with `more`, the piece that follows fills the segment these
+        // bytes begin; without, this is `writev(2)`
+        let flags = if more {
+            net::SendFlags::MORE
+        } else {
+            net::SendFlags::empty()
+        };
+        let n = net::sendmsg(self.tcp, iov, &mut Default::default(), flags)?;
         Ok(n)
     }
     fn send_pages(&mut self, data: &[u8], more: bool) -> io::Result<usize> {

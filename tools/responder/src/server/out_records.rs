@@ -126,7 +126,7 @@ impl OutRecords {
         // whether bytes follow what this call writes (see `Sink`)
         let mut more = self.recs.len() > 64;
         let nrecs = self.recs.len().min(64);
-        'recs: for (r, (mark, msg)) in self.recs.iter().take(64).enumerate() {
+        'recs: for (at, (mark, msg)) in self.recs.iter().take(64).enumerate() {
             add(&mark[..], &mut iov, &mut skip);
             match msg {
                 Msg::Own(v) => add(&v[..], &mut iov, &mut skip),
@@ -150,7 +150,7 @@ impl OutRecords {
                             if iov.is_empty() {
                                 pages = Some(&b[skip..]);
                                 more |=
-                                    r + 1 < nrecs || parts[i + 1..].iter().any(|q| !q.is_empty());
+                                    at + 1 < nrecs || parts[i + 1..].iter().any(|q| !q.is_empty());
                             } else {
                                 more = true;
                             }
