@@ -509,7 +509,77 @@ fn place(
 
 #[cfg(test)]
 mod tests {
-    use super::{place, Place};
+    use super::{place, Place, ToNfsd};
+    use crate::server::out_records::Sink;
+    use crate::splice::PageSender;
+    use std::io::{ErrorKind, IoSlice, Read};
+    use std::net::{TcpListener, TcpStream};
+    use std::time::Duration;
+
+    /// Whether `peer` has nothing to read after a pause longer than
+    /// loopback needs to deliver what was sent and shorter than TCP's
+    /// least retransmission timeout (200 ms), which would send bytes
+    /// held back.
+    fn nothing_arrives(peer: &mut TcpStream) -> bool {
+        std::thread::sleep(Duration::from_millis(50));
+        peer.set_nonblocking(true).unwrap();
+        let r = peer.read(&mut [0u8; 1]);
+        peer.set_nonblocking(false).unwrap();
+        matches!(r, Err(e) if e.kind() == ErrorKind::WouldBlock)
+    }
+
+    fn read_exactly(peer: &mut TcpStream, n: usize) -> Vec<u8> {
+        peer.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut v = vec![0u8; n];
+        peer.read_exact(&mut v).expect("bytes sent did not arrive");
+        v
+    }
+
+    /// `more` reaches nfsd's socket on both paths: bytes written with it
+    /// wait for those that follow, even with `TCP_NODELAY` (which the
+    /// server sets); the write without it sends everything. Were the
+    /// flag dropped (`MSG_MORE` or `SPLICE_F_MORE`), the bytes would
+    /// reach the peer at once.
+    #[test]
+    fn nfsd_socket_holds_bytes_written_with_more_and_sends_them_without() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let tcp = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut peer, _) = l.accept().unwrap();
+        tcp.set_nodelay(true).unwrap();
+        let mut pages = PageSender::new(64 * 1024).unwrap();
+        let mut spliced = 0u64;
+        let mut to = ToNfsd {
+            tcp: &tcp,
+            pages: &mut pages,
+            spliced: &mut spliced,
+        };
+        let data: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+        let head = [1u8; 40];
+        assert_eq!(to.write_vectored(&[IoSlice::new(&head)], true).unwrap(), 40);
+        assert!(nothing_arrives(&mut peer), "the head went without MSG_MORE");
+        assert_eq!(to.send_pages(&data, true).unwrap(), 3000);
+        assert!(
+            nothing_arrives(&mut peer),
+            "the piece went without SPLICE_F_MORE"
+        );
+        assert_eq!(
+            to.write_vectored(&[IoSlice::new(&[2; 8])], false).unwrap(),
+            8
+        );
+        let got = read_exactly(&mut peer, 3048);
+        assert_eq!(got[..40], head);
+        assert_eq!(got[40..3040], data[..]);
+        assert_eq!(got[3040..], [2; 8]);
+        // a piece that ends the burst goes at once
+        assert_eq!(
+            to.write_vectored(&[IoSlice::new(&[3; 4])], true).unwrap(),
+            4
+        );
+        assert_eq!(to.send_pages(&data, false).unwrap(), 3000);
+        let got = read_exactly(&mut peer, 3004);
+        assert_eq!(got[4..], data[..]);
+        assert_eq!(spliced, 6000);
+    }
 
     #[test]
     fn place_reads_after_pending_or_at_start_never_into_a_pin() {
