@@ -151,6 +151,8 @@ counters! {
     writes_in_place: "replies whose RDMA Writes went straight from where nfsd's record was read (no copy)",
     writes_copied: "replies whose RDMA Writes went from a copy in the Call's slot (a record of several fragments, a delayed or malformed reply)",
     tcp_read_stalls: "times nfsd's socket was left unread: the read area's room was pinned by RDMA Writes in flight",
+    tcp_writes: "writes to nfsd's socket (writev, sendmsg or splice)",
+    tcp_write_blocked: "writes to nfsd's socket that took nothing (full: wait for POLLOUT)",
     read_chunk_calls: "Calls with Read chunks",
     calls_spliced: "Calls with Read chunks written to nfsd from where the RDMA Reads put the data (no copy in user space)",
     bytes_spliced_to_nfsd: "bytes of Read chunk data sent to nfsd by vmsplice and splice, not copied at all (pieces of 16 KiB or more)",

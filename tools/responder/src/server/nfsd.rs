@@ -214,9 +214,13 @@ impl Server {
             spliced: &mut self.stats.bytes_spliced_to_nfsd,
         };
         while !c.tcp_out.is_empty() {
+            self.stats.tcp_writes += 1;
             match c.tcp_out.write_to(&mut to, c.qp.buf()) {
                 Ok(true) => {}
-                Ok(false) => break,
+                Ok(false) => {
+                    self.stats.tcp_write_blocked += 1;
+                    break;
+                }
                 Err(e) => {
                     let m = format!("nfsd connection: {e}");
                     self.close(k, &m);
