@@ -77,6 +77,12 @@ void rpcrdma2_trace_marshal(u32 conn, u32 task, u32 xid, u32 vers,
 			       probe, resends, hints);
 }
 
+void rpcrdma2_trace_post_send(u32 conn, u32 task, u32 xid, u32 mrs,
+			      bool signaled, u32 free)
+{
+	trace_rpcrdma2_post_send(conn, task, xid, mrs, signaled, free);
+}
+
 void rpcrdma2_trace_reply(u32 conn, u32 xid, u32 vers, const char *class,
 			  u32 len, int status)
 {
@@ -138,5 +144,5 @@ const atomic_t *const rpcrdma2_trace_keys[RPCRDMA2_TP_COUNT] = {
 	KEY(version), KEY(connprop), KEY(credits), KEY(marshal), KEY(reply),
 	KEY(peer_error), KEY(mr_reg), KEY(mr_inv), KEY(piece), KEY(grant),
 	KEY(reconnect), KEY(bc_call), KEY(bc_reply), KEY(credit_wait),
-	KEY(keepalive),
+	KEY(keepalive), KEY(post_send),
 };

@@ -253,6 +253,37 @@ TRACE_EVENT(rpcrdma2_marshal,
 		  __entry->resends, __get_str(hints))
 );
 
+/* The Send of a Call is posted (as the C client's xprtrdma_post_send):
+ * mrs the Call's REG_MRs posted before it (0: the Send alone; those
+ * that overflow the Send's chain go in chains of their own), signaled
+ * whether it asks for a completion (always with REG_MRs; an inline Send
+ * as rpcrdma/proto/signal.rs decides), free the Send buffers left free
+ * once it took its own. */
+TRACE_EVENT(rpcrdma2_post_send,
+	TP_PROTO(u32 conn, u32 task, u32 xid, u32 mrs, bool signaled,
+		 u32 free),
+	TP_ARGS(conn, task, xid, mrs, signaled, free),
+	TP_STRUCT__entry(
+		__field(u32, conn)
+		__field(u32, task)
+		__field(u32, xid)
+		__field(u32, mrs)
+		__field(bool, signaled)
+		__field(u32, free)
+	),
+	TP_fast_assign(
+		__entry->conn = conn;
+		__entry->task = task;
+		__entry->xid = xid;
+		__entry->mrs = mrs;
+		__entry->signaled = signaled;
+		__entry->free = free;
+	),
+	TP_printk("conn=%u task=%u xid=0x%08x mrs=%u signaled=%d free=%u",
+		  __entry->conn, __entry->task, __entry->xid, __entry->mrs,
+		  __entry->signaled, __entry->free)
+);
+
 /* A received message, classified: deliver (inline reply), chunked (a
  * reply using chunks), fail, resend, reverse_call, credit_grant,
  * connprop, drop, disconnect, piece, last_piece. A chunked reply whose

@@ -49,6 +49,7 @@ enum Tp {
     BcReply = bindings::rpcrdma2_tp_RPCRDMA2_TP_bc_reply,
     CreditWait = bindings::rpcrdma2_tp_RPCRDMA2_TP_credit_wait,
     Keepalive = bindings::rpcrdma2_tp_RPCRDMA2_TP_keepalive,
+    PostSend = bindings::rpcrdma2_tp_RPCRDMA2_TP_post_send,
 }
 
 /// True if tracepoint `tp` has a probe attached.
@@ -283,6 +284,17 @@ pub fn marshal(
                 hints.as_ptr(),
             )
         };
+    }
+}
+
+/// The Send of Call `xid` is posted after `mrs` chained REG_MRs,
+/// `signaled` or not, with `free` Send buffers left free.
+pub fn post_send(conn: u32, task: u32, xid: u32, mrs: usize, signaled: bool, free: usize) {
+    if enabled(Tp::PostSend) {
+        let mrs = u32::try_from(mrs).unwrap_or(u32::MAX);
+        let free = u32::try_from(free).unwrap_or(u32::MAX);
+        // SAFETY: plain values.
+        unsafe { bindings::rpcrdma2_trace_post_send(conn, task, xid, mrs, signaled, free) };
     }
 }
 

@@ -30,6 +30,7 @@ enum rpcrdma2_tp {
 	RPCRDMA2_TP_bc_reply,
 	RPCRDMA2_TP_credit_wait,
 	RPCRDMA2_TP_keepalive,
+	RPCRDMA2_TP_post_send,
 	RPCRDMA2_TP_COUNT
 };
 
@@ -53,6 +54,8 @@ void rpcrdma2_trace_marshal(u32 conn, u32 task, u32 xid, u32 vers,
 			    u32 rpc_len, u32 inline_len, u32 nread, u32 nwrite,
 			    u32 nreply, bool probe, u32 resends,
 			    const char *hints);
+void rpcrdma2_trace_post_send(u32 conn, u32 task, u32 xid, u32 mrs,
+			      bool signaled, u32 free);
 void rpcrdma2_trace_reply(u32 conn, u32 xid, u32 vers, const char *class,
 			  u32 len, int status);
 void rpcrdma2_trace_peer_error(u32 conn, u32 xid, u32 vers, u32 code,

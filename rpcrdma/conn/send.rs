@@ -183,7 +183,7 @@ impl Conn {
             sum(chunks.write_ranges()) + sum(chunks.reply_ranges()),
         );
         add_sent(&stats.req_bytes, u64::from(chunks.send_layout().len()));
-        self.post_with_regs(slot, n, sb, free)
+        self.post_with_regs(slot, n, sb, free, rqst.task_id(), xid)
     }
 
     /// Maps every range of `chunks` into an MR from the pool and keeps
@@ -265,17 +265,25 @@ impl Conn {
 
     /// Posts the REG_MRs of `slot`'s `n` MRs chained before the
     /// signalled Send `sb`; without MRs (`n` 0) the Send alone, signalled
-    /// as [`proto::signal`] says with `free` Send buffers left.
-    fn post_with_regs(&self, slot: u16, n: usize, sb: SendBuf, free: usize) -> Result {
+    /// as [`proto::signal`] says with `free` Send buffers left. Traced
+    /// (`rpcrdma2_post_send`) under Call `xid` of task `task`.
+    fn post_with_regs(
+        &self,
+        slot: u16,
+        n: usize,
+        sb: SendBuf,
+        free: usize,
+        task: u32,
+        xid: u32,
+    ) -> Result {
         let q = &self.ep.qp().handler().0;
         let qp = self.ep.qp();
         if n == 0 {
+            // Decided once: it moves the count of unsignalled Sends.
+            let signaled = self.signal_inline(free);
+            trace::post_send(self.id, task, xid, 0, signaled, free);
             let wr = SendWr::send(SendOpCtx::Buf(sb));
-            return qp.post_send_one(if self.signal_inline(free) {
-                wr.signaled()
-            } else {
-                wr
-            });
+            return qp.post_send_one(if signaled { wr.signaled() } else { wr });
         }
         let i = usize::from(slot);
         let mut chain = match q.take_chain() {
@@ -361,6 +369,7 @@ impl Conn {
             return Err(EIO);
         }
         let _ = chain.push(SendWr::send(SendOpCtx::Buf(sb)).signaled());
+        trace::post_send(self.id, task, xid, n, true, free);
         let r = qp.post_send_chain(&mut chain);
         q.put_chain(chain);
         if r.is_err() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# integration-test: rpcrdma2 tracepoints: every event exists; connect, negotiation, marshal decisions, registration and invalidation proven by them
+# integration-test: rpcrdma2 tracepoints: every event exists; connect, negotiation, marshal decisions, Send signalling, registration and invalidation proven by them
 #
 # Client script for tools/testing/vm/run.sh (runs in the client guest),
 # rpcrdma2 on the client, stock nfsd/svcrdma (version 1) on the server:
@@ -13,10 +13,15 @@
 #      (rpcrdma2_reply) and credits granted (rpcrdma2_credits);
 #   3. metadata (stat of 50 files with cold caches) marshals every
 #      Call and Reply inline: no chunk, no registration;
-#   4. a 1 MiB O_DIRECT write goes with a Read chunk and a 1 MiB O_DIRECT
+#   4. 100 stats on a noac mount, one at a time: every Call's Send is
+#      traced (rpcrdma2_post_send), some inline Sends signalled and some
+#      not, as rpcrdma/proto/signal.rs decides (never 16 unsignalled in
+#      a row);
+#   5. a 1 MiB O_DIRECT write goes with a Read chunk and a 1 MiB O_DIRECT
 #      read with a Write chunk, each with its MRs registered
-#      (rpcrdma2_mr_reg) and invalidated (rpcrdma2_mr_inv) under its XID;
-#   5. umount traces the disconnect; with the events disabled again, I/O
+#      (rpcrdma2_mr_reg) and invalidated (rpcrdma2_mr_inv) under its XID,
+#      the write's Send signalled after its REG_MRs;
+#   6. umount traces the disconnect; with the events disabled again, I/O
 #      adds nothing to the trace.
 
 set -euo pipefail
@@ -28,7 +33,7 @@ MNT=/mnt/nfs
 T=/sys/kernel/tracing
 EVENTS=(connect connect_error disconnect pvtdata version connprop credits
 	marshal reply peer_error mr_reg mr_inv reconnect bc_call bc_reply
-	piece grant credit_wait keepalive)
+	piece grant credit_wait keepalive post_send)
 [ -f "$KO" ] || tb_die "$KO is not built (make modules)"
 
 tb_step "insmod rpcrdma2.ko" insmod "$KO"
@@ -81,6 +86,42 @@ chunked=$(ev marshal | grep -Ev 'call=inline reply=inline' || true)
 [ -z "$(ev mr_reg)" ] || tb_die "metadata Calls registered memory"
 tb_log "$n metadata Calls, every one inline both ways, no registration"
 
+tb_log "=== inline Call Sends: some signalled, some not (rpcrdma/proto/signal.rs)"
+# The wiring of SendSignal into post_with_regs: a kernel that signalled
+# every inline Send (or none) fails here. Why this workload must yield
+# both: a connection has max_requests + 2 = 130 Send buffers, and stats
+# one at a time keep one Call in flight; an unsignalled Send's buffer
+# comes back only with the next signalled completion, so at most
+# SIGNAL_EVERY - 1 = 15 buffers are ever held and every Send leaves at
+# least 114 free, far above LOW_BUFFERS (16). The low-buffer rule never
+# fires; SIGNAL_EVERY alone decides: of every 16 inline Sends in a row,
+# 15 go unsignalled and the 16th is signalled. noac makes every stat an
+# RPC (about 5 with its revalidation), so 100 stats post at least 100
+# inline Sends: at least 6 signalled, at least 90 unsignalled.
+tb_umount "$MNT"
+tb_mount 4.1 rdma "$MNT" noac
+echo >"$T/trace"
+for i in $(seq 1 100); do stat "$MNT/meta/file-$((i % 50 + 1))" >/dev/null; done
+calls=$(ev marshal | wc -l)
+posts=$(ev post_send | wc -l)
+((calls >= 100)) || tb_die "only $calls Calls traced for 100 stats"
+((posts == calls)) || tb_die "$calls Calls marshalled but $posts Sends posted (rpcrdma2_post_send)"
+# signalled unsignalled longest-unsignalled-run unsignalled-while-low
+# (a here-string: the guest has no /dev/fd for process substitution)
+read -r sig uns run low <<<"$(ev post_send 'mrs=0 ' | awk '
+	{ for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) f[kv[1]] = kv[2] }
+	f["signaled"] == 1 { sig++; r[f["conn"]] = 0; next }
+	{ uns++; if (++r[f["conn"]] > run) run = r[f["conn"]]; if (f["free"] <= 16) low++ }
+	END { printf "%d %d %d %d\n", sig, uns, run, low }')"
+tb_log "inline Call Sends: $sig signalled, $uns unsignalled (longest unsignalled run $run)"
+((sig + uns == posts)) || tb_die "$((posts - sig - uns)) of $posts metadata Sends had REG_MRs"
+((uns > 0)) || tb_die "every one of $sig inline Sends was signalled: SendSignal is not wired in"
+((sig > 0)) || tb_die "none of $uns inline Sends was signalled"
+((run < 16)) || tb_die "$run inline Sends in a row were unsignalled (SIGNAL_EVERY is 16)"
+((low == 0)) || tb_die "$low inline Sends left 16 or fewer Send buffers free unsignalled"
+tb_umount "$MNT"
+tb_mount 4.1 rdma "$MNT"
+
 tb_log "=== 1 MiB direct write and read use chunks, registered and invalidated"
 head -c 1048576 /dev/urandom >/tmp/ref
 echo >"$T/trace"
@@ -90,6 +131,7 @@ w=$(ev marshal 'call=read ' | head -n 1)
 wx=$(sed -n 's/.* xid=\(0x[0-9a-f]*\) .*/\1/p' <<<"$w")
 need mr_reg "xid=$wx " "the write's registration"
 need mr_inv "xid=$wx " "the write's invalidation"
+need post_send "xid=$wx mrs=[1-9][0-9]* signaled=1 " "the write's Send, chained after its REG_MRs"
 tb_log "write: Read chunk, xid $wx registered and invalidated"
 echo 3 >/proc/sys/vm/drop_caches
 echo >"$T/trace"
