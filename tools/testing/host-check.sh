@@ -13,7 +13,8 @@
 #   3. cargo test --workspace (known-answer vectors, property and negative
 #      tests, the core-only self tests also run under KUnit, the
 #      end-to-end server models), and the hostile-sequence test in release
-#      mode (overflow checks stay on in that profile)
+#      mode (overflow checks stay on in that profile); then the unit
+#      tests of the bench's pool.py (python3 -m unittest)
 #   4. kernel-compatibility builds: each module tree compiled the way the
 #      rpcrdma2 module includes it (#[path] modules of a no_std crate root,
 #      edition 2021, the kernel's rustc lint flags, -Dwarnings, overflow
@@ -64,6 +65,9 @@ RUSTDOCFLAGS="-D warnings -W rustdoc::unescaped_backticks -W rustdoc::missing_cr
 step "cargo test --workspace"
 cargo test --workspace --quiet
 cargo test --quiet --release -p rpcrdma-proto --test fuzz
+
+step "bench tools: python3 unit tests (pool.py)"
+python3 -B -m unittest discover -s "$top/tools/testing/bench" -p 'test_*.py'
 
 step "kernel-compatibility build: codec (no_std via #[path], kernel lints, no panic paths)"
 "$here/kcompat-check.sh" codec 'header.*decode' "xdr=$top/xdr/src/codec/mod.rs"

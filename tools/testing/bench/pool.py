@@ -24,8 +24,7 @@ import os
 import statistics
 import sys
 
-FIO_JOBS = ["randread-4k", "seqread-1m", "seqwrite-1m"]
-PHASES = ["stat", "restat", "ls", "create", "remove", "untar", "rmtree"]
+from report import JOBS, META_PHASES
 
 
 def load(run):
@@ -48,6 +47,33 @@ def ratio(vals, kind, num, den):
     return statistics.mean(a) / statistics.mean(b)
 
 
+COLS = [("fio", j) for j in JOBS] + [("meta", p) for p in META_PHASES]
+
+
+def pool(runs, base, meta_base):
+    """Each run's ratios and every column's ratios over the runs.
+
+    runs: [(name, config, load()'s values)]. Returns (COLS, rows, per):
+    rows [(name, config, [ratio or None per column])], per {column:
+    [the runs' ratios]}.
+    """
+    per = {c: [] for c in COLS}
+    rows = []
+    for name, cfg, vals in runs:
+        row = []
+        for kind, job in COLS:
+            if kind == "fio":
+                x = ratio(vals, "fio", (cfg, job), (base, job))
+            else:
+                # elapsed time: the base's over the configuration's
+                x = ratio(vals, "meta", (meta_base, job), ("m-" + cfg, job))
+            if x is not None:
+                per[(kind, job)].append(x)
+            row.append(x)
+        rows.append((name, cfg, row))
+    return COLS, rows, per
+
+
 def main():
     ap = argparse.ArgumentParser(description="pool the ratios of several make bench runs")
     ap.add_argument("--base", default="c", help="fio base configuration (default c)")
@@ -55,27 +81,14 @@ def main():
     ap.add_argument("runs", nargs="+", metavar="RUN[:CONFIG]")
     args = ap.parse_args()
 
-    cols = [("fio", j) for j in FIO_JOBS] + [("meta", p) for p in PHASES]
-    per = {c: [] for c in cols}
-    rows = []
+    runs = []
     for spec in args.runs:
         run, _, cfg = spec.partition(":")
-        cfg = cfg or "c-resp"
         try:
-            vals = load(run)
+            runs.append((os.path.basename(os.path.normpath(run)), cfg or "c-resp", load(run)))
         except OSError as e:
             sys.exit(f"pool.py: {run}: {e.strerror}")
-        row = []
-        for kind, job in cols:
-            if kind == "fio":
-                x = ratio(vals, "fio", (cfg, job), (args.base, job))
-            else:
-                # elapsed time: the base's over the configuration's
-                x = ratio(vals, "meta", (args.meta_base, job), ("m-" + cfg, job))
-            if x is not None:
-                per[(kind, job)].append(x)
-            row.append(x)
-        rows.append((os.path.basename(os.path.normpath(run)), cfg, row))
+    cols, rows, per = pool(runs, args.base, args.meta_base)
 
     used = [i for i, c in enumerate(cols) if per[c]]
     if not used:
@@ -86,11 +99,11 @@ def main():
     for name, cfg, row in rows:
         cells = ["-" if row[i] is None else f"{row[i]:.2f}" for i in used]
         print(f"{name + ':' + cfg:<{w}} " + " ".join(f"{c:>11}" for c in cells))
-    stats = {"runs": [], "mean": [], "sd": [], "se": [], "min-max": []}
+    stats = {"n": [], "mean": [], "sd": [], "se": [], "min-max": []}
     for i in used:
         x = per[cols[i]]
         sd = statistics.stdev(x) if len(x) > 1 else float("nan")
-        stats["runs"].append(str(len(x)))
+        stats["n"].append(str(len(x)))
         stats["mean"].append(f"{statistics.mean(x):.3f}")
         stats["sd"].append(f"{sd:.3f}")
         stats["se"].append(f"{sd / len(x) ** 0.5:.3f}")
