@@ -11,7 +11,11 @@
 #      chunks:/model:/backchannel:/continuation:/recovery:NAME a #[test] fn in
 #      rpcrdma/proto/tests/, xdr-neg:/xdr-rt:NAME one in xdr/tests/, and
 #      rpcrdma2-NAME an integration test script;
-#   3. every row of the table names at least one test.
+#   3. every row of the table names at least one test;
+#   4. README.md and Documentation/*.rst refer only to repository paths
+#      that exist (or that git ignores: build outputs), only to make
+#      targets the Makefile defines, and say nothing of how the work was
+#      organised (session N, issue N, DESIGN.md): docs-refs.py.
 
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -68,5 +72,8 @@ awk -v f="$table" '
 	END { flush(); exit bad }
 ' "$table" || fail=1
 
+python3 "$here/docs-refs.py" || fail=1
+
 ((fail == 0)) || die "documentation check failed"
-echo "docs-check: Documentation renders; $(wc -w <<<"$refs") tests named by the conformance table exist"
+echo "docs-check: Documentation renders; $(wc -w <<<"$refs") tests named by the conformance table exist;" \
+	"the paths and make targets the documents name exist"

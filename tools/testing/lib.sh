@@ -5,7 +5,8 @@
 RPCRDMA2_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 RPCRDMA2_CACHE=${RPCRDMA2_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rpcrdma2}
 
-# Toolchain the testbed kernel and the module are built with (DESIGN.md §4).
+# Toolchain the testbed kernel and the module are built with (README.md,
+# "Building against your own kernel").
 RPCRDMA2_LLVM=${RPCRDMA2_LLVM:--15}
 RPCRDMA2_RUSTC=${RPCRDMA2_RUSTC:-/usr/bin/rustc}
 RPCRDMA2_BINDGEN=${RPCRDMA2_BINDGEN:-$(command -v bindgen 2>/dev/null || echo "$HOME/.cargo/bin/bindgen")}

@@ -8,7 +8,7 @@
 //! verdict uses the best. Inputs and outputs go through `black_box` so the
 //! work cannot be hoisted or discarded.
 //!
-//! Cases (issue 3): (a) v2 RDMA2_MSG with no chunks, (b) v2 RDMA2_MSG with a
+//! Cases: (a) v2 RDMA2_MSG with no chunks, (b) v2 RDMA2_MSG with a
 //! Write chunk of 4 segments and a Reply chunk, (c) v1 RDMA_MSG with a Read
 //! list; plus RFC 8797 private data. Target: every case < 50 ns.
 //!

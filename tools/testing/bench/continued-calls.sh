@@ -4,7 +4,7 @@
 # Client script for tools/testing/vm/run.sh (with
 # --server-script tools/testing/integration/server/responder.sh): continued
 # Calls against a Read chunk for Calls over the inline threshold
-# (issue 11 item 2; Documentation/benchmarks.rst, "Continued Calls").
+# (Documentation/benchmarks.rst, "Continued Calls against a Read chunk").
 #
 # NFSv3 through the responder on port 20050 (version 2, 4 KiB inline):
 # fio O_DIRECT random writes of BS bytes (one at a time, psync), so every

@@ -423,7 +423,7 @@ run_raw() {
 # --- main --------------------------------------------------------------------
 
 [ -f "$RPCRDMA2_KO" ] || tb_die "$RPCRDMA2_KO is not built (make modules)"
-# Snapshot the module: the repository is shared and may be rebuilt meanwhile.
+# Snapshot the module: the tree may be rebuilt while the bench runs.
 cp "$RPCRDMA2_KO" /tmp/rpcrdma2.ko || tb_die "cannot copy $RPCRDMA2_KO"
 KO=/tmp/rpcrdma2.ko
 if has r2-0; then

@@ -6,7 +6,7 @@
 # same boot, then the mean of those ratios over the runs with its standard
 # deviation and standard error. One run's ratio moves with the host by
 # more than the differences worth knowing (Documentation/benchmarks.rst,
-# "Results and honesty rules"); the runs' mean is the estimate to quote.
+# "Reading the output"); the runs' mean is the estimate to quote.
 #
 #   pool.py [--base C] [--meta-base M] RUN[:CONFIG] ...
 #

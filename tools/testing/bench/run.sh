@@ -295,7 +295,8 @@ for c in $configs; do
 	case $c in raw) raw=1 ;; m-*) nmeta=$((nmeta + 1)) ;; *) ncfg=$((ncfg + 1)) ;; esac
 done
 nmeta=$((nmeta * $(wc -w <<<"$meta_vers")))
-# Bound (expected: ~15 min for the defaults on an idle host): boot, then per
+# Bound (about twice the expected time; Documentation/testing.rst,
+# "Durations", estimates the defaults): boot, then per
 # repeat 4 NFS configurations x 3 fio jobs (ramp + runtime + ~7 s of mount,
 # fio start-up and drain each), perftest (2 bandwidth runs + the latency
 # run) and module switches; then the rpcrdma2 default-size probe (3 jobs,

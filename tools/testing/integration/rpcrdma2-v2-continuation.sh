@@ -121,8 +121,8 @@ one_case 20083 3 0
 # pieces and every READ a continued reply of 256 pieces of 1 KiB, from
 # eight RPCs in flight (a writing job with verify and a reading job,
 # iodepth 4 each). Each side keeps running out of the other's credits;
-# this stalled for good until the responder returned credits when its
-# messages left rather than when they were built (issue 11). The same
+# this stalls for good if the responder returns credits when its
+# messages are built rather than when they leave. The same
 # with the exact and lazy grant patterns (8 credits), whose grants carry
 # the credits they were built with.
 concurrent_case() { # PORT

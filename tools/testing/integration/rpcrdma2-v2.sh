@@ -20,7 +20,7 @@
 #   3. a 1000-entry directory listed: on version 2 (ddp=1) its READDIR
 #      replies are continued (RPCRDMA2_F_MORE) instead of offered a Reply
 #      chunk, and the mount's counters show no Reply chunk segment at all
-#      and continued replies (issue 13: no chunk for metadata on v2); on
+#      and continued replies (no chunk for metadata on v2); on
 #      version 1 they come in Reply chunks;
 #   4. a symlink with a 4000-byte target created and read back;
 #   5. a short fio random read/write run with verify=crc32c;

@@ -22,7 +22,8 @@
 # line is of tier check).  A script exits 0 (pass), 77 (skipped) or
 # anything else (fail). Skips fail the run unless --allow-skips is given.  Without
 # --no-kernel-build a missing testbed kernel is built first
-# (tools/testing/kernel/build.sh, ~8-20 min cold).
+# (tools/testing/kernel/build.sh; how long: Documentation/testing.rst,
+# "Durations").
 
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -132,7 +133,7 @@ results=$(cd "$results" && pwd)
 
 if ! "$KBUILD" --check; then
 	if ((build_kernel)); then
-		log "integration: testbed kernel ($variant) not built yet; building it (~8-20 min cold)"
+		log "integration: testbed kernel ($variant) not built yet; building it (about 15-20 min on 2 cores)"
 		if ! "$KBUILD" >"$results/kernel-build.log" 2>&1; then
 			tail -n 30 "$results/kernel-build.log" >&2
 			failed=${#tests[@]}

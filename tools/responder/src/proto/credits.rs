@@ -67,7 +67,8 @@ impl ConnProto {
     /// long continued reply) would otherwise leave credits the client
     /// needs unreturned until the next one, and the client, which may
     /// send just one credit grant beyond our limit, can wait for them
-    /// for good while we wait for its grant (issue 11's stall). With
+    /// for good while we wait for its grant (a stall of continued
+    /// Calls and replies in flight at once). With
     /// `--grant prompt` messages are built returning only what they must
     /// (an answer its Call's credit, [`ConnProto::credit_word`]), so
     /// that the spare credits go with whichever message leaves first,
@@ -198,9 +199,9 @@ impl ConnProto {
     /// pieces, grants, CONNPROP, messages answered by nothing); a message
     /// that answers nothing returns only the latter, which may be none: a
     /// zero low half (§4.3.1 forbids a zero limit, not a zero return;
-    /// returning credits ahead of their messages, as this did until
-    /// 2026-11-24, let a requester that clamps returns at what it has
-    /// outstanding starve when the advance was withheld later).
+    /// returning credits ahead of their messages would let a requester
+    /// that clamps returns at what it has outstanding starve when the
+    /// advance was withheld later).
     ///
     /// With `--grant prompt` (the default) the word is built returning
     /// only the answered Call's credit (an answer) or none: the spare
