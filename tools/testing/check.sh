@@ -50,6 +50,7 @@ DEBUG_TESTS=(${RPCRDMA2_DEBUG_TESTS:-rpcrdma2-kmemleak})
 declare -A status=() took=()
 
 phase_host() {
+	step "host prerequisites (Debian packages, lib.sh HOST_DEBS)" ensure_debs "${HOST_DEBS[@]}"
 	# The module's Rust (crate root and every module under it, including
 	# the codec and proto trees it includes) as the kernel formats it.
 	step "module: rustfmt --check" rustfmt --check --edition 2021 rpcrdma/rpcrdma2.rs
@@ -69,6 +70,7 @@ phase_kernel() {
 }
 
 phase_module() {
+	step "module prerequisites (Debian packages, lib.sh MODULE_DEBS)" ensure_debs "${MODULE_DEBS[@]}"
 	step "module under clippy (kernel lints)" make -s clippy
 	step "module" make -s modules
 	[ -f rpcrdma2.ko ] || die "make modules produced no rpcrdma2.ko"
