@@ -39,7 +39,10 @@ fn spec_roff(spec: &str) -> String {
                 Some(n) => (n, ","),
                 None => (name, ""),
             };
-            out.push(format!("\\fB\\-{}\\fR{comma}", esc(name).replace('-', "\\-")));
+            out.push(format!(
+                "\\fB\\-{}\\fR{comma}",
+                esc(name).replace('-', "\\-")
+            ));
         } else if !word.is_empty() {
             out.push(format!("\\fI{}\\fR", esc(word)));
         }
@@ -176,10 +179,14 @@ fault injection:
         assert!(m.contains(".TH PROG 1 \"\" \"prog 1.0\" \"User Commands\"\n"));
         assert!(m.contains(".SH SYNOPSIS\n.B prog\n.RI [options]\n"));
         assert!(m.contains(".SH DESCRIPTION\nFirst paragraph continued.\n.PP\nSecond paragraph.\n"));
-        assert!(m.contains(".SH OPTIONS\n.TP\n\\fB\\-\\-port\\fR \\fIN\\fR\nthe port (default 1)\n"));
+        assert!(
+            m.contains(".SH OPTIONS\n.TP\n\\fB\\-\\-port\\fR \\fIN\\fR\nthe port (default 1)\n")
+        );
         assert!(m.contains(".TP\n\\fB\\-v\\fR, \\fB\\-\\-verbose\\fR\nlog more\n"));
         assert!(m.contains(".TP\n\\fB\\-\\-err\\-every\\fR \\fISTART:N:CODE\\fR\nevery Nth\n"));
-        assert!(m.contains(".SH FAULT INJECTION\n.TP\n\\fB\\-\\-drop\\-nth\\fR \\fIN\\fR\ndrop \\e it\n"));
+        assert!(m.contains(
+            ".SH FAULT INJECTION\n.TP\n\\fB\\-\\-drop\\-nth\\fR \\fIN\\fR\ndrop \\e it\n"
+        ));
     }
 
     #[test]
