@@ -11,7 +11,10 @@
 #      chunks:/model:/backchannel:/continuation:/recovery:NAME a #[test] fn in
 #      rpcrdma/proto/tests/, xdr-neg:/xdr-rt:NAME one in xdr/tests/, and
 #      rpcrdma2-NAME an integration test script;
-#   3. every row of the table names at least one test.
+#   3. every row of the table names at least one test;
+#   4. (at the end) docs_admin_check.py: the install directory, module
+#      parameters, tracepoint fields, responder switches and make targets
+#      agree with the code.
 
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -70,3 +73,17 @@ awk -v f="$table" '
 
 ((fail == 0)) || die "documentation check failed"
 echo "docs-check: Documentation renders; $(wc -w <<<"$refs") tests named by the conformance table exist"
+
+# ---- administrator-facing checks (tools/testing/docs_admin_check.py) ----
+# The install directory, the module parameters, the tracepoint fields, the
+# responder's switches and the make targets the documentation names exist
+# in the code (and the parameters, fields and switches the code has are
+# documented); its self-test first proves each check fails on a planted
+# error.
+admin_checks() {
+	python3 -B "$here/docs_admin_check.py" --selftest >/dev/null ||
+		{ python3 -B "$here/docs_admin_check.py" --selftest >&2; return 1; }
+	python3 -B "$here/docs_admin_check.py" "$RPCRDMA2_TOP"
+}
+admin_checks || die "documentation check (administrator-facing) failed"
+# ---- end of the administrator-facing checks ----
