@@ -84,6 +84,10 @@ phase_module() {
 	step "KUnit variant stack frames" tools/testing/stack-check.sh build/kunit/rpcrdma/rpcrdma2.o
 	step "make install (staged)" tools/testing/install-check.sh
 	step "dkms build" tools/testing/dkms-check.sh
+	# Kconfig's SUNRPC_XPRT_RDMA2 holds in the testbed kernel's tree (the
+	# in-tree build itself, make modules-intree, rebuilds the kernel's
+	# Rust crates: minutes, so not here).
+	step "in-tree configuration" tools/testing/intree.sh --config-only
 }
 
 phase_kunit() {
