@@ -122,7 +122,7 @@ ensure_debs() {
 # bookworm-security's rustc-web, not bookworm's own (1.85).
 require_rustc_release() {
 	local v min=1.88
-	v=$("$RPCRDMA2_RUSTC" --version 2>/dev/null | awk '{print $2}')
+	v=$("$RPCRDMA2_RUSTC" --version 2>/dev/null | awk 'NR == 1 && $1 == "rustc" {print $2}')
 	[ -n "$v" ] || die "no rustc at $RPCRDMA2_RUSTC (Debian package rustc-web)"
 	printf '%s\n%s\n' "$min" "${v%%-*}" | sort -V -C ||
 		die "$RPCRDMA2_RUSTC is rustc $v, older than $min: $(deb_hint rustc-web)"
