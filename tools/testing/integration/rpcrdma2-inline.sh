@@ -11,8 +11,8 @@
 #      and compared by SHA-256; a 100-entry directory listed; no Call
 #      went as a Long Call (mountstats nomsg_call_count stays 0: inline
 #      sizes still go inline); what an administrator's tools read from
-#      the mount: nfs-common's mountstats shows the RDMA transport and
-#      counts RPC requests, nfsiostat reports operations per second for
+#      the mount: nfs-common's mountstats counts RPC requests and READs,
+#      mountstats --xprt shows the RDMA transport's counters, nfsiostat reports operations per second for
 #      the mount, and SUNRPC's sysfs has the transport's xprt_info
 #      (/sys/kernel/sunrpc/xprt-switches/*/xprt-*-rdma/); unmounted;
 #   2. rmmod rpcrdma2 succeeds; run.sh fails the test on any kernel
@@ -44,12 +44,20 @@ xprt_field() {
 # on the mount at $MNT, after its traffic (Documentation/admin-guide.rst,
 # "Statistics").
 admin_tools() {
-	local vers=$1 ms io req ops info
+	local vers=$1 ms mx io req sent ops info
+	# mountstats: the RPC and per-operation statistics; --xprt: the
+	# transport's counters.
 	ms=$(mountstats "$MNT") || tb_die "vers=$vers: mountstats $MNT failed"
-	grep -q '^[[:space:]]*Transport protocol: rdma$' <<<"$ms" ||
-		tb_die "vers=$vers: mountstats shows no RDMA transport: $ms"
-	req=$(sed -n 's/^[[:space:]]*RPC requests: \([0-9]*\)$/\1/p' <<<"$ms" | head -n 1)
-	((${req:-0} > 0)) || tb_die "vers=$vers: mountstats counts no RPC requests: $ms"
+	sent=$(sed -n 's/^[[:space:]]*\([0-9]*\) RPC requests sent,.*/\1/p' <<<"$ms" | head -n 1)
+	((${sent:-0} > 0)) || tb_die "vers=$vers: mountstats counts no RPC requests sent: $ms"
+	grep -q '^READ:$' <<<"$ms" || tb_die "vers=$vers: mountstats has no READ statistics: $ms"
+	mx=$(mountstats --xprt "$MNT") || tb_die "vers=$vers: mountstats --xprt $MNT failed"
+	grep -q '^[[:space:]]*Transport protocol: rdma$' <<<"$mx" ||
+		tb_die "vers=$vers: mountstats --xprt shows no RDMA transport: $mx"
+	req=$(sed -n 's/^[[:space:]]*RPC requests: \([0-9]*\)$/\1/p' <<<"$mx" | head -n 1)
+	((${req:-0} > 0)) || tb_die "vers=$vers: mountstats --xprt counts no RPC requests: $mx"
+	grep -q '^[[:space:]]*Read segments: [0-9]*$' <<<"$mx" ||
+		tb_die "vers=$vers: mountstats --xprt shows no RDMA chunk counters: $mx"
 	io=$(nfsiostat "$MNT") || tb_die "vers=$vers: nfsiostat $MNT failed"
 	grep -q " mounted on $MNT:\$" <<<"$io" || tb_die "vers=$vers: nfsiostat does not report $MNT: $io"
 	ops=$(awk '$1 == "ops/s" && $2 == "rpc" {getline; print $1; exit}' <<<"$io")
