@@ -1,34 +1,36 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # rpcrdma2 — out-of-tree module build plus the project's entry points.
+# `make help` prints the lines below that start with "make", one per target
+# (tools/testing/docs_admin_check.py fails when a target is missing here).
 #
-#   make                 build rpcrdma2.ko against KDIR
-#   make KDIR=<dir>      ... against your own kernel build tree
-#   make modules-kunit   build the KUnit variant (the suites, self-tests and
-#                        test-only code) as build/kunit/rpcrdma2.ko
-#   make kernel          build (or reuse) the cached testbed kernel
-#   make kernel-debug    ... its debug variant (KASAN, lockdep, kmemleak, ...)
-#   make modules-debug   build rpcrdma2.ko for the debug kernel as
-#                        build/debug/rpcrdma2.ko (KDIR_DEBUG)
-#   make modules-kunit-debug  ... the KUnit variant, build/kunit-debug/
-#   make check           the tests: host, KUnit in a guest, guest integration
-#                        (its tier check); under 45 minutes cold
-#   make check-long      the long tier of the guest integration tests (fault
-#                        catalogues, injected errors, soak, races); CI runs
-#                        it after make check
-#   make check-debug     the debug kernel's phases of check.sh: kernel,
-#                        module builds, KUnit and an integration subset
+#   make                 build rpcrdma2.ko against KDIR (default: the cached testbed kernel)
+#   make modules         the same; KDIR=<dir> builds against your own kernel build tree
+#   make modules-kunit   the KUnit variant (suites, self-tests, test-only code): build/kunit/rpcrdma2.ko
+#   make kunit-tree      copy the module's sources to build/kunit/ (the first step of modules-kunit)
 #   make clippy          the module under clippy with the kernel's lints
-#   make install         install rpcrdma2.ko (modules_install, depmod) and
-#                        the modprobe.d snippet; INSTALL_MOD_PATH= and
-#                        DESTDIR= stage it under another root
-#   make clippy-kunit    ... its KUnit variant
+#   make clippy-kunit    the KUnit variant under clippy
+#   make install         rpcrdma2.ko into /lib/modules/<release>/updates/, depmod, the modprobe.d snippet
+#   make kernel          build (or reuse) the cached testbed kernel
+#   make kernel-debug    its debug variant (KASAN, lockdep, kmemleak, ...)
+#   make modules-debug   rpcrdma2.ko for the debug kernel (KDIR_DEBUG): build/debug/rpcrdma2.ko
+#   make modules-kunit-debug  the KUnit variant for the debug kernel: build/kunit-debug/
+#   make modules-intree  build rpcrdma2 in-tree, in a copy of KDIR's source (Kconfig SUNRPC_XPRT_RDMA2)
+#   make check           the tests: kernel, host, module, KUnit and integration phases (under 45 min cold)
+#   make check-long      the long tier of the integration tests (fault catalogues, soak, races)
+#   make check-debug     kernel, module builds, KUnit and an integration subset on the debug kernel
+#   make host-test       make check's host phase alone
+#   make kunit           make check's KUnit phase alone
+#   make integration     make check's integration phase alone
 #   make demo            boot the two guests and show rpcrdma2 in use
-#   make fuzz            the long coverage-guided fuzz run (FUZZ_SECONDS per
-#                        target, default 900; FUZZ_TARGETS to choose)
-#   make soak            the long soak: fio with verify under injected faults
-#                        (SOAK_SECONDS per phase, default 300)
-#   make clean
+#   make bench           fio and metadata benchmarks (BENCH_ARGS: options of tools/testing/bench/run.sh)
+#   make fuzz            the long coverage-guided fuzz run (FUZZ_SECONDS per target, default 900)
+#   make soak            the long soak under injected faults (SOAK_SECONDS per phase, default 300)
+#   make clean           remove the build products
+#   make help            this list
+#
+# make install: INSTALL_MOD_PATH= and DESTDIR= stage it under another root.
+# make fuzz: FUZZ_TARGETS chooses the targets.
 
 # Default KDIR: the testbed kernel cached outside the repository; the
 # debug variant's for the *-debug targets.
@@ -81,9 +83,12 @@ endef
 
 .PHONY: all modules modules-kunit kunit-tree clippy clippy-kunit install kernel check demo bench \
 	host-test kunit integration fuzz soak clean kernel-debug modules-debug modules-kunit-debug \
-	check-debug check-long
+	check-debug check-long help modules-intree
 
 all: modules
+
+help:
+	@sed -n 's/^#   \(make.*\)/\1/p' $(firstword $(MAKEFILE_LIST))
 
 modules:
 	@test -f $(KDIR)/Makefile || { echo "error: no kernel build tree at KDIR=$(KDIR): run 'make kernel' or pass KDIR=" >&2; exit 1; }
@@ -133,6 +138,11 @@ modules-kunit-debug:
 	$(call check-kdir,$(KDIR_DEBUG),kernel-debug)
 	$(call copy-tree,$(KUNIT_DEBUG_BUILD))
 	$(KMAKE_DEBUG) M=$(CURDIR)/$(KUNIT_DEBUG_BUILD) RPCRDMA2_KUNIT=1 modules
+
+# rpcrdma2 built in a kernel tree (Kconfig, SUNRPC_XPRT_RDMA2) in a copy
+# of the testbed kernel's source: tools/testing/intree.sh.
+modules-intree:
+	tools/testing/intree.sh
 
 check-debug:
 	tools/testing/check.sh kernel-debug module-debug kunit-debug integration-debug

@@ -48,9 +48,13 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# ensure_debs and HOST_DEBS (cargo, rustfmt, g++ for libFuzzer's C++).
+# shellcheck source=../tools/testing/lib.sh
+. "$here/../tools/testing/lib.sh"
 cd "$here"
 
 TARGETS=(header propset pvtdata chunk_reply transport)
+( ensure_debs "${HOST_DEBS[@]}" ) >&2 || { echo "fuzz.sh: prerequisites missing" >&2; exit 1; }
 TRIPLE=$(rustc -vV | sed -n 's/^host: //p')
 BIN=$here/target/$TRIPLE/release
 export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1}

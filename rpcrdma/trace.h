@@ -203,7 +203,9 @@ TRACE_EVENT(rpcrdma2_credits,
  * position) or "long" (Position-Zero Read chunk, RDMA_NOMSG); reply
  * "inline", "write" (a Write chunk) or "long" (a Reply chunk); for an RPC
  * sent again after transport errors, how many times (resends) and the
- * planning hints of its recovery ("none" otherwise). */
+ * planning hints of its recovery ("none" otherwise). nread, nwrite and
+ * nreply: the segments of its Read, Write and Reply chunks. Every event
+ * prints its fields as NAME=VALUE under their filterable names. */
 TRACE_EVENT(rpcrdma2_marshal,
 	TP_PROTO(u32 conn, u32 task, u32 xid, u32 vers, const char *call,
 		 const char *reply, u32 hdr_len, u32 rpc_len, u32 inline_len,
@@ -245,7 +247,7 @@ TRACE_EVENT(rpcrdma2_marshal,
 		__entry->resends = resends;
 		__assign_str(hints);
 	),
-	TP_printk("conn=%u task=%u xid=0x%08x vers=%u call=%s reply=%s hdr_len=%u rpc_len=%u inline_len=%u read_segs=%u write_segs=%u reply_segs=%u probe=%d resends=%u hints=%s",
+	TP_printk("conn=%u task=%u xid=0x%08x vers=%u call=%s reply=%s hdr_len=%u rpc_len=%u inline_len=%u nread=%u nwrite=%u nreply=%u probe=%d resends=%u hints=%s",
 		  __entry->conn, __entry->task, __entry->xid, __entry->vers,
 		  __get_str(call), __get_str(reply), __entry->hdr_len,
 		  __entry->rpc_len, __entry->inline_len, __entry->nread,
@@ -284,12 +286,27 @@ TRACE_EVENT(rpcrdma2_post_send,
 		  __entry->signaled, __entry->free)
 );
 
-/* A received message, classified: deliver (inline reply), chunked (a
- * reply using chunks), fail, resend, reverse_call, credit_grant,
- * connprop, drop, disconnect, piece, last_piece. A chunked reply whose
- * chunks fail the RPC (not offered, overrunning what was registered), or
- * a piece of a continued reply that overruns the receive buffer, is
- * followed by a second event: class fail, len 0, the errno. */
+/* A received message, classified (class, one of 15; rpcrdma/conn/reply.rs):
+ *   deliver        an inline reply
+ *   chunked        a reply using chunks
+ *   piece          a piece of a continued reply (F_MORE set)
+ *   last_piece     the last piece of a continued reply
+ *   fail           the RPC fails (status: the errno)
+ *   resend         the version 1 fallback: the RPC is sent again
+ *   recover        a transport error whose RPC is sent again
+ *   fallback       ERR_VERS answered our RDMA2_CONNPROP probe
+ *   reverse_call   a reverse-direction Call (callback)
+ *   credit_grant   an asynchronous credit grant
+ *   connprop       the peer's RDMA2_CONNPROP (whole or its last piece)
+ *   connprop_part  a piece of a continued RDMA2_CONNPROP
+ *   drop           dropped (answers no RPC, malformed, ...)
+ *   disconnect     the message ends the connection
+ *   stale          a reply for an RPC sent again whose new transmission
+ *                  is not posted yet (it answers an earlier one: dropped)
+ * A chunked reply whose chunks fail the RPC (not offered, overrunning
+ * what was registered), or a piece of a continued reply that overruns the
+ * receive buffer, is followed by a second event: class fail, len 0, the
+ * errno. */
 TRACE_EVENT(rpcrdma2_reply,
 	TP_PROTO(u32 conn, u32 xid, u32 vers, const char *class, u32 len,
 		 int status),
@@ -386,7 +403,7 @@ TRACE_EVENT(rpcrdma2_mr_inv,
 		__entry->handle = handle;
 		__entry->n = n;
 	),
-	TP_printk("conn=%u xid=0x%08x how=%s handle=0x%08x mrs=%u",
+	TP_printk("conn=%u xid=0x%08x how=%s handle=0x%08x n=%u",
 		  __entry->conn, __entry->xid, __get_str(how),
 		  __entry->handle, __entry->n)
 );

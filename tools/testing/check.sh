@@ -50,6 +50,7 @@ DEBUG_TESTS=(${RPCRDMA2_DEBUG_TESTS:-rpcrdma2-kmemleak})
 declare -A status=() took=()
 
 phase_host() {
+	step "host prerequisites (Debian packages, lib.sh HOST_DEBS)" ensure_debs "${HOST_DEBS[@]}"
 	# The module's Rust (crate root and every module under it, including
 	# the codec and proto trees it includes) as the kernel formats it.
 	step "module: rustfmt --check" rustfmt --check --edition 2021 rpcrdma/rpcrdma2.rs
@@ -69,6 +70,7 @@ phase_kernel() {
 }
 
 phase_module() {
+	step "module prerequisites (Debian packages, lib.sh MODULE_DEBS)" ensure_debs "${MODULE_DEBS[@]}"
 	step "module under clippy (kernel lints)" make -s clippy
 	step "module" make -s modules
 	[ -f rpcrdma2.ko ] || die "make modules produced no rpcrdma2.ko"
@@ -82,6 +84,10 @@ phase_module() {
 	step "KUnit variant stack frames" tools/testing/stack-check.sh build/kunit/rpcrdma/rpcrdma2.o
 	step "make install (staged)" tools/testing/install-check.sh
 	step "dkms build" tools/testing/dkms-check.sh
+	# Kconfig's SUNRPC_XPRT_RDMA2 holds in the testbed kernel's tree (the
+	# in-tree build itself, make modules-intree, rebuilds the kernel's
+	# Rust crates: minutes, so not here).
+	step "in-tree configuration" tools/testing/intree.sh --config-only
 }
 
 phase_kunit() {

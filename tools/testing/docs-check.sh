@@ -15,7 +15,10 @@
 #   4. README.md and Documentation/*.rst refer only to repository paths
 #      that exist (or that git ignores: build outputs), only to make
 #      targets the Makefile defines, and say nothing of how the work was
-#      organised (session N, issue N, DESIGN.md): docs-refs.py.
+#      organised (session N, issue N, DESIGN.md): docs-refs.py;
+#   5. (at the end) docs_admin_check.py: the install directory, module
+#      parameters, tracepoint fields, responder switches and make targets
+#      agree with the code.
 
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -77,3 +80,17 @@ python3 "$here/docs-refs.py" || fail=1
 ((fail == 0)) || die "documentation check failed"
 echo "docs-check: Documentation renders; $(wc -w <<<"$refs") tests named by the conformance table exist;" \
 	"the paths and make targets the documents name exist"
+
+# ---- administrator-facing checks (tools/testing/docs_admin_check.py) ----
+# The install directory, the module parameters, the tracepoint fields, the
+# responder's switches and the make targets the documentation names exist
+# in the code (and the parameters, fields and switches the code has are
+# documented); its self-test first proves each check fails on a planted
+# error.
+admin_checks() {
+	python3 -B "$here/docs_admin_check.py" --selftest >/dev/null ||
+		{ python3 -B "$here/docs_admin_check.py" --selftest >&2; return 1; }
+	python3 -B "$here/docs_admin_check.py" "$RPCRDMA2_TOP"
+}
+admin_checks || die "documentation check (administrator-facing) failed"
+# ---- end of the administrator-facing checks ----

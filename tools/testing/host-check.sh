@@ -5,6 +5,8 @@
 # crates of the Cargo workspace (Cargo.toml: the codec xdr/ and the
 # protocol logic rpcrdma/proto/), once for the whole workspace:
 #
+#   0. the Debian packages it needs (lib.sh HOST_DEBS: cargo, rustfmt,
+#      clippy, ...), installed if missing
 #   1. cargo fmt --check
 #   2. cargo clippy --workspace --all-targets, warnings denied (the lint
 #      policy is the workspace's [workspace.lints] plus the no-panic lints
@@ -35,6 +37,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/../.." && pwd)
+# shellcheck source=lib.sh
+. "$here/lib.sh"
 cd "$top"
 
 fuzz_seconds=${FUZZ_SECONDS:-20}
@@ -52,6 +56,10 @@ export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-1}
 export CARGO_TERM_COLOR=${CARGO_TERM_COLOR:-never}
 
 step() { printf '\n=== host: %s\n' "$*"; }
+
+step "Debian packages of the host phase (lib.sh HOST_DEBS)"
+ensure_debs "${HOST_DEBS[@]}"
+require_rustc_release
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

@@ -48,8 +48,55 @@ kmake_vars() {
 		"BINDGEN=$RPCRDMA2_BINDGEN" "HOSTRUSTC=$RPCRDMA2_RUSTC"
 }
 
+# The Debian packages each part of the setup installs when they are missing
+# (README.md, "Prerequisites"; ensure_debs below).
+#
+# The kernel phase (kernel/build.sh): the kernel source, Debian's Rust
+# toolchain and LLVM 15, the kernel's build tools. linux-source-6.12 and
+# the -web Rust packages come from bookworm-security (deb_hint below);
+# cargo-web and ca-certificates install bindgen-cli from crates.io.
+KERNEL_DEBS=(linux-source-6.12 rustc-web rust-web-src clang-15 lld-15 llvm-15
+	libclang-15-dev flex bison bc libelf-dev libssl-dev cpio kmod xz-utils
+	make python3 rust-web-clippy cargo-web ca-certificates)
+# The guests (vm/run.sh): QEMU, a static busybox, and everything the guests
+# run from the host's /usr (nfsd, rpcbind and the NFS client tools,
+# rdma-core, perftest, fio, ...).
+VM_DEBS=(qemu-system-x86 busybox-static nfs-kernel-server nfs-common
+	rpcbind rdma-core ibverbs-providers ibverbs-utils libibverbs1 librdmacm1 perftest fio iproute2
+	kmod util-linux procps gzip)
+# The host phase of make check (README.md,
+# "Prerequisites"), installed by host-check.sh, fuzz/fuzz.sh and
+# tools/responder/build.sh: Debian's Rust toolchain, the same release as the
+# kernel's rustc (rustc-web pulls in gcc, libc6-dev and binutils; cargo,
+# rustfmt and clippy are separate packages that rustc-web only recommends,
+# and ensure_debs installs no recommends), g++ for libFuzzer (the
+# libfuzzer-sys crate compiles its C++), ca-certificates for crates.io,
+# python3 and Sphinx for the bench tools' unit tests and the documentation.
+# The -web toolchain packages come from bookworm-security (bookworm's own
+# are older than the crates' rust-version).
+HOST_DEBS=(rustc-web cargo-web rustfmt-web rust-web-clippy g++ make ca-certificates
+	python3 python3-sphinx)
+# The responder (tools/responder/build.sh), on top of HOST_DEBS: cmake for
+# rdma-mummy-sys's C part, libclang for its bindgen, the rdma-core
+# libraries it loads.
+RESPONDER_DEBS=(cmake gcc libclang-15-dev libibverbs1 librdmacm1 ibverbs-providers rdma-core)
+# The module phase, on top of the kernel phase's packages: git
+# (dkms-check.sh copies the committed tree), kmod (modinfo, depmod),
+# binutils (nm), dkms.
+MODULE_DEBS=(git kmod binutils dkms)
+
+# deb_hint PKG: where a package that apt cannot find comes from.
+deb_hint() {
+	case $1 in
+	linux-source-6.12 | *-web | rust-web-*)
+		echo "$1 is in Debian 12's security suite: add 'deb http://deb.debian.org/debian-security bookworm-security main' to /etc/apt/sources.list, or a bookworm-security entry to /etc/apt/sources.list.d/debian.sources, and run apt-get update" ;;
+	*) echo "is this Debian 12 (bookworm) with its main component?" ;;
+	esac
+}
+
 # ensure_debs PKG...: install the Debian packages among PKG that are missing
-# (apt-get, needs root); die naming them when that is not possible.
+# (apt-get, needs root); die naming them when that is not possible, and
+# saying which suite a package apt does not know comes from.
 ensure_debs() {
 	local missing=() p
 	for p in "$@"; do
@@ -62,7 +109,22 @@ ensure_debs() {
 	[ "$(id -u)" = 0 ] ||
 		die "missing packages ${missing[*]} and not root: run 'apt-get install ${missing[*]}' as root"
 	log "installing Debian packages: ${missing[*]}"
-	apt-get update -qq || die "apt-get update failed"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	apt-get -o DPkg::Lock::Timeout=600 update -qq || die "apt-get update failed"
+	for p in "${missing[@]}"; do
+		[[ $(apt-cache policy "$p" 2>/dev/null) == *"Candidate: "[!\(]* ]] ||
+			die "no Debian package $p to install: $(deb_hint "$p")"
+	done
+	DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends \
 		"${missing[@]}" >/dev/null || die "apt-get install ${missing[*]} failed"
+}
+
+# require_rustc_release: Debian's rustc ($RPCRDMA2_RUSTC, the kernel's and
+# the module's) is new enough for the crates (their rust-version, 1.88):
+# bookworm-security's rustc-web, not bookworm's own (1.85).
+require_rustc_release() {
+	local v min=1.88
+	v=$("$RPCRDMA2_RUSTC" --version 2>/dev/null | awk 'NR == 1 && $1 == "rustc" {print $2}')
+	[ -n "$v" ] || die "no rustc at $RPCRDMA2_RUSTC (Debian package rustc-web)"
+	printf '%s\n%s\n' "$min" "${v%%-*}" | sort -V -C ||
+		die "$RPCRDMA2_RUSTC is rustc $v, older than $min: $(deb_hint rustc-web)"
 }

@@ -14,6 +14,7 @@
 )]
 
 pub mod malform;
+pub mod manpage;
 pub mod nfs;
 pub mod proto;
 pub mod server;

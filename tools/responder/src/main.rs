@@ -8,6 +8,7 @@
 use std::process::ExitCode;
 
 use rpcrdma_responder::malform::Kind;
+use rpcrdma_responder::manpage;
 use rpcrdma_responder::proto::call::CallKind;
 use rpcrdma_responder::proto::{GrantMode, Options};
 use rpcrdma_responder::server::{Config, Server};
@@ -93,6 +94,7 @@ fault injection:
                          first reply from the Nth on that uses RDMA Write)
   --list-malformed       print the catalogue of malformed messages
   -h, --help             this text
+  --man                  this text as a manual page (roff)
 ";
 
 fn num<T: std::str::FromStr>(s: Option<String>, what: &str) -> Result<T, String> {
@@ -128,6 +130,13 @@ fn parse() -> Result<Option<Config>, String> {
         match a.as_str() {
             "-h" | "--help" => {
                 print!("{USAGE}");
+                return Ok(None);
+            }
+            "--man" => {
+                print!(
+                    "{}",
+                    manpage::render("rpcrdma-responder", env!("CARGO_PKG_VERSION"), USAGE)
+                );
                 return Ok(None);
             }
             "--list-malformed" => {
@@ -229,5 +238,28 @@ fn main() -> ExitCode {
             eprintln!("rpcrdma-responder: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{manpage, USAGE};
+
+    /// The manual page has an entry for every switch of the help text.
+    #[test]
+    fn man_page_lists_every_switch() {
+        let man = manpage::render("rpcrdma-responder", "0", USAGE);
+        let mut n = 0;
+        for line in USAGE.lines().filter(|l| l.starts_with("  -")) {
+            let long = line
+                .split_whitespace()
+                .find(|w| w.starts_with("--"))
+                .unwrap_or_default();
+            let roff = format!("\\fB{}\\fR", long.replace('-', "\\-"));
+            assert!(man.contains(&roff), "{long} missing from the manual page");
+            n += 1;
+        }
+        assert!(n > 20, "only {n} switches found in USAGE");
+        assert!(man.contains(".SH FAULT INJECTION\n"));
     }
 }

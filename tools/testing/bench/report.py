@@ -27,6 +27,8 @@ import re
 import statistics
 import sys
 
+import folded
+
 CONFIGS = {  # name: (label, transport)
     "tcp": ("NFS/TCP", "TCP (sunrpc xprtsock)"),
     "c": ("C client", "rpcrdma.ko (stock C client)"),
@@ -453,16 +455,16 @@ def srv_profile(res, base):
     comp, fn, total = {}, {}, 0
     with open(p, errors="replace") as f:
         for line in f:
-            w = line.rstrip("\n").split("\t")
-            if len(w) != 3 or not w[0].isdigit():
+            row = folded.parse_line(line)
+            if row is None:
                 continue
-            n = int(w[0])
+            n, comm, chain = row
             frames = []
-            for fr in w[2].split(";") if w[2] else []:
+            for fr in chain:
                 m = re.match(r"(.*) \((.*)\)$", fr)
                 frames.append((m.group(1), m.group(2)) if m else (fr, "[unknown]"))
             frames = frames or [("[unknown]", "[unknown]")]
-            c = srv_classify(w[1], frames)
+            c = srv_classify(comm, frames)
             comp[c] = comp.get(c, 0) + n
             if c.startswith("resp.user."):
                 k = f"{frames[0][0]} ({frames[0][1]})"

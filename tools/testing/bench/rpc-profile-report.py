@@ -21,6 +21,8 @@ import os
 import statistics
 import sys
 
+import folded
+
 PORT_NAMES = {"20049": "svcrdma", "20050": "responder (v2)", "20051": "responder (v1)"}
 # thread kinds, by the command name's start
 KINDS = [
@@ -65,13 +67,15 @@ def frames(chain):
 
 
 def load_folded(path):
-    """[(count, comm, frames)] of one folded profile."""
+    """[(count, comm, frames)] of one folded profile (folded.py's format,
+    frames here leaf first)."""
     rows = []
     with open(path) as f:
         for line in f:
-            parts = line.rstrip("\n").split("\t")
-            if len(parts) == 3 and parts[0].isdigit():
-                rows.append((int(parts[0]), parts[1], frames(parts[2])))
+            row = folded.parse_line(line)
+            if row is not None:
+                n, comm, chain = row
+                rows.append((n, comm, frames(";".join(chain))))
     return rows
 
 

@@ -9,6 +9,8 @@ import os
 import tempfile
 import unittest
 
+import folded
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 _spec = importlib.util.spec_from_file_location(
     "rpc_profile_report", os.path.join(HERE, "rpc-profile-report.py"))
@@ -49,7 +51,7 @@ def write_results(d, runs):
             if rows is not None:
                 with open(os.path.join(ctl, f"prof-{port}-{rep}.folded"), "w") as g:
                     for n, comm, c in rows:
-                        g.write(f"{n}\t{comm}\t{c}\n")
+                        g.write(folded.format_line(comm, c.split(";") if c else [], n) + "\n")
 
 
 class RpcProfileTest(unittest.TestCase):

@@ -10,7 +10,11 @@
 #      files of many sizes written, caches dropped, remounted, read back
 #      and compared by SHA-256; a 100-entry directory listed; no Call
 #      went as a Long Call (mountstats nomsg_call_count stays 0: inline
-#      sizes still go inline); unmounted;
+#      sizes still go inline); what an administrator's tools read from
+#      the mount: nfs-common's mountstats counts RPC requests and READs,
+#      mountstats --xprt shows the RDMA transport's counters, nfsiostat reports operations per second for
+#      the mount, and SUNRPC's sysfs has the transport's xprt_info
+#      (/sys/kernel/sunrpc/xprt-switches/*/xprt-*-rdma/); unmounted;
 #   2. rmmod rpcrdma2 succeeds; run.sh fails the test on any kernel
 #      warning in the client's log.
 # Larger RPCs (the default rsize/wsize) use chunks: rpcrdma2-chunks.sh.
@@ -34,6 +38,36 @@ tb_random_files "$REF" f "${SIZES[@]}"
 xprt_field() {
 	awk -v m="$MNT" -v f="$1" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $(f + 2); exit}' \
 		/proc/self/mountstats
+}
+
+# admin_tools VERS: mountstats, nfsiostat (nfs-common) and SUNRPC's sysfs
+# on the mount at $MNT, after its traffic (Documentation/admin-guide.rst,
+# "Statistics").
+admin_tools() {
+	local vers=$1 ms mx io req sent ops info
+	# mountstats: the RPC and per-operation statistics; --xprt: the
+	# transport's counters.
+	ms=$(mountstats "$MNT") || tb_die "vers=$vers: mountstats $MNT failed"
+	sent=$(sed -n 's/^[[:space:]]*\([0-9]*\) RPC requests sent,.*/\1/p' <<<"$ms" | head -n 1)
+	((${sent:-0} > 0)) || tb_die "vers=$vers: mountstats counts no RPC requests sent: $ms"
+	grep -q '^READ:$' <<<"$ms" || tb_die "vers=$vers: mountstats has no READ statistics: $ms"
+	mx=$(mountstats --xprt "$MNT") || tb_die "vers=$vers: mountstats --xprt $MNT failed"
+	grep -q '^[[:space:]]*Transport protocol: rdma$' <<<"$mx" ||
+		tb_die "vers=$vers: mountstats --xprt shows no RDMA transport: $mx"
+	req=$(sed -n 's/^[[:space:]]*RPC requests: \([0-9]*\)$/\1/p' <<<"$mx" | head -n 1)
+	((${req:-0} > 0)) || tb_die "vers=$vers: mountstats --xprt counts no RPC requests: $mx"
+	grep -q '^[[:space:]]*Read segments: [0-9]*$' <<<"$mx" ||
+		tb_die "vers=$vers: mountstats --xprt shows no RDMA chunk counters: $mx"
+	io=$(nfsiostat "$MNT") || tb_die "vers=$vers: nfsiostat $MNT failed"
+	grep -q " mounted on $MNT:\$" <<<"$io" || tb_die "vers=$vers: nfsiostat does not report $MNT: $io"
+	ops=$(awk '$1 == "ops/s" && $2 == "rpc" {getline; print $1; exit}' <<<"$io")
+	awk -v o="${ops:-0}" 'BEGIN { exit !(o > 0) }' ||
+		tb_die "vers=$vers: nfsiostat reports ${ops:-no} ops/s: $io"
+	grep -q '^read:' <<<"$io" || tb_die "vers=$vers: nfsiostat has no read statistics: $io"
+	info=$(cat /sys/kernel/sunrpc/xprt-switches/switch-*/xprt-*-rdma/xprt_info 2>/dev/null || true)
+	grep -q "^dst_port=$NFS_RDMA_PORT\$" <<<"$info" ||
+		tb_die "vers=$vers: no xprt_info of an rdma transport to port $NFS_RDMA_PORT in /sys/kernel/sunrpc: $info"
+	tb_log "vers=$vers: mountstats: $req RPC requests over rdma; nfsiostat: $ops ops/s; xprt_info: $(grep -E '^(max_num_slots|num_reqs)=' <<<"$info" | tr '\n' ' ')"
 }
 
 for vers in 3 4.1; do
@@ -64,6 +98,7 @@ for vers in 3 4.1; do
 	nomsg=$(awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $23; exit}' \
 		/proc/self/mountstats)
 	((nomsg == 0)) || tb_die "vers=$vers: $nomsg inline-sized Calls went as Long Calls"
+	admin_tools "$vers"
 	rm -rf "$MNT"/f* "$MNT/dir"
 	tb_umount "$MNT"
 	tb_log "vers=$vers: ${#SIZES[@]} files and a 100-entry directory verified"

@@ -112,7 +112,7 @@ remote=$(tb_trace_events mr_inv "xid=$rx how=remote ")
 rkey=$(sed -n 's/.* handle=\(0x[0-9a-f]*\) .*/\1/p' <<<"$remote")
 [ -n "$(tb_trace_events mr_reg "xid=$rx handle=$rkey ")" ] || tb_die "xid $rx: the invalidated rkey $rkey is none of its MRs"
 nreg=$(tb_trace_events mr_reg "xid=$rx " | wc -l)
-nlocal=$(tb_trace_events mr_inv "xid=$rx how=local " | sed -n 's/.* mrs=\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
+nlocal=$(tb_trace_events mr_inv "xid=$rx how=local " | sed -n 's/.* n=\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
 ((nlocal == nreg - 1)) || tb_die "xid $rx: $nreg MRs, $nlocal invalidated locally (expected all but the remote one)"
 rinv1=$(xprt_field 28)
 ((rinv1 > rinv0)) || tb_die "mountstats field 28 (remote_inv) did not grow: $rinv0 -> $rinv1"

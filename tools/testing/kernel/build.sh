@@ -27,9 +27,7 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 FRAGMENT=$HERE/config.fragment
 VARIANT=${RPCRDMA2_KERNEL_VARIANT:-default}
-DEB_PKGS=(linux-source-6.12 rustc-web rust-web-src clang-15 lld-15 llvm-15
-	  libclang-15-dev flex bison bc libelf-dev libssl-dev cpio kmod xz-utils
-	  make python3 rust-web-clippy)
+DEB_PKGS=("${KERNEL_DEBS[@]}") # lib.sh
 BINDGEN_VERSION=0.73.2
 
 src_version() {
@@ -79,8 +77,9 @@ merged_fragment() {
 
 install_prereqs() {
 	ensure_debs "${DEB_PKGS[@]}"
+	require_rustc_release
 	if ! "$RPCRDMA2_BINDGEN" --version 2>/dev/null | grep -q "$BINDGEN_VERSION"; then
-		command -v cargo >/dev/null || die "bindgen missing and no cargo to install it"
+		command -v cargo >/dev/null || die "bindgen missing and no cargo to install it (Debian package cargo-web)"
 		log "installing bindgen-cli $BINDGEN_VERSION with cargo"
 		cargo install --locked --quiet "bindgen-cli@$BINDGEN_VERSION" ||
 			die "cargo install bindgen-cli@$BINDGEN_VERSION failed"

@@ -36,11 +36,7 @@ readonly NFS_RDMA_PORT=20049 NFS_TCP_PORT=2049
 # prints them without the prefix.  kmemleak reports nothing on the console
 # by itself (integration/rpcrdma2-kmemleak.sh asks it).
 readonly WARN_RE='WARNING:|BUG:|Oops|Call Trace|KASAN|UBSAN|Kernel panic|general protection fault|rcu: INFO|rcu_.* detected stalls|blocked for more than|possible (circular|recursive) locking|inconsistent lock state|ib census at unload: .* leaked'
-# Debian packages the host needs: QEMU, a static busybox, and everything the
-# guests run from the host's /usr.
-readonly VM_DEBS=(qemu-system-x86 busybox-static nfs-kernel-server nfs-common
-	rpcbind rdma-core ibverbs-providers ibverbs-utils libibverbs1 librdmacm1 perftest fio iproute2
-	kmod util-linux procps gzip)
+# The Debian packages the host needs: lib.sh VM_DEBS.
 
 usage() {
 	cat <<EOF
