@@ -124,10 +124,18 @@ def literal_spans(path, text):
     return spans
 
 
+# Targets of a kernel tree's own Makefile that the documents tell a reader
+# to run there (not this repository's).
+KERNEL_TREE_TARGETS = {"rustavailable", "modules_install", "olddefconfig", "menuconfig"}
+
+
 def make_targets_in(s):
     """targets named by the make commands in S (a literal)"""
     found = []
     for m in re.finditer(r"(?:^|(?<=[\s;&|(]))make(?=\s|$)", s):
+        # "apt-get install make git": the package, not a make command
+        if re.search(r"\binstall\s+(?:\S+\s+)*$", s[:m.start()]):
+            continue
         words = s[m.end():].split()
         i = 0
         while i < len(words):
@@ -141,7 +149,7 @@ def make_targets_in(s):
             break
         if i < len(words):
             t = words[i].rstrip(".,;:)`'\"")
-            if re.fullmatch(r"[a-z][a-z0-9_-]*", t):
+            if re.fullmatch(r"[a-z][a-z0-9_-]*", t) and t not in KERNEL_TREE_TARGETS:
                 found.append(t)
     return found
 

@@ -93,6 +93,14 @@ check``, ``make -s KDIR=/x modules`` and::
             self.assertEqual(rc, 1, word)
             self.assertIn("organised", out)
 
+    def test_make_commands_only(self):
+        # a package named make, and a kernel tree's own target, are not
+        # targets of this repository's Makefile; a make command is
+        self.assertEqual(DR.make_targets_in("apt-get install make git"), [])
+        self.assertEqual(DR.make_targets_in("make LLVM=1 rustavailable"), [])
+        self.assertEqual(DR.make_targets_in("make -C dir frobnicate"), ["frobnicate"])
+        self.assertEqual(DR.make_targets_in("cd x && make check"), ["check"])
+
     def test_makefile_targets(self):
         cwd = os.getcwd()
         os.chdir(TOP)
