@@ -9,8 +9,10 @@
 //! (RFC 8166) when the server only speaks version 1.
 //!
 //! Layering: [`bindings`] holds the raw FFI generated at build time;
-//! [`sunrpc`] and [`ib`] are the only modules with `unsafe` and expose
-//! safe wrappers; everything else is transport logic on top of them.
+//! [`sunrpc`] and [`ib`] are the modules with `unsafe` code and expose
+//! safe wrappers (besides the thin wrappers of the C shim's helpers in
+//! [`compat`] and [`fault`]); everything else is transport logic on top
+//! of them.
 
 use kernel::prelude::*;
 
@@ -22,6 +24,7 @@ pub mod bindings;
 pub mod compat;
 pub mod conn;
 pub mod connect;
+pub mod fault;
 pub mod ib;
 pub mod sunrpc;
 pub mod trace;
@@ -57,6 +60,7 @@ module! {
 /// objects is checked last (a leak is reported at unload).
 struct Rpcrdma2 {
     _class: sunrpc::ClassRegistration,
+    _faults: fault::Registration,
     _ib_client: ib::client::ClientRegistration,
     _census: ib::census::Guard,
 }
@@ -64,10 +68,12 @@ struct Rpcrdma2 {
 impl kernel::Module for Rpcrdma2 {
     fn init(_module: &'static ThisModule) -> Result<Self> {
         let ib_client = ib::client::ClientRegistration::new()?;
+        let faults = fault::Registration::register();
         let class = sunrpc::ClassRegistration::new::<transport::RdmaXprt>()?;
         pr_info!("RPC-over-RDMA transport 'rdma' registered (netids rdma, rdma6)\n");
         Ok(Rpcrdma2 {
             _class: class,
+            _faults: faults,
             _ib_client: ib_client,
             _census: ib::census::Guard,
         })

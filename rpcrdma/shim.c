@@ -87,6 +87,16 @@ unsigned int rpcrdma2_shim_param_cont_reply_pieces(void)
 	return READ_ONCE(cont_reply_pieces);
 }
 
+static unsigned int max_mrs;
+module_param(max_mrs, uint, 0644);
+MODULE_PARM_DESC(max_mrs,
+		 "MRs each connection registers chunks with: 0 for enough for every request (at most 256), else this many (at least 2); with fewer, an RPC's chunks take at most half of them and RPCs wait for MRs (read at connect)");
+
+unsigned int rpcrdma2_shim_param_max_mrs(void)
+{
+	return READ_ONCE(max_mrs);
+}
+
 const struct xprt_class *rpcrdma2_shim_class(void)
 {
 	return &rpcrdma2_class;
@@ -297,3 +307,57 @@ void rpcrdma2_shim_put_cong(struct rpc_rqst *rqst)
 		xprt_release_rqst_cong(rqst->rq_task);
 	spin_unlock(&xprt->transport_lock);
 }
+
+#ifdef CONFIG_FAULT_INJECTION_DEBUG_FS
+#include <linux/debugfs.h>
+#include <linux/fault-inject.h>
+
+static struct fault_attr rpcrdma2_faults[RPCRDMA2_FAULT_COUNT] = {
+	[0 ... RPCRDMA2_FAULT_COUNT - 1] = FAULT_ATTR_INITIALIZER,
+};
+static const char *const rpcrdma2_fault_names[RPCRDMA2_FAULT_COUNT] = {
+	[RPCRDMA2_FAULT_SEND_BUF] = "fail_send_buf",
+	[RPCRDMA2_FAULT_POST_SEND] = "fail_post_send",
+	[RPCRDMA2_FAULT_HOLD_CONN] = "hold_conn",
+	[RPCRDMA2_FAULT_DELAY_FLUSH] = "delay_flush",
+};
+static struct dentry *rpcrdma2_debugfs;
+
+void rpcrdma2_shim_faults_init(void)
+{
+	struct dentry *dir = debugfs_create_dir("rpcrdma2", NULL);
+	unsigned int i;
+
+	if (IS_ERR(dir))
+		return;
+	for (i = 0; i < RPCRDMA2_FAULT_COUNT; i++)
+		fault_create_debugfs_attr(rpcrdma2_fault_names[i], dir, &rpcrdma2_faults[i]);
+	rpcrdma2_debugfs = dir;
+}
+
+void rpcrdma2_shim_faults_exit(void)
+{
+	debugfs_remove_recursive(rpcrdma2_debugfs);
+	rpcrdma2_debugfs = NULL;
+}
+
+bool rpcrdma2_shim_should_fail(unsigned int which)
+{
+	if (which >= RPCRDMA2_FAULT_COUNT)
+		return false;
+	return should_fail(&rpcrdma2_faults[which], 1);
+}
+#else
+void rpcrdma2_shim_faults_init(void)
+{
+}
+
+void rpcrdma2_shim_faults_exit(void)
+{
+}
+
+bool rpcrdma2_shim_should_fail(unsigned int which)
+{
+	return false;
+}
+#endif

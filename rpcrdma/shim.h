@@ -35,6 +35,7 @@ bool rpcrdma2_shim_param_force_v1(void);
 bool rpcrdma2_shim_param_ddp(void);
 bool rpcrdma2_shim_param_frwr(void);
 unsigned int rpcrdma2_shim_param_cont_reply_pieces(void);
+unsigned int rpcrdma2_shim_param_max_mrs(void);
 int rpcrdma2_shim_module_get(void);
 void rpcrdma2_shim_module_put(void);
 
@@ -77,3 +78,25 @@ void rpcrdma2_shim_queue_delayed_work(struct delayed_work *dwork, unsigned long 
 void rpcrdma2_shim_cancel_delayed_work(struct delayed_work *dwork);
 
 #endif /* RPCRDMA2_SHIM_H */
+
+/* --- fault injection (debugfs rpcrdma2/fail_*, the kernel's fault_attr) --- */
+
+/* The injection points; see rpcrdma/fault.rs. */
+enum rpcrdma2_fault {
+	RPCRDMA2_FAULT_SEND_BUF = 0,	/* a Call finds no free Send buffer */
+	RPCRDMA2_FAULT_POST_SEND = 1,	/* a Call's final post fails */
+	RPCRDMA2_FAULT_HOLD_CONN = 2,	/* buf_free holds the connection 2 s */
+	RPCRDMA2_FAULT_DELAY_FLUSH = 3,	/* a flushed Receive is handled 2 s late */
+	RPCRDMA2_FAULT_COUNT = 4,
+};
+
+/*
+ * Creates /sys/kernel/debug/rpcrdma2/ with one fault_attr directory per
+ * point (Documentation/fault-injection/fault-injection.rst); without
+ * CONFIG_FAULT_INJECTION_DEBUG_FS, or if debugfs fails, nothing (and no
+ * point ever fires).
+ */
+void rpcrdma2_shim_faults_init(void);
+void rpcrdma2_shim_faults_exit(void);
+/* Whether point @which fires now (should_fail() of its fault_attr). */
+bool rpcrdma2_shim_should_fail(unsigned int which);

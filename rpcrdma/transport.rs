@@ -119,7 +119,9 @@ pub struct Stats {
     pub hardway: AtomicU64,
     /// Marshaling failures.
     pub failed_marshal: AtomicU64,
-    /// Sends that found no free Send buffer (C: empty_sendctx_q).
+    /// Calls and backchannel replies that waited for buffer space: no
+    /// free Send buffer, too few free MRs or no credit (C:
+    /// empty_sendctx_q, which counts only the first).
     pub empty_sendq: AtomicU64,
 }
 
@@ -242,6 +244,13 @@ impl RdmaXprt {
         let conn = self.conn.lock().take();
         if let Some(conn) = conn {
             self.closed(conn.id, conn.disconnect(reason));
+            // Every completion of the connection is handled now, not when
+            // the last reference goes: another holder (a `buf_free`, the
+            // keepalive) may drop it after the next connection is up, and
+            // its handlers must not reach the protocol state or the
+            // transport of that one (a flushed Receive's credit, a flushed
+            // Send's forced disconnect). Posts after this are refused.
+            conn.drain();
             drop(conn);
             // The next connection starts with an empty congestion window.
             // The free list's lock keeps `put_slot` from resetting a slot
@@ -366,6 +375,7 @@ impl Transport for RdmaXprt {
         // connection that is gone took its MRs with it (deregistered).
         if let Some(conn) = this.data.current_conn() {
             conn.release(slot.data.index);
+            crate::fault::delay_if(crate::fault::Point::HoldConn, 2000);
         }
     }
 
@@ -511,7 +521,7 @@ impl Transport for RdmaXprt {
             ld(&c.mrs_orphaned),
             ld(&c.mrs_allocated),
             ld(&c.local_inv),
-            ld(&s.empty_sendq) + ld(&c.no_mrs),
+            ld(&s.empty_sendq),
             ld(&c.remote_inv),
             ld(&this.data.bc.stats.calls),
             ld(&this.data.bc.stats.replies),

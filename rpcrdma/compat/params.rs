@@ -32,3 +32,10 @@ pub fn ddp() -> bool {
     // SAFETY: FFI call without preconditions (a READ_ONCE of a static).
     unsafe { bindings::rpcrdma2_shim_param_ddp() }
 }
+
+/// `max_mrs`: MRs per connection for chunks; 0 for the default sizing
+/// (read at connect).
+pub fn max_mrs() -> u32 {
+    // SAFETY: FFI call without preconditions (a READ_ONCE of a static).
+    unsafe { bindings::rpcrdma2_shim_param_max_mrs() }
+}

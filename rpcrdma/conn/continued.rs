@@ -133,11 +133,14 @@ impl Conn {
         self.ep.qp().handler().0.cursor.lock().is_some()
     }
 
-    /// A message could be sent now: a Send buffer is free and the credit
-    /// budget allows one.
+    /// A message could be sent now: a Send buffer is free, the credit
+    /// budget allows one and, if a Call found too few free MRs, as many
+    /// as it needs are free now.
     pub fn ready_to_send(&self) -> bool {
         let q = &self.ep.qp().handler().0;
-        q.sends.lock().top > 0 && q.proto.lock().credits().may_send()
+        q.sends.lock().top > 0
+            && q.proto.lock().credits().may_send()
+            && self.chunking.as_deref().is_none_or(Chunking::mrs_ready)
     }
 }
 

@@ -102,6 +102,15 @@ impl Conn {
         let segs = frwr.map_or(0, |(_, s)| {
             proto::Limits::segs_for_depth(mr::page_size() as u32, s.depth).min(s.max_segs)
         });
+        // A pool smaller than the default (`max_mrs`): an RPC's chunks
+        // take at most half of it (one Read and one Reply chunk), so
+        // every RPC can be sent once enough MRs are back.
+        let max_mrs = crate::compat::params::max_mrs() as usize;
+        let segs = if max_mrs > 0 {
+            segs.min(u32::try_from(max_mrs / 2).unwrap_or(u32::MAX).max(1))
+        } else {
+            segs
+        };
         proto_state.lock().set_max_segs(segs);
         // One Read chunk and one Reply chunk per RPC at most.
         let mrs_per_rpc = 2 * segs as usize;
@@ -140,10 +149,13 @@ impl Conn {
         if let Some((caps, sizing)) = frwr.filter(|_| segs > 0) {
             // The C client registers at most a few hundred MRs per
             // connection up front; a Send that finds none waits.
-            let size = (config.max_requests as usize * segs as usize).clamp(1, MR_POOL_MAX);
+            let size = match max_mrs {
+                0 => (config.max_requests as usize * segs as usize).clamp(1, MR_POOL_MAX),
+                n => n.clamp(2 * segs as usize, MR_POOL_MAX.max(2 * segs as usize)),
+            };
             let pool = MrPool::new(ep.pd(), caps.shape(sizing.depth), size)?;
             stats.mrs_allocated.fetch_add(size as u64, Relaxed);
-            let c = Arc::new(Chunking { sizing, pool }, GFP_KERNEL)?;
+            let c = Arc::new(Chunking::new(sizing, pool), GFP_KERNEL)?;
             *ep.qp().handler().0.chunking.lock() = Some(c.clone());
             chunking = Some(c);
         }

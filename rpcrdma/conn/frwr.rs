@@ -233,10 +233,45 @@ pub(super) struct RegSizing {
 pub(super) struct Chunking {
     pub(super) sizing: FrwrSizing,
     pub(super) pool: Arc<MrPool>,
+    /// How many free MRs the Call that found too few waits for (0: none
+    /// waits). Set by the sender before it waits for buffer space; the
+    /// MR that makes that many free wakes it (`QpState::put_mr`).
+    wanted: AtomicUsize,
+}
+
+impl Chunking {
+    pub(super) fn new(sizing: FrwrSizing, pool: Arc<MrPool>) -> Self {
+        Chunking {
+            sizing,
+            pool,
+            wanted: AtomicUsize::new(0),
+        }
+    }
+
+    /// A Call needs `n` free MRs and found fewer: the sender waits for
+    /// buffer space until that many are free.
+    pub(super) fn want(&self, n: usize) {
+        self.wanted.store(n, SeqCst);
+    }
+
+    /// No Call waits for MRs (the sender got them).
+    pub(super) fn satisfied(&self) {
+        if self.wanted.load(Relaxed) != 0 {
+            self.wanted.store(0, Relaxed);
+        }
+    }
+
+    /// Whether the Call waiting for MRs, if any, would find enough now.
+    pub(super) fn mrs_ready(&self) -> bool {
+        let n = self.wanted.load(SeqCst);
+        n == 0 || self.pool.available() >= n
+    }
 }
 
 impl QpState {
-    /// Gives an MR back to the pool (deregisters it if it is not clean).
+    /// Gives an MR back to the pool (deregisters it if it is not clean),
+    /// and wakes the sender if it waits for MRs and now enough are free.
+    /// The common case, nobody waiting, costs one load.
     pub(super) fn put_mr(&self, mr: Mr) {
         match self.chunking() {
             Some(c) => {
@@ -244,6 +279,15 @@ impl QpState {
                 c.pool.put(mr);
                 if c.pool.lost() > lost {
                     self.stats.mrs_orphaned.fetch_add(1, Relaxed);
+                }
+                // The put (the pool's lock) is ordered before this load;
+                // the sender stores `wanted` before it looks at the pool
+                // again under that lock (`Conn::ready_to_send`): one of
+                // the two sees the other.
+                let n = c.wanted.load(SeqCst);
+                if n != 0 && c.pool.available() >= n {
+                    c.wanted.store(0, Relaxed);
+                    self.xprt.write_space();
                 }
             }
             None => drop(mr),

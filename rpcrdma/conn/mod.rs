@@ -38,7 +38,7 @@ use crate::sunrpc::xprt_box::XprtRef;
 use crate::trace;
 use crate::xdr::header::{self, Protocol};
 use core::ffi::CStr;
-use core::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::{Relaxed, SeqCst}};
 use kernel::alloc::{
     flags::{GFP_KERNEL, GFP_NOWAIT},
     KVec,
@@ -439,6 +439,7 @@ impl QpHandler for ConnQp {
                 this.post_receives(qp, more);
             }
             Completion::Done(wc) => {
+                crate::fault::delay_if(crate::fault::Point::DelayFlush, 2000);
                 this.proto.lock().receive_flushed();
                 if wc.is_flushed() {
                     this.why.note(Why::Flushed);
@@ -515,6 +516,13 @@ impl Conn {
     /// it later): the first cause noted is the reason reported.
     pub fn note(&self, why: Why) {
         self.ep.qp().handler().0.why.note(why);
+    }
+
+    /// Stops posting on the connection and waits until every WR posted
+    /// came back through its handlers (`ib_drain_qp`); idempotent. Process
+    /// context, not from a completion handler.
+    pub fn drain(&self) {
+        self.ep.drain();
     }
 
     /// Starts a disconnect (the drop of the connection completes it).

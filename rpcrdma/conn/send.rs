@@ -47,10 +47,28 @@ impl Conn {
         // A resend after a transport error is planned as its recovery says.
         let recovery = q.recovery.lock().begin(usize::from(slot), xid);
         let hints = recovery.hints();
-        // The MRs must be there before the Call is counted as sent: a
-        // Send that finds too few free waits for space (an RPC ending
-        // frees its MRs). Only this sender takes MRs from the pool, so
-        // the count cannot shrink before they are taken.
+        // Everything a Send can run short of is taken, or checked, before
+        // the Call is counted as sent (credits, the probe, the count of
+        // unanswered Calls): a shortage then only makes SUNRPC wait for
+        // buffer space and send again, which counts once. What fails
+        // after the count drops the connection (`send_request`), which
+        // resets it.
+        //
+        // The Send buffer first; the buffers left free decide whether an
+        // inline Send is signalled (`post_with_regs`).
+        let (sb, free) = if crate::fault::fires(crate::fault::Point::SendBuf) {
+            (None, 0)
+        } else {
+            let mut s = q.sends.lock();
+            (s.pop(), s.top)
+        };
+        let Some(sb) = sb else {
+            return Err(crate::compat::errno::enobufs());
+        };
+        // The MRs: a Send that finds too few free waits for space (an RPC
+        // ending frees its MRs, `QpState::put_mr` wakes it). Only this
+        // sender takes MRs from the pool, so the count cannot shrink
+        // before they are taken.
         let mrs_free = chunking.map_or(usize::MAX, |c| c.pool.available());
         // One lock of the protocol state per Send: what the header needs
         // later (remote invalidation) and the credits of a refusal are
@@ -63,46 +81,17 @@ impl Conn {
         };
         let (plan, chunks) = match plan {
             Ok(p) => p,
-            Err(CallError::NoMrs { .. }) => {
-                stats.no_mrs.fetch_add(1, Relaxed);
-                return Err(crate::compat::errno::enobufs());
-            }
-            Err(CallError::NoCredits) => {
-                stats.no_credits.fetch_add(1, Relaxed);
-                if let Some(c) = credits {
-                    trace::credit_wait(self.id, xid, &c);
-                }
-                return Err(crate::compat::errno::enobufs());
-            }
-            Err(CallError::NotConnected) => return Err(crate::compat::errno::enotconn()),
-            Err(CallError::TooBig(t)) => {
-                stats.too_big.fetch_add(1, Relaxed);
-                if crate::compat::print::ratelimit() {
-                    pr_err!(
-                        "send: {:?} of {} bytes exceeds the inline limit of {} and this connection has no chunks (-EMSGSIZE)\n",
-                        t.direction, t.len, t.limit
-                    );
-                }
-                return Err(crate::compat::errno::emsgsize());
-            }
             Err(CallError::Plan(proto::PlanError::TooBig(t)))
                 if chunking.is_none() && t.direction == proto::Direction::Call =>
             {
                 // Inline only: a version 2 connection continues the Call
                 // (-00 §4.5.2); version 1 cannot.
+                let _ = q.sends.lock().push(sb);
                 return self.send_continued(rqst, xid, stats);
             }
-            Err(CallError::Plan(e)) => {
-                stats.too_big.fetch_add(1, Relaxed);
-                if crate::compat::print::ratelimit() {
-                    pr_err!(
-                        "send: xid {:#010x} cannot be sent: {:?} ({})\n",
-                        xid,
-                        e,
-                        e.errno().to_kernel()
-                    );
-                }
-                return Err(Error::from_errno(e.errno().to_kernel()));
+            Err(e) => {
+                let _ = q.sends.lock().push(sb);
+                return Err(self.refused(xid, e, credits, stats));
             }
         };
         trace::marshal(
@@ -115,18 +104,92 @@ impl Conn {
             plan.probe,
             &recovery,
         );
-        // The buffers left free decide whether an inline Send is
-        // signalled (`post_with_regs`).
-        let (sb, free) = {
-            let mut s = q.sends.lock();
-            (s.pop(), s.top)
-        };
-        let Some(mut sb) = sb else {
-            return Err(crate::compat::errno::enobufs());
-        };
+        if let Some(c) = chunking {
+            c.satisfied();
+        }
+        // Counted as sent from here on: no failure below may ask SUNRPC
+        // to send again on this connection.
+        let r = self.marshal_and_post(rqst, slot, xid, &plan, &chunks, remote_inv, (sb, free), stats);
+        r.map_err(|e| {
+            if e == crate::compat::errno::enobufs() {
+                EIO
+            } else {
+                e
+            }
+        })
+    }
+
+    /// Why Call `xid` was not sent (`prepare_rpc_within` refused it,
+    /// nothing counted), as the errno `send_request` acts on: `ENOBUFS`
+    /// to wait for buffer space (MRs, credits), another to fail it.
+    fn refused(
+        &self,
+        xid: u32,
+        e: CallError,
+        credits: Option<proto::CreditState>,
+        stats: &ConnStats,
+    ) -> Error {
+        match e {
+            CallError::NoMrs { needed } => {
+                stats.no_mrs.fetch_add(1, Relaxed);
+                if let Some(c) = self.chunking.as_deref() {
+                    c.want(needed);
+                }
+                crate::compat::errno::enobufs()
+            }
+            CallError::NoCredits => {
+                stats.no_credits.fetch_add(1, Relaxed);
+                if let Some(c) = credits {
+                    trace::credit_wait(self.id, xid, &c);
+                }
+                crate::compat::errno::enobufs()
+            }
+            CallError::NotConnected => crate::compat::errno::enotconn(),
+            CallError::TooBig(t) => {
+                stats.too_big.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "send: {:?} of {} bytes exceeds the inline limit of {} and this connection has no chunks (-EMSGSIZE)\n",
+                        t.direction, t.len, t.limit
+                    );
+                }
+                crate::compat::errno::emsgsize()
+            }
+            CallError::Plan(e) => {
+                stats.too_big.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "send: xid {:#010x} cannot be sent: {:?} ({})\n",
+                        xid,
+                        e,
+                        e.errno().to_kernel()
+                    );
+                }
+                Error::from_errno(e.errno().to_kernel())
+            }
+        }
+    }
+
+    /// Registers the chunks of Call `xid` (counted as sent, `plan` and
+    /// `chunks`), encodes its header into the Send buffer `sb` (taken
+    /// with `free` left) behind it and posts it.
+    #[allow(clippy::too_many_arguments)]
+    fn marshal_and_post(
+        &self,
+        rqst: &TxRqst<'_>,
+        slot: u16,
+        xid: u32,
+        plan: &proto::CallPlan,
+        chunks: &ChunkPlan,
+        remote_inv: bool,
+        (mut sb, free): (SendBuf, usize),
+        stats: &ConnStats,
+    ) -> Result {
+        let q = &self.ep.qp().handler().0;
+        let chunking = self.chunking.as_deref();
         let n = chunks.ranges().len();
         if n > 0 {
-            if let Err(e) = self.register(rqst, slot, xid, &chunks, chunking) {
+            if let Err(e) = self.register(rqst, slot, xid, chunks, chunking) {
                 let _ = q.sends.lock().push(sb);
                 self.release(slot);
                 return Err(e);
@@ -282,6 +345,11 @@ impl Conn {
             // Decided once: it moves the count of unsignalled Sends.
             let signaled = self.signal_inline(free);
             trace::post_send(self.id, task, xid, 0, signaled, free);
+            if crate::fault::fires(crate::fault::Point::PostSend) {
+                // As a refused post: the buffer comes back unposted.
+                let _ = q.sends.lock().push(sb);
+                return Err(EIO);
+            }
             let wr = SendWr::send(SendOpCtx::Buf(sb));
             return qp.post_send_one(if signaled { wr.signaled() } else { wr });
         }
@@ -333,6 +401,16 @@ impl Conn {
                     wr: MrWr::new(mr),
                     slot,
                 });
+                // The last REG_MR of a chain posted without the Send is
+                // signalled: every chain posted then ends in a completion
+                // of its own, so a failure of a later post cannot leave
+                // contexts that only a WR never posted would retire
+                // (`release` waits for them).
+                let wr = if chain.len() + 2 == MAX_SEND_CHAIN {
+                    wr.signaled()
+                } else {
+                    wr
+                };
                 let _ = chain.push(wr);
                 if chain.len() + 1 == MAX_SEND_CHAIN {
                     full = true;
@@ -370,7 +448,13 @@ impl Conn {
         }
         let _ = chain.push(SendWr::send(SendOpCtx::Buf(sb)).signaled());
         trace::post_send(self.id, task, xid, n, true, free);
-        let r = qp.post_send_chain(&mut chain);
+        let r = if crate::fault::fires(crate::fault::Point::PostSend) {
+            // As a refused post: every WR comes back aborted.
+            qp.discard_send_chain(&mut chain);
+            Err(EIO)
+        } else {
+            qp.post_send_chain(&mut chain)
+        };
         q.put_chain(chain);
         if r.is_err() {
             // Everything came back as Aborted.

@@ -335,6 +335,17 @@ impl<Q: QpHandler> Qp<Q> {
         self.post_wrs(wrs)
     }
 
+    /// Hands every WR of `chain` back through [`QpHandler::send_done`] as
+    /// [`Completion::Aborted`] without posting it (a post the caller gave
+    /// up on); the chain is empty afterwards.
+    pub fn discard_send_chain(&self, chain: &mut SendChain<Q::SendCtx>) {
+        let n = chain.len.min(MAX_SEND_CHAIN);
+        chain.len = 0;
+        for wr in chain.wrs.iter_mut().take(n).filter_map(|w| w.take()) {
+            self.handler.send_done(self, wr.ctx, Completion::Aborted);
+        }
+    }
+
     /// Posts `wrs` (all `Some`), linked in order, in one `ib_post_send()`.
     /// Every WR is taken out of `wrs`: posted, or handed back through
     /// [`QpHandler::send_done`] as [`Completion::Aborted`]. The WRs not

@@ -48,6 +48,7 @@ pub(super) fn frwr_loopback() -> TestResult {
     write_after_invalidation(&p, sa)?;
     unmap_all(&pool, a, b, c)?;
     broken_mr(&p, &pool)?;
+    flushed_unsignalled(&p, &pool)?;
 
     let _ = p.server.disconnect();
     let Pair {
@@ -395,6 +396,55 @@ fn broken_mr(p: &Pair, pool: &MrPool) -> TestResult {
         // Never posted: the MR was unmapped and reused.
         kassert_eq!(state, MrState::Mapped);
     }
+    kassert_eq!((pool.available(), pool.lost()), (4, 0));
+    Ok(())
+}
+
+/// An unsignalled REG_MR chained before a signalled Send on the client's
+/// QP, in the error state since `broken_mr`'s disconnect: the provider
+/// completes every flushed WR, signalled or not, so the REG_MR's context
+/// comes back with its own failed completion (or aborted, if the post was
+/// refused), never as retired by the Send's completion. A flush thus
+/// cannot make an unsignalled REG_MR's MR count as registered.
+#[inline(never)]
+fn flushed_unsignalled(p: &Pair, pool: &MrPool) -> TestResult {
+    let cs = &p.cs;
+    let mut e = step!(pool.get().ok_or(ENOMEM), "taking an MR");
+    let e_buf = step!(KVec::from_elem(0u8, 64, GFP_KERNEL), "allocating");
+    kassert!(e.map_buf(e_buf, MrAccess::RemoteRead, XID + 4).is_ok());
+    let ek = e.rkey();
+    let send = buf(p.client.pd(), 16, DmaDir::ToDevice, 5, |_| 0)?;
+    let before = cs.log.lock().sends.len();
+    let mut chain = step!(SendChain::new_boxed(GFP_KERNEL), "allocating");
+    kassert!(chain.push(SendWr::reg_mr(Ctx::Mr(MrWr::new(e)))).is_ok());
+    kassert!(chain.push(SendWr::send(send).signaled()).is_ok());
+    let res = p.client.qp().post_send_chain(&mut chain);
+    kassert!(sends(cs, before + 2));
+    let (reg, snd) = {
+        let log = cs.log.lock();
+        let find = |tag: u32| {
+            log.sends
+                .iter()
+                .skip(before)
+                .find(|s| s.0 == tag)
+                .map(|s| s.1)
+        };
+        (find(ek), find(5))
+    };
+    pr_info!(
+        "frwr: REG_MR + Send on a QP in error: post {:?}, REG_MR kind {:?}, Send kind {:?}\n",
+        res,
+        reg,
+        snd
+    );
+    // 2: a failed (flushed) completion of its own; 3: aborted. Never 1
+    // (retired by a later completion as successful).
+    kassert!(matches!(reg, Some(2 | 3)));
+    kassert!(matches!(snd, Some(2 | 3)));
+    let e = step!(cs.take_mr(ek).ok_or(ENOENT), "finding E");
+    kassert!(e.state() != MrState::Registered);
+    pool.put(e);
+    let _ = pool.refill();
     kassert_eq!((pool.available(), pool.lost()), (4, 0));
     Ok(())
 }

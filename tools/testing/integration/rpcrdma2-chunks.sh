@@ -29,8 +29,16 @@
 #      and at a non-zero position (Read chunk), Write chunk segments
 #      returned, and Sends With Invalidate;
 #   8. NFSv3: disconnects injected (fail_sunrpc) while a 3 MiB file is
-#      written and read back with O_DIRECT: the data arrives intact;
-#   9. rmmod rpcrdma2 succeeds; run.sh fails the test on any kernel
+#      written and read back with O_DIRECT: the data arrives intact; the
+#      same with posts refused (rpcrdma2's fail_post_send, debugfs
+#      rpcrdma2/): each drops the connection and nothing hangs;
+#   9. a shallow MR pool (rpcrdma2's max_mrs=8): sixteen 1 MiB O_DIRECT
+#      reads at once, whose Write chunks need more MRs than there are,
+#      complete intact, and an RPC that found too few MRs waited for them
+#      to come back (woken by their return, remote invalidations too)
+#      instead of retrying at once: at most two refusals per READ
+#      (mountstats' empty_sendctx_q), where a busy retry makes hundreds;
+#  10. rmmod rpcrdma2 succeeds; run.sh fails the test on any kernel
 #      warning in the client's log.
 
 set -euo pipefail
@@ -212,9 +220,73 @@ if [ -d "$F" ]; then
 	((n >= 1)) || tb_die "no disconnect was injected"
 	rm -f "$MNT/ref"
 	tb_umount "$MNT"
+
+	# Posts refused (rpcrdma2's fail_post_send: the post of a Call's Send,
+	# REG_MRs chained before it, fails): each drops the connection, the
+	# RPC goes again on the next one, nothing hangs.
+	P=/sys/kernel/debug/rpcrdma2/fail_post_send
+	[ -d "$P" ] || tb_die "no $P: rpcrdma2 has no fault injection here (CONFIG_FAULT_INJECTION_DEBUG_FS)"
+	tb_log "=== NFS vers=3, default rsize/wsize, posts refused during chunked I/O"
+	tb_trace_rpcrdma2
+	tb_mount 3 rdma "$MNT"
+	ls "$MNT" >/dev/null
+	echo 0 >"$P/verbose"
+	echo 2 >"$P/interval"
+	echo 3 >"$P/times"
+	echo 100 >"$P/probability"
+	tb_step "copy 3 MiB while posts are refused" timeout 300 cp "$REF/f3145728" "$MNT/ref"
+	sync
+	(($(cat "$P/times") == 0)) || tb_die "fail_post_send did not fire 3 times during the copy"
+	echo 2 >"$P/times"
+	timeout 300 dd if="$MNT/ref" of=/tmp/back bs=1M iflag=direct status=none ||
+		tb_die "O_DIRECT read with posts refused failed"
+	(($(cat "$P/times") == 0)) || tb_die "fail_post_send did not fire 2 times during the read"
+	echo 0 >"$P/probability"
+	cmp -s "$REF/f3145728" /tmp/back || tb_die "data read with posts refused differs"
+	n=$(tb_trace_events disconnect | wc -l)
+	tb_log "posts refused: 5 refused, $n connections ended"
+	((n >= 5)) || tb_die "5 refused posts, $n connections ended (each must drop its connection)"
+	tb_umount "$MNT"
+	tb_drop_caches
+	tb_mount 3 rdma "$MNT"
+	cmp -s "$REF/f3145728" "$MNT/ref" || tb_die "data written with posts refused differs"
+	rm -f "$MNT/ref"
+	tb_umount "$MNT"
 else
 	tb_log "no $F (CONFIG_FAIL_SUNRPC): disconnects during chunked I/O not tested"
 fi
+
+tb_log "=== NFS vers=3, a shallow MR pool (max_mrs=8)"
+echo 8 >/sys/module/rpcrdma2/parameters/max_mrs
+tb_mount 3 rdma "$MNT"
+cp "$REF/f3145728" "$MNT/big"
+tb_umount "$MNT"
+tb_mount 3 rdma "$MNT"
+mrs=$(rdma_field mrs_allocated)
+((mrs == 8)) || tb_die "max_mrs=8: the connection registered $mrs MRs"
+for i in $(seq 0 15); do
+	timeout 300 dd if="$MNT/big" of="/tmp/part$i" bs=1M skip=$((i % 3)) count=1 iflag=direct status=none &
+done
+fail=0
+for i in $(seq 0 15); do
+	wait -n || fail=1
+done
+((fail == 0)) || tb_die "max_mrs=8: a read failed or stalled"
+for i in 0 1 2; do
+	dd if="$REF/f3145728" of="/tmp/want$i" bs=1M skip="$i" count=1 status=none
+done
+for i in $(seq 0 15); do
+	cmp -s "/tmp/part$i" "/tmp/want$((i % 3))" || tb_die "max_mrs=8: read $i differs"
+done
+rm -f /tmp/part* /tmp/want*
+reads=$(awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "READ:" {print $2; exit}' /proc/self/mountstats)
+waits=$(rdma_field empty_sendctx)
+tb_log "max_mrs=8: $reads READs, $waits refusals for want of MRs or Send buffers"
+((reads >= 16)) || tb_die "max_mrs=8: only $reads READs counted"
+((waits <= 2 * reads)) || tb_die "max_mrs=8: $waits refusals for $reads READs: RPCs waiting for MRs retry without waiting"
+rm -f "$MNT/big"
+tb_umount "$MNT"
+echo 0 >/sys/module/rpcrdma2/parameters/max_mrs
 
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
 tb_log "rpcrdma2 chunks: all checks passed"

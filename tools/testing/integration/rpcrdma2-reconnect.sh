@@ -11,7 +11,16 @@
 #   2. rpcrdma2 logged the injected disconnects and connected again, and
 #      the reconnects started in version 1 (the server is remembered as
 #      version-1-only: no second probe on the same transport);
-#   3. mountstats counts more than one connect.
+#   3. mountstats counts more than one connect;
+#   4. a connection that outlives its disconnect does not reach the next
+#      one: with two of rpcrdma2's faults (debugfs rpcrdma2/: hold_conn,
+#      a request's buf_free keeps its reference to the connection 2 s
+#      longer; delay_flush, a flushed Receive's handler sleeps 2 s first)
+#      one disconnect is injected under load. The old connection is
+#      drained when it is disconnected, not when its last reference goes,
+#      so its late flush handler cannot reach the next connection (before
+#      that, it force-disconnected it): exactly one disconnect and one new
+#      connection for the one injected.
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -62,5 +71,44 @@ for vers in 3 4.1; do
 	((probes <= 2)) || tb_die "vers=$vers: a reconnect probed for version 2 again ($probes probes for 2 mounts)"
 	tb_log "vers=$vers: I/O completed across the injected disconnects (second mount: $connects connect(s))"
 done
+tb_log "=== a connection held past its disconnect (hold_conn)"
+H=/sys/kernel/debug/rpcrdma2/hold_conn
+D=/sys/kernel/debug/rpcrdma2/delay_flush
+[ -d "$H" ] || tb_die "no $H: rpcrdma2 has no fault injection here (CONFIG_FAULT_INJECTION_DEBUG_FS)"
+tb_mount 4.1 rdma "$MNT" rsize=1024,wsize=1024
+cp /tmp/ref "$MNT/ref"
+tb_trace_rpcrdma2
+for a in "$H" "$D"; do
+	echo 0 >"$a/verbose"
+	echo 1 >"$a/interval"
+done
+(for _ in 1 2 3 4; do cat "$MNT/ref" >/dev/null; tb_drop_caches; done) &
+load=$!
+sleep 2
+# The next few requests to end hold the connection; then the disconnect,
+# at the next transmission.
+echo 16 >"$H/times"
+echo 1 >"$D/times"
+echo 100 >"$H/probability"
+echo 100 >"$D/probability"
+echo 0 >"$F/probability"
+echo 1 >"$F/interval"
+echo 1 >"$F/times"
+echo 100 >"$F/probability"
+wait "$load" || tb_die "reads failed across a disconnect with a held connection"
+echo 0 >"$F/probability"
+echo 0 >"$H/probability"
+# The held references are gone 2 s after their buf_free, the late flush
+# handler done 2 s after the disconnect: whatever the old connection does
+# has happened by now.
+sleep 5
+d=$(tb_trace_events disconnect | wc -l)
+c=$(tb_trace_events connect | wc -l)
+tb_trace_events disconnect >&2
+((d == 1)) || tb_die "one disconnect injected, $d connections ended: the held connection's teardown reached the next one"
+((c == 1)) || tb_die "one disconnect injected, $c new connections"
+tb_log "held connection: $d disconnect, $c connect event(s)"
+rm "$MNT/ref"
+tb_umount "$MNT"
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
 tb_log "rpcrdma2 reconnect: all checks passed"

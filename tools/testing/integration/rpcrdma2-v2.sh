@@ -31,7 +31,13 @@
 #      DDP), Write chunks and Read chunks, no malformed message from
 #      rpcrdma2 and Sends With Invalidate: on version 2 of the rkey
 #      rpcrdma2 names in rdma_inv_handle (never another handle), on
-#      version 1 when the Call has one rkey (RFC 8797 R bit).
+#      version 1 when the Call has one rkey (RFC 8797 R bit);
+#   8. Send buffers short on version 2 (rpcrdma2's fail_send_buf fault,
+#      debugfs rpcrdma2/: every 3rd Call finds none, 200 times, far more
+#      than the responder's 32 credits): a Call refused for that is not
+#      counted against the credits, so a 1 MiB file read in 1 KiB READs
+#      completes on the one connection (a credit counted per refusal
+#      would stall it for good).
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -160,6 +166,30 @@ cat /results/ctl/responder-20051.stats
 for c in conn_v1 replies_inline replies_reply_chunk replies_write_chunk read_chunk_calls invalidations; do
 	(($(stat_of 20051 $c) > 0)) || tb_die "responder (v1): counter $c is 0"
 done
+
+tb_log "=== port 20050 (v2): Send buffers short (fail_send_buf)"
+SB=/sys/kernel/debug/rpcrdma2/fail_send_buf
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+[ -d "$SB" ] || tb_die "no $SB: rpcrdma2 has no fault injection here (CONFIG_FAULT_INJECTION_DEBUG_FS)"
+NFS_RDMA_PORT=20050 tb_mount 3 rdma "$MNT" rsize=1024,wsize=1024
+cp "$REF/f1048589" "$MNT/short"
+tb_umount "$MNT"
+NFS_RDMA_PORT=20050 tb_mount 3 rdma "$MNT" rsize=1024,wsize=1024
+tb_trace_rpcrdma2
+echo 0 >"$SB/verbose"
+echo 3 >"$SB/interval"
+echo 200 >"$SB/times"
+echo 100 >"$SB/probability"
+timeout 300 cmp "$REF/f1048589" "$MNT/short" ||
+	tb_die "v2: reading 1 MiB with Send buffers short failed or stalled (credits counted for Calls never sent?)"
+echo 0 >"$SB/probability"
+left=$(cat "$SB/times")
+((left == 0)) || tb_die "fail_send_buf fired $((200 - left)) times, not 200: the read did not exercise the refusals"
+n=$(tb_trace_events disconnect | wc -l)
+((n == 0)) || tb_die "v2: the connection ended during the Send-buffer shortage"
+tb_log "v2 Send buffers short: 200 refusals, 1 MiB read in 1 KiB READs on one connection"
+rm "$MNT/short"
+tb_umount "$MNT"
 
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
 tb_log "rpcrdma2 version 2 through the responder: all checks passed"
