@@ -34,8 +34,10 @@ cmp -s "$conf" samples/modprobe.d/rpcrdma2.conf || die "make install did not ins
 show=$(modprobe -d "$STAGE" -S "$krel" -C "$STAGE/etc/modprobe.d" --show-depends rpcrdma)
 grep -q 'install /sbin/modprobe --ignore-install rpcrdma2' <<<"$show" ||
 	die "with the snippet, modprobe rpcrdma does not load rpcrdma2: $show"
-# Every parameter described.
-for p in force_v1 ddp frwr; do
+# Every parameter (each module_param() of rpcrdma/shim.c) described.
+params=$(sed -n 's/^module_param(\([a-z0-9_]*\),.*/\1/p' rpcrdma/shim.c)
+[ -n "$params" ] || die "no module_param() found in rpcrdma/shim.c"
+for p in $params; do
 	modinfo -F parm "$mod" | grep -q "^$p:.\{20,\}" ||
 		die "modinfo: parameter $p has no description"
 done
