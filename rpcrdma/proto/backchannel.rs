@@ -62,13 +62,19 @@ pub const MAX_OUTSTANDING: u32 = 2 * SLOTS;
 
 /// Largest reverse-direction RPC message (Call or Reply) the upper layer
 /// may use (`bc_maxpayload`): the smaller inline threshold, at most
-/// `page_size`, less the minimal v1 header (C:
-/// `xprt_rdma_bc_maxpayload`).
+/// `page_size`, less the minimal header of the largest version we speak
+/// (the 36-byte `RDMA2_MSG` header; the C client, which speaks only
+/// version 1, subtracts 28 in `xprt_rdma_bc_maxpayload`).
+///
+/// The value is advertised once, in CREATE_SESSION, and must stay true
+/// for the session's life, across reconnections that may settle on the
+/// other version: so it does not depend on the current one. A reply of
+/// this size fits inline in either version ([`fit_reply`]).
 pub fn max_payload(t: &Thresholds, page_size: u32) -> u32 {
     t.send
         .min(t.recv)
         .min(page_size)
-        .saturating_sub(header_len(Protocol::V1))
+        .saturating_sub(header_len(Protocol::V1).max(header_len(Protocol::V2)))
 }
 
 /// What to do with a reverse-direction Call that arrived.

@@ -168,7 +168,10 @@ pub enum Control {
     Properties(TransportProperties),
     /// One piece of an `RDMA2_CONNPROP` split by Message Continuation
     /// (the transport reassembles the set; a piece that ends a malformed
-    /// set is reported like this too, and the set is dropped).
+    /// set is reported like this too, and the set is dropped), or a
+    /// whole set that was not applied because the connection already has
+    /// one (-00 §6.4.4: properties do not change; counted in
+    /// `connprop_repeated`).
     PropertiesPart,
     /// The server answered our `RDMA2_CONNPROP` probe with `ERR_VERS`:
     /// the connection now speaks version 1 (the server is remembered as

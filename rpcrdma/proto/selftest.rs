@@ -2434,7 +2434,7 @@ fn backchannel_v1() -> TestResult {
         backchannel::check_call(24, 4096, backchannel::MAX_OUTSTANDING, true)
             == CallVerdict::Overflow
     );
-    check!(backchannel::max_payload(t.thresholds(), 4096) == 4096 - 28);
+    check!(backchannel::max_payload(t.thresholds(), 4096) == 4096 - 36);
     Ok(())
 }
 

@@ -151,10 +151,22 @@ impl Transport {
     /// Takes the peer's property set `p` (from one `RDMA2_CONNPROP` or
     /// reassembled): the thresholds follow it at once, chunk planning
     /// from the next Call ([`Self::limits`]).
-    fn set_props(&mut self, p: TransportProperties) {
+    ///
+    /// Only the first set of a connection counts. -00 §6.4.4: properties
+    /// not included "are to be treated by the peer endpoint as having the
+    /// default value and are not allowed to change subsequently", and "the
+    /// peer should not request changes": a later set is counted
+    /// (`connprop_repeated`) and ignored, whatever it says. Returns
+    /// whether `p` was applied.
+    fn set_props(&mut self, p: TransportProperties) -> bool {
+        if self.props.is_some() {
+            self.stats.connprop_repeated = self.stats.connprop_repeated.wrapping_add(1);
+            return false;
+        }
         self.stats.connprop_applied = self.stats.connprop_applied.wrapping_add(1);
         self.props = Some(p);
         self.refresh_thresholds();
+        true
     }
 
     /// The peer announced `RVREQSUP_NONE` (-00 §5.2.5).
@@ -198,10 +210,8 @@ impl Transport {
             answers_call: false,
         });
         let reply = match self.connprop_piece(xid, body, false) {
-            Some(props) => {
-                self.set_props(props);
-                Reply::Control(Control::Properties(props))
-            }
+            Some(props) if self.set_props(props) => Reply::Control(Control::Properties(props)),
+            Some(_) => Reply::Control(Control::PropertiesPart),
             None => Reply::Control(Control::PropertiesPart),
         };
         Some((reply, grant))
@@ -279,7 +289,10 @@ impl Transport {
                 match reply {
                     Reply::Control(Control::Properties(p)) => {
                         self.props_asm.reset();
-                        self.set_props(p);
+                        if !self.set_props(p) {
+                            // A repeated set: received, not applied.
+                            reply = Reply::Control(Control::PropertiesPart);
+                        }
                     }
                     Reply::Control(Control::PropertiesPart) => {
                         if let Body::ConnPropPart(body) = h.body {

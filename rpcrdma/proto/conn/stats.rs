@@ -38,6 +38,9 @@ pub struct Stats {
     /// Peer property sets dropped: malformed, too long, or abandoned
     /// pieces of a continued set.
     pub connprop_bad: u64,
+    /// Peer property sets after the first of the connection: ignored
+    /// (-00 §6.4.4: properties do not change).
+    pub connprop_repeated: u64,
     /// CONNPROP probes that went unanswered ([`Transport::probe_timed_out`]).
     pub probe_timeouts: u64,
     /// Reverse-direction Calls dropped because the peer's Reverse Request
