@@ -48,9 +48,11 @@
 //! same path.
 
 use super::inline::{Direction, Thresholds, TooBig};
+use super::reply::ChunkUse;
 use super::xdr::chunk::ChunkLists;
-use super::xdr::header::{Flags, MsgKind, MsgSpec, Protocol};
-use super::xdr::{v1, v2};
+use super::xdr::error::ErrorKind;
+use super::xdr::header::{ErrorBody, Flags, MsgKind, MsgSpec, Protocol};
+use super::xdr::{v1, v2, Result as XdrResult};
 
 /// Backchannel slots offered to the upper layer (`bc_num_slots`; the
 /// C client's `RPCRDMA_BACKWARD_WRS >> 1`) and the backchannel requests
@@ -183,4 +185,72 @@ pub fn fit_reply(t: &Thresholds, protocol: Protocol, len: u32) -> Result<(), Too
         });
     }
     Ok(())
+}
+
+/// The `RDMA2_ERROR` that answers a reverse-direction Call whose header
+/// carries the chunk lists in `used`, or `None` when it can be served.
+///
+/// We read no chunks in the reverse direction and write none (the C
+/// client registers no memory for callbacks), so, as -00 §6.4.3 tells a
+/// responder:
+///
+/// * Read chunks (including a Position-Zero Read, a Long Call):
+///   `RDMA2_ERR_READ_CHUNKS` with `rdma_max_chunks` 0 ("If the responder
+///   implementation cannot handle any Read chunks for a request, it MUST
+///   set the rdma_max_chunks to zero");
+/// * Write chunks: `RDMA2_ERR_REPLY_RESOURCE` ("If the responder
+///   implementation cannot handle any Write chunks for a request, it MUST
+///   return a response of RDMA2_ERR_REPLY_RESOURCE"), with
+///   `rdma_length_needed` 0: the Reply has not been formed, so its length
+///   is unknown;
+/// * a Reply chunk only: served; the reply goes inline or continued (a
+///   responder "MAY use the provided Reply chunk or decide to use another
+///   means", -00 §6.5).
+pub fn error_for_chunks(used: ChunkUse) -> Option<ErrorBody> {
+    if used.read_list {
+        Some(ErrorBody::ReadChunks { max_chunks: 0 })
+    } else if used.write_list {
+        Some(ErrorBody::ReplyResource { length_needed: 0 })
+    } else {
+        None
+    }
+}
+
+/// The `RDMA2_ERROR` that answers a version 2 message in the peer's XID
+/// space (`F_RESPONSE` clear) whose header does not decode with `kind`
+/// (-00 §6.3.2.2, §6.4.3):
+///
+/// * an unknown header type, and flags we do not recognise on a known one
+///   (reserved bits): `RDMA2_ERR_INVAL_HTYPE`;
+/// * `F_MORE` on a header type other than `RDMA2_MSG` and
+///   `RDMA2_CONNPROP`, or with chunk lists: `RDMA2_ERR_INVAL_FLAG`;
+/// * anything else that does not parse (including a property value that
+///   does not match its typedef): `RDMA2_ERR_BAD_XDR`.
+pub fn error_for_decode(kind: ErrorKind) -> ErrorBody {
+    match kind {
+        ErrorKind::UnknownHtype(_) | ErrorKind::ReservedFlags(_) => ErrorBody::InvalHtype,
+        ErrorKind::MoreNotAllowed(_) | ErrorKind::MoreWithChunks => ErrorBody::InvalFlag,
+        _ => ErrorBody::BadXdr,
+    }
+}
+
+/// An `RDMA2_ERROR` we send as the responder of the reverse direction
+/// (for [`super::reply::Cause::ReverseError`]). -00 §6.4.3 forbids a
+/// requester to send one; here we answer the peer's Call, so we are its
+/// responder. It carries the Call's XID and version (2), `F_RESPONSE`
+/// set, and counts as one of our messages in the credit budget.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ErrorReply {
+    /// The Call's XID.
+    pub xid: u32,
+    /// The error.
+    pub body: ErrorBody,
+}
+
+impl ErrorReply {
+    /// Encodes the message with credit word `credit` into `buf`; returns
+    /// its length.
+    pub fn encode(&self, buf: &mut [u8], credit: u32) -> XdrResult<usize> {
+        v2::encode_error(buf, self.xid, credit, &self.body)
+    }
 }

@@ -1132,7 +1132,7 @@ fn reply_classes() -> TestResult {
     check!(o.reply == Reply::Control(Control::CreditGrant));
     check!(o.credits == Some(CreditUpdate::new(64)));
     // ... which must have XID 0.
-    let msg = Wire::new(&[XID, 2, 0x0040_0002, 1, 0, 0, 0, 0, 0]);
+    let msg = Wire::new(&[XID, 2, 0x0040_0002, 1, 1, 0, 0, 0, 0]);
     let o = t.receive(msg.bytes());
     check!(matches!(
         o.reply,
@@ -1140,6 +1140,18 @@ fn reply_classes() -> TestResult {
             cause: Cause::EmptyNoMsg,
             ..
         }
+    ));
+    // The same with F_RESPONSE clear is in the peer's XID space
+    // (-00 §6.3.2.1): no Call of ours is failed; it is answered as a
+    // reverse-direction Call that does not parse.
+    let msg = Wire::new(&[XID, 2, 0x0040_0002, 1, 0, 0, 0, 0, 0]);
+    let o = t.receive(msg.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Drop(Cause::ReverseError {
+            xid: XID,
+            body: ErrorBody::BadXdr
+        })
     ));
     // CONNPROP: Receive Buffer Size 2048 lowers the call threshold.
     let msg = Wire::new(&[0, 2, CRED_1_32, 5, 0, 1, 2, 4, 2048]);

@@ -6,7 +6,7 @@
 //! a continued `RDMA2_CONNPROP`, messages that do not decode.
 
 use super::super::connprop;
-use super::super::continuation::{Piece, Step};
+use super::super::continuation::{Fault, Piece, Step};
 use super::super::credits::{CreditUpdate, Grant};
 use super::super::negotiate::{Phase, Verdict};
 use super::super::reply::{classify, Cause, Control, Reply};
@@ -122,11 +122,20 @@ impl Transport {
                 payload,
                 last: None,
             },
+            // A reduced Reply whose last piece names Write chunks (-00
+            // §4.5.3): Reply::Piece cannot carry the piece's chunk lists to
+            // the glue, which would have to check them against the RPC's
+            // registration and take the reduced items from the Write
+            // chunks. Until it can, the RPC fails.
+            Step::Last {
+                xid, chunks: true, ..
+            } => Reply::fail_with(xid, Cause::Continuation(Fault::ChunksOnLast)),
             Step::Last {
                 xid,
                 offset,
                 payload,
                 len,
+                chunks: false,
             } => Reply::Piece {
                 xid,
                 offset,
@@ -373,6 +382,7 @@ impl Transport {
                 _ => {}
             }
         }
+        let settled_v2 = self.neg.phase() == Phase::Settled(Protocol::V2);
         match self.neg.on_malformed(c.xid, c.vers) {
             // A malformed version 2 message that answers no Call: a
             // CONNPROP, or any message with XID 0 (-00 §6.4.2). Counted
@@ -381,6 +391,21 @@ impl Transport {
                 if c.vers == v2::VERSION && (c.xid == 0 || c.htype == v2::RDMA2_CONNPROP) =>
             {
                 (Reply::Drop(Cause::Malformed(e)), None)
+            }
+            // A malformed version 2 message in the peer's XID space
+            // (F_RESPONSE clear, -00 §6.3.2.1): a reverse-direction Call
+            // we cannot parse. It names none of our Calls; we answer it
+            // as its responder.
+            Verdict::Accept
+                if settled_v2 && c.vers == v2::VERSION && !response_flag(buf).unwrap_or(true) =>
+            {
+                (
+                    Reply::Drop(Cause::ReverseError {
+                        xid: c.xid,
+                        body: super::super::backchannel::error_for_decode(e.kind),
+                    }),
+                    None,
+                )
             }
             Verdict::Accept => {
                 let grant = if c.xid != 0 {
@@ -402,6 +427,12 @@ impl Transport {
             _ => (Reply::Drop(Cause::NotConnected), None),
         }
     }
+}
+
+/// `F_RESPONSE` of a version 2 message, if its flags word is there.
+fn response_flag(buf: &[u8]) -> Option<bool> {
+    let w = buf.get(16..)?.first_chunk::<4>()?;
+    Some(u32::from_be_bytes(*w) & v2::F_RESPONSE != 0)
 }
 
 /// The facts the reassembly needs about a decoded version 2 header.

@@ -6,8 +6,10 @@
 //! with chunk lists (§4.5.2, §4.5.3), the credit word read both ways
 //! (§4.3.1). Documentation/conformance.rst names them.
 
+use rpcrdma_proto::continuation::{Piece, Reassembly, Step};
+use rpcrdma_proto::xdr::header::ErrorBody;
 use rpcrdma_proto::xdr::pvtdata::{Peer, PrivateData};
-use rpcrdma_proto::{Config, Control, Reply, Transport};
+use rpcrdma_proto::{Cause, Config, Control, Reply, Transport};
 
 fn bytes(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_be_bytes()).collect()
@@ -65,4 +67,228 @@ fn second_connprop_changes_nothing() {
     assert_eq!((t.thresholds().send, t.thresholds().recv), (8192, 8192));
     assert_eq!(t.stats().connprop_applied, 1);
     assert_eq!(t.stats().connprop_repeated, 1);
+}
+
+/// A v2 reverse-direction Call header (F_RESPONSE clear) with the given
+/// chunk-list words, followed by an RPC CALL of `xid`.
+fn reverse_call(xid: u32, lists: &[u32]) -> Vec<u8> {
+    let mut w = vec![xid, 2, cred(32, 0), 0, 0, 0];
+    w.extend_from_slice(lists);
+    w.extend_from_slice(&[xid, 0, 2, 0x4000_0000, 1, 1]);
+    bytes(&w)
+}
+
+/// -00 §6.3.2.1: F_RESPONSE clear means the XID is the peer's. A
+/// reverse-direction Call carrying chunks is not looked up among our
+/// Calls (it used to come back as `Reply::Chunked`, which the glue looks
+/// up as a forward reply); it is answered with the RDMA2_ERROR -00
+/// §6.4.3 gives a responder that handles no chunks.
+#[test]
+fn reverse_call_with_chunks_is_in_the_peers_xid_space() {
+    let mut t = v2_up(Config {
+        max_segs: 8,
+        ..big()
+    });
+    // A Call of ours with the same XID is outstanding: it must not be
+    // touched by the peer's Call.
+    assert!(t.prepare_call(0x77, 100, 100).is_ok());
+    let read = [1, 0, 0x1234, 512, 0, 0x1000, 0, 0, 0];
+    let m = reverse_call(0x77, &read);
+    let out = t.receive(&m);
+    assert_eq!(
+        out.reply,
+        Reply::Drop(Cause::ReverseError {
+            xid: 0x77,
+            body: ErrorBody::ReadChunks { max_chunks: 0 }
+        })
+    );
+    assert!(!out.reply.answers_call());
+    // A Write chunk: REPLY_RESOURCE (-00 §6.4.3: a responder that handles
+    // no Write chunks).
+    let write = [0, 1, 1, 0x1234, 512, 0, 0x1000, 0, 0];
+    let m = reverse_call(0x78, &write);
+    assert_eq!(
+        t.receive(&m).reply,
+        Reply::Drop(Cause::ReverseError {
+            xid: 0x78,
+            body: ErrorBody::ReplyResource { length_needed: 0 }
+        })
+    );
+    // Only a Reply chunk: served (we may answer by other means, §6.5).
+    let reply_chunk = [0, 0, 1, 1, 0x1234, 512, 0, 0x1000];
+    let m = reverse_call(0x79, &reply_chunk);
+    assert!(matches!(
+        t.receive(&m).reply,
+        Reply::ReverseCall { xid: 0x79, .. }
+    ));
+    // A Long Call (RDMA2_NOMSG, Position-Zero Read, F_RESPONSE clear).
+    let m = bytes(&[
+        0x7a,
+        2,
+        cred(32, 0),
+        1,
+        0,
+        0,
+        1,
+        0,
+        0x1234,
+        512,
+        0,
+        0x1000,
+        0,
+        0,
+        0,
+    ]);
+    assert_eq!(
+        t.receive(&m).reply,
+        Reply::Drop(Cause::ReverseError {
+            xid: 0x7a,
+            body: ErrorBody::ReadChunks { max_chunks: 0 }
+        })
+    );
+    // Our Call 0x77 is still waiting: its reply is delivered.
+    let m = bytes(&[0x77, 2, cred(32, 1), 0, 1, 0, 0, 0, 0, 0x77, 1, 0, 0, 0, 0]);
+    assert!(matches!(
+        t.receive(&m).reply,
+        Reply::Deliver { xid: 0x77, .. }
+    ));
+}
+
+/// -00 §6.3.2.1 and §6.4.3: a v2 message that does not decode, with
+/// F_RESPONSE clear, is a reverse-direction Call we cannot parse. It
+/// fails none of our Calls (it used to fail the Call with its XID) and
+/// is answered with the error §6.4.3 names for what is wrong.
+#[test]
+fn malformed_reverse_call_fails_no_call_of_ours() {
+    let mut t = v2_up(big());
+    assert!(t.prepare_call(0x55, 100, 100).is_ok());
+    let cases: [(&[u32], ErrorBody); 4] = [
+        // Unknown header type 7.
+        (&[0x55, 2, cred(32, 0), 7, 0, 0], ErrorBody::InvalHtype),
+        // A reserved flag on RDMA2_MSG.
+        (
+            &[0x55, 2, cred(32, 0), 0, 0x10, 0, 0, 0, 0, 0x55, 0],
+            ErrorBody::InvalHtype,
+        ),
+        // F_MORE on RDMA2_NOMSG.
+        (
+            &[0x55, 2, cred(32, 0), 1, 2, 0, 0, 0, 0],
+            ErrorBody::InvalFlag,
+        ),
+        // Chunk lists that do not decode (discriminant 2).
+        (
+            &[0x55, 2, cred(32, 0), 0, 0, 0, 2, 0, 0, 0x55, 0],
+            ErrorBody::BadXdr,
+        ),
+    ];
+    for (words, body) in cases {
+        let m = bytes(words);
+        let out = t.receive(&m);
+        assert_eq!(
+            out.reply,
+            Reply::Drop(Cause::ReverseError { xid: 0x55, body }),
+            "{words:x?}"
+        );
+    }
+    // With F_RESPONSE set the same XID names our Call: it fails.
+    let m = bytes(&[0x55, 2, cred(32, 0), 7, 1, 0]);
+    assert!(matches!(t.receive(&m).reply, Reply::Fail { xid: 0x55, .. }));
+}
+
+/// One RDMA2_MSG piece of a continued reply: F_RESPONSE, F_MORE if
+/// `more`, no chunks, then `payload` (any length).
+fn reply_piece(xid: u32, more: bool, payload: &[u8]) -> Vec<u8> {
+    let flags = if more { 3 } else { 1 };
+    let mut m = bytes(&[xid, 2, cred(32, 0), 0, flags, 0, 0, 0, 0]);
+    m.extend_from_slice(payload);
+    m
+}
+
+/// -00 §4.5.2: a sender "MAY split the RPC message payload on any
+/// convenient boundary". Pieces of 1, 2 and 3 bytes, the last one
+/// included, are reassembled (they used to fail to decode: the codec
+/// required the XDR's `rdma_rpc_first_word` in every RDMA2_MSG).
+#[test]
+fn continued_reply_split_on_any_boundary() {
+    let mut t = v2_up(big());
+    assert!(t.prepare_call(0x31, 100, 4096).is_ok());
+    let rpc: Vec<u8> = bytes(&[0x31, 1, 0, 0, 0, 0])
+        .into_iter()
+        .chain((0..11u8).map(|i| i + 1))
+        .collect();
+    let mut placed = vec![0u8; rpc.len()];
+    let mut at = 0;
+    let mut done = None;
+    for n in [1usize, 2, 3, 7, 1, 2, 3, 10, 3, 2].into_iter().cycle() {
+        let end = (at + n).min(rpc.len());
+        let m = reply_piece(0x31, end < rpc.len(), &rpc[at..end]);
+        let out = t.receive(&m);
+        match out.reply {
+            Reply::Piece {
+                xid: 0x31,
+                offset,
+                payload,
+                last,
+            } => {
+                assert_eq!(offset as usize, at);
+                placed[at..end].copy_from_slice(payload);
+                done = last;
+            }
+            r => panic!("piece {at}..{end}: {r:?}"),
+        }
+        at = end;
+        if at == rpc.len() {
+            break;
+        }
+    }
+    assert_eq!(done, Some(rpc.len() as u32));
+    assert_eq!(placed, rpc);
+    assert_eq!(t.stats().bad_reply, 0);
+    // A whole RDMA2_MSG with fewer than 4 bytes is no RPC message: the
+    // Call it names fails (as before, now from the RPC header check).
+    assert!(t.prepare_call(0x32, 100, 4096).is_ok());
+    let m = reply_piece(0x32, false, &[0, 0]);
+    assert!(matches!(
+        t.receive(&m).reply,
+        Reply::Fail {
+            xid: 0x32,
+            cause: Cause::BadRpcHeader,
+            ..
+        }
+    ));
+}
+
+/// -00 §4.5.3 ("Chunks for a chained message may be conveyed in the final
+/// message in the sequence"): the reassembly ends the sequence normally
+/// on a last piece with chunk lists and says that the Reply is reduced
+/// (it used to refuse it with `Fault::ChunksOnLast`).
+#[test]
+fn continued_reply_may_end_with_chunk_lists() {
+    let mut r = Reassembly::new();
+    let head = bytes(&[0x41, 1, 0, 0]);
+    let piece = |more, chunks, payload| Piece {
+        xid: 0x41,
+        htype: 0,
+        more,
+        response: true,
+        chunks,
+        valid: true,
+        payload,
+    };
+    assert!(matches!(
+        r.on_message(&piece(true, false, &head)),
+        Step::Append { offset: 0, .. }
+    ));
+    let tail = [0u8; 6];
+    assert_eq!(
+        r.on_message(&piece(false, true, &tail)),
+        Step::Last {
+            xid: 0x41,
+            offset: 16,
+            payload: &tail,
+            len: 22,
+            chunks: true,
+        }
+    );
+    assert!(!r.in_sequence());
 }
