@@ -44,6 +44,9 @@ options:
                          prop_violations)
   --prop-seg-size B      v2: advertise Maximum RDMA Segment Size B (default
                          1 MiB) and refuse Calls with a longer segment alike
+  --remote-invalidate    set the R bit in our RFC 8797 private data; only
+                         when the client sets it too are replies sent with
+                         Send With Invalidate (default: plain Sends)
 fault injection:
   --no-connprop          do not send RDMA2_CONNPROP
   --connprop-pieces N    v2: send RDMA2_CONNPROP continued (F_MORE) over N
@@ -166,6 +169,7 @@ fn parse() -> Result<Option<Config>, String> {
             "--prop-segs" => cfg.opts.prop_segs = Some(num(args.next(), &a)?),
             "--prop-seg-size" => cfg.opts.prop_seg_size = Some(num(args.next(), &a)?),
             "--no-private-data" => cfg.no_private_data = true,
+            "--remote-invalidate" => cfg.opts.remote_invalidate = true,
             "--continue-over" => cfg.opts.continue_over = Some(num(args.next(), &a)?),
             "--grant" => {
                 let m = args.next().ok_or("--grant needs prompt, exact or lazy")?;

@@ -119,6 +119,11 @@ pub struct Options {
     /// v2: Maximum RDMA Segment Size to advertise and enforce (default
     /// 1 MiB, not enforced).
     pub prop_seg_size: Option<u32>,
+    /// Set the R bit in our RFC 8797 private data: we may reply with Send
+    /// With Invalidate. Only when both peers set it does the responder use
+    /// it (RFC 8797 §4.1), in either version; otherwise every reply is a
+    /// plain Send.
+    pub remote_invalidate: bool,
 }
 
 impl Default for Options {
@@ -142,6 +147,7 @@ impl Default for Options {
             probe_callbacks: false,
             prop_segs: None,
             prop_seg_size: None,
+            remote_invalidate: false,
         }
     }
 }
@@ -228,7 +234,7 @@ impl ConnProto {
     /// Our RFC 8797 private data.
     pub fn our_private_data(&self) -> PrivateData {
         PrivateData {
-            remote_invalidate: false,
+            remote_invalidate: self.opts.remote_invalidate,
             send_size: self.opts.recv_size.min(pvt_max()),
             recv_size: self.opts.recv_size.min(pvt_max()),
         }

@@ -153,7 +153,13 @@ fn v2_connprop_continued() {
 #[test]
 fn v2_inline_reply_bytes_and_invalidate() {
     let mut st = Stats::default();
-    let mut p = ConnProto::new(Options::default(), client(4096));
+    let mut p = ConnProto::new(
+        Options {
+            remote_invalidate: true,
+            ..Options::default()
+        },
+        client(4096),
+    );
     let rpc = rpc_call(0x22, 3, 0);
     // A Reply chunk of one segment, handle 0xabcd: the handle to
     // invalidate names it.
@@ -244,7 +250,13 @@ fn v2_reserved_flag_is_inval_flag() {
 #[test]
 fn write_chunk_plan() {
     let mut st = Stats::default();
-    let mut p = ConnProto::new(Options::default(), client(4096));
+    let mut p = ConnProto::new(
+        Options {
+            remote_invalidate: true,
+            ..Options::default()
+        },
+        client(4096),
+    );
     let segs = [
         Segment {
             handle: 7,
@@ -1438,4 +1450,51 @@ fn prop_segment_limits_advertised_and_enforced() {
     );
     assert_eq!(&sends(&a)[0][3..], &[4, 1, 7, 2]);
     assert_eq!(st.prop_violations, 2);
+}
+
+/// RFC 8797 §4.1: the responder may use Send With Invalidate only when
+/// both peers set the R bit. We set it only with `--remote-invalidate`;
+/// with our R clear, or the client's, every reply is a plain Send, in
+/// version 1 (a Call with one rkey) and version 2 (an rdma_inv_handle
+/// naming the Call's Reply chunk) alike. The responder used to invalidate
+/// while advertising R clear.
+#[test]
+fn send_with_invalidate_only_when_both_r_bits_are_set() {
+    let seg = [Segment {
+        handle: 0xabcd,
+        length: 8192,
+        offset: 0x1000,
+    }];
+    let chunks = ChunkLists {
+        reads: &[],
+        writes: &[],
+        reply: Some(&seg),
+    };
+    for proto in [Protocol::V1, Protocol::V2] {
+        for (ours, theirs) in [(false, true), (true, false), (false, false), (true, true)] {
+            let mut st = Stats::default();
+            let mut p = ConnProto::new(
+                Options {
+                    remote_invalidate: ours,
+                    no_connprop: true,
+                    ..Options::default()
+                },
+                PrivateData {
+                    remote_invalidate: theirs,
+                    ..client(4096)
+                },
+            );
+            assert_eq!(p.our_private_data().remote_invalidate, ours);
+            let rpc = rpc_call(0x24, 3, 0);
+            let a = p.on_receive(&call_msg(proto, 0x24, 0xabcd, chunks, &rpc), &mut st);
+            let c = the_call(&a);
+            let reply = bytes(&[0x24, 1, 0, 0, 0, 0, 0]);
+            let plan = p.plan_reply(&c, &reply, None, &mut st);
+            let want = (ours && theirs).then_some(0xabcd);
+            assert_eq!(
+                plan.invalidate, want,
+                "{proto:?} R ours {ours} theirs {theirs}"
+            );
+        }
+    }
 }

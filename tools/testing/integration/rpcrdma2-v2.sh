@@ -31,7 +31,12 @@
 #      DDP), Write chunks and Read chunks, no malformed message from
 #      rpcrdma2 and Sends With Invalidate: on version 2 of the rkey
 #      rpcrdma2 names in rdma_inv_handle (never another handle), on
-#      version 1 when the Call has one rkey (RFC 8797 R bit).
+#      version 1 when the Call has one rkey (both set the RFC 8797 R bit:
+#      the responder's --remote-invalidate);
+#   8. on ports 20053 and 20054 (the responder's R bit clear) a 1 MiB
+#      direct write and read complete with plain Sends only (RFC 8797
+#      §4.1): the responder sends no Send With Invalidate and rpcrdma2
+#      counts no remote invalidation.
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -160,6 +165,30 @@ cat /results/ctl/responder-20051.stats
 for c in conn_v1 replies_inline replies_reply_chunk replies_write_chunk read_chunk_calls invalidations; do
 	(($(stat_of 20051 $c) > 0)) || tb_die "responder (v1): counter $c is 0"
 done
+
+# RFC 8797 §4.1: Send With Invalidate only when both peers set the R bit.
+# Ports 20053 (versions 2 and 1) and 20054 (--v1-only) advertise it clear:
+# a 1 MiB direct write and read (Read and Write chunks) there get plain
+# Sends only; rpcrdma2 (R bit set) counts no remote invalidation.
+plain_sends() { # PORT MODE
+	local port=$1 mode=$2 rinv
+	tb_log "=== port $port ($mode), R bit clear: plain Sends"
+	NFS_RDMA_PORT=$port tb_mount 3 rdma "$MNT"
+	head -c 1048576 "$REF/f1048589" >/tmp/ref1m
+	dd if=/tmp/ref1m of="$MNT/plain" bs=1M oflag=direct status=none
+	tb_drop_caches
+	dd if="$MNT/plain" of=/tmp/back1m bs=1M iflag=direct status=none
+	cmp -s /tmp/ref1m /tmp/back1m || tb_die "port $port: the 1 MiB read returned other data"
+	rinv=$(xprt_field 28)
+	rm -f "$MNT/plain"
+	tb_umount "$MNT"
+	stats_now
+	(($(stat_of "$port" replies_write_chunk) > 0)) || tb_die "port $port: no reply used a Write chunk"
+	(($(stat_of "$port" invalidations) == 0)) || tb_die "port $port: Send With Invalidate with the responder's R bit clear" # conformance: r-bit-plain-send
+	((rinv == 0)) || tb_die "port $port: rpcrdma2 counted $rinv remote invalidations with the responder's R bit clear" # conformance: r-bit-plain-send
+}
+plain_sends 20053 v2
+plain_sends 20054 v1
 
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
 tb_log "rpcrdma2 version 2 through the responder: all checks passed"
