@@ -195,6 +195,9 @@ pub struct ConnProto {
     grant_queued: bool,
     /// Continued Call being reassembled: xid, bytes.
     cont: Option<(u32, Vec<u8>)>,
+    /// Continued RDMA2_CONNPROP from the client being reassembled: xid,
+    /// the property set's bytes so far.
+    connprop_cont: Option<(u32, Vec<u8>)>,
     /// v2: the client's credit limit (high half of its latest valid credit
     /// word): how many of our messages it can hold. 0 until it has told.
     client_limit: u32,
@@ -223,6 +226,7 @@ impl ConnProto {
             calls: 0,
             err_counted: 0,
             cont: None,
+            connprop_cont: None,
             client_limit: 0,
             client_sent: 0,
             client_returned: 0,

@@ -1498,3 +1498,184 @@ fn send_with_invalidate_only_when_both_r_bits_are_set() {
         }
     }
 }
+
+/// A v2 RDMA2_CONNPROP from the client, its property set split into
+/// `pieces` messages (F_MORE on all but the last), as rpcrdma2 would send
+/// a long one: Maximum Send Size 2048, Receive Buffer Size 2048, Reverse
+/// Request Support `rvreqsup`.
+fn client_connprop(xid: u32, rvreqsup: u32, pieces: usize) -> Vec<Vec<u8>> {
+    let set = bytes(&[3, 1, 4, 2048, 2, 4, 2048, 5, 4, rvreqsup]);
+    let per = set.len().div_ceil(pieces);
+    set.chunks(per)
+        .enumerate()
+        .map(|(i, part)| {
+            let more = i + 1 < set.len().div_ceil(per);
+            let mut m = bytes(&[xid, 2, (32 << 16) | 1, 5, if more { 2 } else { 0 }]);
+            m.extend_from_slice(part);
+            m
+        })
+        .collect()
+}
+
+/// A v2 connection settled by an inline Call (xid 1).
+fn settled_v2(opts: Options, st: &mut Stats) -> ConnProto {
+    let mut p = v2_conn(opts);
+    let a = p.on_receive(
+        &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 3, 0)),
+        st,
+    );
+    assert!(matches!(a[0], Action::Call(_)));
+    p
+}
+
+/// -00 §6.4.4 with §6.3.2: a CONNPROP may be continued. The client's
+/// continued CONNPROP is reassembled and its properties taken (they used
+/// to be counted and dropped, and the last piece was answered BAD_XDR).
+#[test]
+fn client_connprop_continued_is_reassembled() {
+    for pieces in [1, 2, 3, 10] {
+        let mut st = Stats::default();
+        let mut p = settled_v2(Options::default(), &mut st);
+        let msgs = client_connprop(0, 1, pieces);
+        assert_eq!(msgs.len(), pieces);
+        for m in &msgs {
+            assert_eq!(
+                p.on_receive(m, &mut st),
+                vec![Action::Nothing],
+                "{pieces} pieces"
+            );
+        }
+        let v = p.client_props.expect("the client's properties");
+        assert_eq!(
+            (v.max_send_size, v.recv_buf_size, v.reverse_request_support),
+            (2048, 2048, 1)
+        );
+        assert_eq!(st.malformed, 0);
+        assert_eq!(st.connprop_reassembled, u64::from(pieces > 1));
+        assert_eq!(p.client_recv(), 2048);
+    }
+}
+
+/// -00 §6.3.2: "All RPC-over-RDMA messages in such a sequence MUST have
+/// the same values in the rdma_start.rdma_xid and rdma_start.rdma_htype
+/// fields. If this constraint is not met, the receiver MUST respond with
+/// an RDMA2_ERROR message with the rdma_err field set to
+/// RDMA2_ERR_INVAL_FLAG." A header type change with the same XID used to
+/// go unnoticed (the Long Call was served, the sequence kept).
+#[test]
+fn header_type_change_mid_sequence_is_inval_flag() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    let rpc = rpc_call(0x60, 3, 0);
+    assert_eq!(
+        p.on_receive(&call_piece(0x60, (32 << 16) | 1, false, &rpc[..8]), &mut st),
+        vec![Action::Nothing]
+    );
+    // Same XID, RDMA2_NOMSG (a Long Call).
+    let a = p.on_receive(&long_call(0x60, None), &mut st);
+    assert_eq!(error_of(&a), vec![4, 1, 4]); // RDMA2_ERROR, F_RESPONSE, INVAL_FLAG
+    assert_eq!(st.continuations_interrupted, 1);
+    // The sequence is gone: the rest of it is not glued to anything.
+    let a = p.on_receive(
+        &call_piece(0x61, (32 << 16) | 1, true, &rpc_call(0x61, 3, 0)),
+        &mut st,
+    );
+    assert_eq!(the_call(&a).inline, rpc_call(0x61, 3, 0));
+    // A credit grant between two pieces does not interrupt.
+    p.on_receive(
+        &call_piece(0x62, (32 << 16) | 1, false, &rpc_call(0x62, 3, 0)[..8]),
+        &mut st,
+    );
+    let grant = bytes(&[0, 2, (32 << 16) | 1, 1, 0, 0, 0, 0, 0]);
+    assert_eq!(p.on_receive(&grant, &mut st), vec![Action::Nothing]);
+    let a = p.on_receive(
+        &call_piece(0x62, (32 << 16) | 1, true, &rpc_call(0x62, 3, 0)[8..]),
+        &mut st,
+    );
+    assert_eq!(the_call(&a).inline, rpc_call(0x62, 3, 0));
+    assert_eq!(st.continuations_interrupted, 1);
+}
+
+/// -00 §6.4.3: "the responder copies the values of the rdma_start.rdma_xid
+/// and rdma_start.rdma_vers fields from the incoming transport header that
+/// generated the error". A version 1 message on a version 2 connection
+/// gets a version 1 ERR_VERS (it used to get an RDMA2_ERROR), a version 2
+/// message on a version 1 connection an RDMA2_ERROR.
+#[test]
+fn error_carries_the_version_of_the_message_it_answers() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    let a = p.on_receive(
+        &call_msg(
+            Protocol::V1,
+            0x70,
+            0,
+            ChunkLists::EMPTY,
+            &rpc_call(0x70, 3, 0),
+        ),
+        &mut st,
+    );
+    // xid, vers 1, credit 32, RDMA_ERROR (4), ERR_VERS (1), low 1, high 2
+    assert_eq!(sends(&a), vec![vec![0x70, 1, 32, 4, 1, 1, 2]]);
+    let mut q = v2_conn(Options::default());
+    q.on_receive(
+        &call_msg(Protocol::V1, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 3, 0)),
+        &mut st,
+    );
+    let a = q.on_receive(
+        &call_msg(
+            Protocol::V2,
+            0x71,
+            0,
+            ChunkLists::EMPTY,
+            &rpc_call(0x71, 3, 0),
+        ),
+        &mut st,
+    );
+    let s = sends(&a);
+    assert_eq!(s.len(), 1);
+    // xid, vers 2, credit, RDMA2_ERROR (4), F_RESPONSE, RDMA2_ERR_VERS, 1, 2
+    assert_eq!((s[0][0], s[0][1]), (0x71, 2));
+    assert_eq!(&s[0][3..], &[4, 1, 1, 1, 2]);
+}
+
+/// -00 §6.4.3 names no exception for XID 0: a malformed message with XID 0
+/// is answered like any other (it used to get no answer).
+#[test]
+fn malformed_message_with_xid_zero_is_answered() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    // Unknown header type 7, XID 0.
+    let a = p.on_receive(&bytes(&[0, 2, (32 << 16) | 1, 7, 0, 0]), &mut st);
+    let s = sends(&a);
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0][0], 0);
+    assert_eq!(&s[0][3..], &[4, 1, 3]); // RDMA2_ERR_INVAL_HTYPE
+}
+
+/// -00 §5.2.5: Reverse Request Support NONE means "receipt of reverse
+/// direction requests and replies is not supported": nfsd's callbacks are
+/// not relayed to such a client (they used to be, whatever it said).
+#[test]
+fn callbacks_not_relayed_to_a_client_without_reverse_request_support() {
+    let cb = bytes(&[0x77, 0, 2, 0x4000_0000, 1, 1, 0, 0, 0, 0]);
+    for (rvreqsup, relayed) in [(0, false), (1, true), (2, true)] {
+        let mut st = Stats::default();
+        let mut p = settled_v2(
+            Options {
+                relay_callbacks: true,
+                ..Options::default()
+            },
+            &mut st,
+        );
+        for m in client_connprop(0, rvreqsup, 1) {
+            p.on_receive(&m, &mut st);
+        }
+        assert_eq!(p.refuses_reverse_calls(), !relayed);
+        assert_eq!(
+            p.reverse_call(&cb).is_some(),
+            relayed,
+            "rvreqsup {rvreqsup}"
+        );
+    }
+}
