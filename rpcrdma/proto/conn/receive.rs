@@ -71,6 +71,9 @@ impl Transport {
             if effect.bad_word {
                 self.stats.bad_credit = self.stats.bad_credit.wrapping_add(1);
             }
+            if effect.total_reading {
+                self.stats.credit_total_reading = self.stats.credit_total_reading.wrapping_add(1);
+            }
         }
         if out.reply == Reply::Control(Control::Fallback) {
             // Version 1 counts no messages: whoever waited may send.

@@ -14,6 +14,9 @@ pub struct Stats {
     pub bad_reply: u64,
     /// v2 credit words with a zero limit (high half), ignored.
     pub bad_credit: u64,
+    /// Connections whose peer was found to read the low half of the v2
+    /// credit word as its total grant ([`super::super::CreditState::total_reading`]).
+    pub credit_total_reading: u64,
     /// `RDMA_ERROR` replies other than `ERR_VERS`.
     pub rdma_error: u64,
     /// `ERR_VERS` replies.

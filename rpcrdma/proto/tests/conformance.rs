@@ -7,7 +7,8 @@
 //! (§4.3.1). Documentation/conformance.rst names them.
 
 use rpcrdma_proto::continuation::{Piece, Reassembly, Step};
-use rpcrdma_proto::xdr::header::ErrorBody;
+use rpcrdma_proto::credits::{CreditState, Grant, GrantEffect};
+use rpcrdma_proto::xdr::header::{Credits, ErrorBody, Protocol};
 use rpcrdma_proto::xdr::pvtdata::{Peer, PrivateData};
 use rpcrdma_proto::{Cause, Config, Control, Reply, Transport};
 
@@ -291,4 +292,79 @@ fn continued_reply_may_end_with_chunk_lists() {
         }
     );
     assert!(!r.in_sequence());
+}
+
+fn v2_word(s: &mut CreditState, granted: u16, max: u16, answers_call: bool) -> GrantEffect {
+    s.on_grant(Grant::V2 {
+        credits: Credits { granted, max },
+        answers_call,
+    })
+}
+
+/// -00 §4.3.1 read the other way: the low half is the grant (never zero)
+/// and the high half zero. Each such word used to be ignored as a zero
+/// limit, so the budget stayed at one message: the pieces of a continued
+/// Call, which no reply answers, stalled for good after the first. Now
+/// the word's grant is the limit and it reopens the budget.
+#[test]
+fn zero_limit_half_with_a_grant_does_not_stall() {
+    let mut s = CreditState::new(&Config::DEFAULT, Protocol::V2);
+    // Piece 1 of a continued Call: the budget (1) is used up.
+    s.on_send();
+    assert!(!s.may_send());
+    // The peer's asynchronous grant: 8 granted, limit half 0.
+    let e = v2_word(&mut s, 8, 0, false);
+    assert!(!e.bad_word && e.wake);
+    assert_eq!(s.limit(), 8);
+    for _ in 0..8 {
+        assert!(s.may_send());
+        s.on_send();
+    }
+    // ... and never more than it granted.
+    assert!(!s.may_send());
+    // A word without any limit is still invalid.
+    let e = v2_word(&mut s, 0, 0, false);
+    assert!(e.bad_word && !e.wake);
+}
+
+/// The same reading with a maximum in the high half larger than the
+/// grant: two words in a row that return more than was outstanding prove
+/// it, and from then on the low half is the limit (the high half used to
+/// be: 32 messages sent to a peer that granted 4).
+#[test]
+fn grant_in_the_low_half_is_detected_and_honoured() {
+    let mut s = CreditState::new(&Config::DEFAULT, Protocol::V2);
+    s.on_send();
+    let e = v2_word(&mut s, 4, 32, true);
+    assert!(!e.total_reading);
+    assert_eq!(s.limit(), 4);
+    s.on_send();
+    let e = v2_word(&mut s, 4, 32, true);
+    assert!(e.total_reading && s.total_reading());
+    assert_eq!((s.limit(), s.window()), (4, 4));
+    // At load (4 outstanding), a word of 4 returns all and keeps the limit.
+    for _ in 0..4 {
+        s.on_send();
+    }
+    assert!(!s.may_send());
+    v2_word(&mut s, 4, 32, true);
+    assert_eq!((s.limit(), s.outstanding()), (4, 0));
+}
+
+/// One stray word (a duplicate reply) that returns more than was
+/// outstanding limits that word only; a peer of our reading keeps its
+/// limit afterwards.
+#[test]
+fn one_stray_over_return_is_not_proof() {
+    let mut s = CreditState::new(&Config::DEFAULT, Protocol::V2);
+    s.on_send();
+    v2_word(&mut s, 1, 32, true);
+    assert_eq!(s.limit(), 32);
+    // A duplicate: returns 1, nothing outstanding.
+    v2_word(&mut s, 1, 32, true);
+    assert!(!s.total_reading());
+    s.on_send();
+    v2_word(&mut s, 1, 32, true);
+    assert_eq!(s.limit(), 32);
+    assert!(!s.total_reading());
 }

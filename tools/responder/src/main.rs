@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use rpcrdma_responder::malform::Kind;
 use rpcrdma_responder::proto::call::CallKind;
-use rpcrdma_responder::proto::{GrantMode, Options};
+use rpcrdma_responder::proto::{CreditWord, GrantMode, Options};
 use rpcrdma_responder::server::{Config, Server};
 
 const USAGE: &str = "\
@@ -54,6 +54,12 @@ fault injection:
   --no-private-data      accept without RFC 8797 private data
   --continue-over N      v2: continue (F_MORE) every reply longer than N bytes,
                          in pieces of at most N bytes
+  --credit-word READING  v2: the reading of -00 §4.3.1 our credit words
+                         follow: ours (default: high half the limit, low
+                         half the credits returned), total (the low half is
+                         the grant itself, never zero, the high half the
+                         same), total-zero-max (the grant in the low half,
+                         a zero high half)
   --grant MODE           v2: how the client's credits are returned: prompt
                          (default: every message returns all it owes),
                          exact (every message returns exactly one; each
@@ -171,6 +177,14 @@ fn parse() -> Result<Option<Config>, String> {
             "--no-private-data" => cfg.no_private_data = true,
             "--remote-invalidate" => cfg.opts.remote_invalidate = true,
             "--continue-over" => cfg.opts.continue_over = Some(num(args.next(), &a)?),
+            "--credit-word" => {
+                let m = args
+                    .next()
+                    .ok_or("--credit-word needs ours, total or total-zero-max")?;
+                cfg.opts.credit_word = CreditWord::parse(&m).ok_or(format!(
+                    "--credit-word: unknown reading {m} (ours, total, total-zero-max)"
+                ))?;
+            }
             "--grant" => {
                 let m = args.next().ok_or("--grant needs prompt, exact or lazy")?;
                 cfg.opts.grant = GrantMode::parse(&m)

@@ -53,6 +53,33 @@ pub enum GrantMode {
     Lazy,
 }
 
+/// Which reading of the version 2 credit word (-00 §4.3.1) the responder
+/// sends (`--credit-word`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CreditWord {
+    /// High half the credit limit, low half the credits returned (what
+    /// rpcrdma2 reads, Documentation/wire-formats.rst).
+    #[default]
+    Ours,
+    /// The low half is the grant, the limit itself, never zero ("the
+    /// granted value MUST NOT be zero"); the high half repeats it.
+    Total,
+    /// As `Total`, with a zero high half.
+    TotalZeroMax,
+}
+
+impl CreditWord {
+    /// Parses `ours`, `total` or `total-zero-max`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ours" => Some(Self::Ours),
+            "total" => Some(Self::Total),
+            "total-zero-max" => Some(Self::TotalZeroMax),
+            _ => None,
+        }
+    }
+}
+
 /// [`GrantMode::Lazy`]: spare credits returned per grant.
 pub const LAZY_GRANT: u32 = 4;
 
@@ -124,6 +151,8 @@ pub struct Options {
     /// it (RFC 8797 §4.1), in either version; otherwise every reply is a
     /// plain Send.
     pub remote_invalidate: bool,
+    /// The reading of the version 2 credit word we send.
+    pub credit_word: CreditWord,
 }
 
 impl Default for Options {
@@ -148,6 +177,7 @@ impl Default for Options {
             prop_segs: None,
             prop_seg_size: None,
             remote_invalidate: false,
+            credit_word: CreditWord::Ours,
         }
     }
 }

@@ -6,7 +6,7 @@
 
 use rpcrdma_responder::nfs::{self, NFS3_READ, NFS_PROGRAM};
 use rpcrdma_responder::proto::call::{Call, Part};
-use rpcrdma_responder::proto::{Action, ConnProto, GrantMode, Options};
+use rpcrdma_responder::proto::{Action, ConnProto, CreditWord, GrantMode, Options};
 use rpcrdma_responder::stats::{Path, Stats};
 use rpcrdma_xdr::chunk::{ChunkLists, ReadSegment, Segment};
 use rpcrdma_xdr::header::{self, Flags, MsgKind, MsgSpec, Protocol};
@@ -1677,5 +1677,39 @@ fn callbacks_not_relayed_to_a_client_without_reverse_request_support() {
             relayed,
             "rvreqsup {rvreqsup}"
         );
+    }
+}
+
+/// `--credit-word total` / `total-zero-max`: the other reading of -00
+/// §4.3.1, for the client's tolerance of it: every v2 word carries the
+/// grant (the credit limit, never zero) in its low half, and the limit or
+/// zero in its high half, whatever is returned; errors and CONNPROP too.
+#[test]
+fn credit_word_other_reading() {
+    for (mode, high) in [(CreditWord::Total, 8u32), (CreditWord::TotalZeroMax, 0)] {
+        let mut st = Stats::default();
+        let mut p = ConnProto::new(
+            Options {
+                credit_word: mode,
+                credits: 8,
+                ..Options::default()
+            },
+            client(4096),
+        );
+        let rpc = rpc_call(0x90, 3, 0);
+        let a = p.on_receive(
+            &call_msg(Protocol::V2, 0x90, 0, ChunkLists::EMPTY, &rpc),
+            &mut st,
+        );
+        // Our CONNPROP.
+        assert_eq!(sends(&a)[0][2], (high << 16) | 8, "{mode:?}");
+        let c = the_call(&a);
+        let plan = p.plan_reply(&c, &bytes(&[0x90, 1, 0, 0, 0, 0, 0]), None, &mut st);
+        assert_eq!(words(&plan.sends[0])[2], (high << 16) | 8, "{mode:?}");
+        // Nothing topped up later: the word stays the grant.
+        assert_eq!(p.top_up(u16::MAX - 8), 0);
+        // An error answering a malformed message.
+        let a = p.on_receive(&bytes(&[0x91, 2, (32 << 16) | 1, 7, 0, 0]), &mut st);
+        assert_eq!(sends(&a)[0][2], (high << 16) | 8, "{mode:?}");
     }
 }

@@ -26,7 +26,11 @@
 #   4. afterwards the responders' counters show continued replies,
 #      continued Call pieces reassembled, the asynchronous credit grants
 #      of their patterns, rpcrdma2's own grants received, replies that
-#      waited for rpcrdma2's credits, and no malformed message.
+#      waited for rpcrdma2's credits, and no malformed message;
+#   5. 20084 and 20085 send their credit words in the other reading of
+#      -00 §4.3.1 (the grant in the low half; the high half the same, or
+#      zero): the cases of 1 and 3 through them complete on one
+#      connection per mount (no stall, no overrun).
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -171,6 +175,23 @@ done
 ((GRANTS > 0)) || tb_die "rpcrdma2 sent no asynchronous credit grant"
 (($(stat_of 20080 grants_received) + $(stat_of 20081 grants_received) + $(stat_of 20082 grants_received) > 0)) ||
 	tb_die "the responders received none of rpcrdma2's credit grants"
+
+# The other reading of the credit word (-00 §4.3.1): the responder's
+# low half is its grant (8, never zero), the high half 8 (20084) or 0
+# (20085). rpcrdma2 takes the grant as its limit: continued Calls and
+# replies from eight RPCs in flight neither stall (fio completes within
+# its timeout) nor overrun the responder's Receives (an overrun is an RNR
+# error that drops the connection: none is traced).
+for port in 20084 20085; do
+	one_case $port 4.1 0
+	concurrent_case $port # conformance: credit-other-reading
+	sleep 2
+	(($(stat_of $port malformed) == 0)) || tb_die "responder $port: rpcrdma2 sent malformed messages"
+	(($(stat_of $port continuations_received) > 0)) || tb_die "responder $port: no continued Call piece received" # conformance: credit-other-reading
+	# one_case mounts twice, concurrent_case once: one connection each
+	(($(stat_of $port connections) == 3)) || tb_die "responder $port: $(stat_of $port connections) connections, not one per mount (a connection was lost)" # conformance: credit-other-reading
+done
+echo 1 >/sys/module/rpcrdma2/parameters/frwr
 
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
 tb_log "version 2 Message Continuation and credit grants: all checks passed"
