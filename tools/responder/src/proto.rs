@@ -182,6 +182,20 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// Receives posted per connection: one per credit we grant, one
+    /// more for the credit grant -00 §4.3.1 requires a receiver to be able
+    /// to take at any time ("receivers MUST always be in a position to
+    /// receive one such credit grant update message, in addition to
+    /// payload-bearing messages"), and slack so that reposting may lag.
+    pub fn receives(&self) -> usize {
+        usize::from(self.credits.max(1)) + 1 + RECV_SLACK
+    }
+}
+
+/// Receives posted beyond the credits and the grant reserve.
+const RECV_SLACK: usize = 7;
+
 /// What the event loop does with a received message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {

@@ -1713,3 +1713,119 @@ fn credit_word_other_reading() {
         assert_eq!(sends(&a)[0][2], (high << 16) | 8, "{mode:?}");
     }
 }
+
+/// -00 §4.3.1: "receivers MUST always be in a position to receive one such
+/// credit grant update message, in addition to payload-bearing messages":
+/// more Receives are posted than credits granted.
+#[test]
+fn receives_cover_the_credits_and_one_grant() {
+    for credits in [1u16, 2, 8, 32, 128] {
+        let o = Options {
+            credits,
+            ..Options::default()
+        };
+        assert!(o.receives() > usize::from(credits), "{credits}");
+    }
+}
+
+/// -00 §4.4.5: a Position is a multiple of four; a Read chunk at another
+/// position is RDMA2_ERR_BAD_XDR.
+#[test]
+fn read_position_not_multiple_of_four_is_bad_xdr() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    let mut m = bytes(&[0x81, 2, (32 << 16) | 1, 0, 0, 0]);
+    // Read list: one entry at position 6, then no Write list, no Reply chunk.
+    m.extend(bytes(&[1, 6, 1, 40, 0, 0x1000, 0, 0, 0]));
+    m.extend(rpc_call(0x81, 3, 0));
+    let a = p.on_receive(&m, &mut st);
+    assert_eq!(error_of(&a), vec![4, 1, 2]); // BAD_XDR
+    assert!(!a.iter().any(|x| matches!(x, Action::Call(_))));
+}
+
+/// -00 §6.4.3: an unknown header type is RDMA2_ERR_INVAL_HTYPE, with the
+/// message's XID.
+#[test]
+fn unknown_header_type_is_inval_htype() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    let a = p.on_receive(&bytes(&[0x82, 2, (32 << 16) | 1, 7, 0, 0]), &mut st);
+    assert_eq!(sends(&a)[0][0], 0x82);
+    assert_eq!(error_of(&a), vec![4, 1, 3]);
+}
+
+/// -00 §6.3.2: a piece with another XID in the middle of a sequence is
+/// RDMA2_ERR_INVAL_FLAG, and the sequence is dropped.
+#[test]
+fn xid_change_mid_sequence_is_inval_flag() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    let rpc = rpc_call(0x83, 3, 0);
+    p.on_receive(&call_piece(0x83, (32 << 16) | 1, false, &rpc[..8]), &mut st);
+    let a = p.on_receive(&call_piece(0x84, (32 << 16) | 1, true, &rpc[8..]), &mut st);
+    assert_eq!(sends(&a)[0][0], 0x84);
+    assert_eq!(error_of(&a), vec![4, 1, 4]);
+    assert_eq!(st.continuations_interrupted, 1);
+    assert!(!a.iter().any(|x| matches!(x, Action::Call(_))));
+}
+
+/// -00 §6.3.2: F_MORE on a header type other than RDMA2_MSG and
+/// RDMA2_CONNPROP is RDMA2_ERR_INVAL_FLAG.
+#[test]
+fn more_on_nomsg_is_inval_flag() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    let a = p.on_receive(
+        &bytes(&[0x85, 2, (32 << 16) | 1, 1, 2, 0, 0, 0, 0]),
+        &mut st,
+    );
+    assert_eq!(error_of(&a), vec![4, 1, 4]);
+}
+
+/// -00 §6.4.3: "a nominally opaque property value field [that] cannot be
+/// parsed using the XDR typedef associated with the transport property
+/// definition" is RDMA2_ERR_BAD_XDR.
+#[test]
+fn property_typedef_violation_is_bad_xdr() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    // One property: Maximum Send Size (a uint32) with 3 bytes of data.
+    let mut m = bytes(&[0x86, 2, (32 << 16) | 1, 5, 0, 1, 1, 3]);
+    m.extend([0, 0, 4, 0]);
+    let a = p.on_receive(&m, &mut st);
+    assert_eq!(error_of(&a), vec![4, 1, 2]);
+    assert!(p.client_props.is_none());
+}
+
+/// RFC 8166 §3.4.6 / -00 §4.4.6: a result shorter than its Write chunk
+/// is written to the first segments only; the echoed Write list says how
+/// many bytes each segment received (0 for those not reached).
+#[test]
+fn naturally_short_write_chunk() {
+    let mut st = Stats::default();
+    let mut p = ConnProto::new(Options::default(), client(4096));
+    let segs = [seg(7, 4096), seg(8, 4096)];
+    let wl: [&[Segment]; 1] = [&segs];
+    let chunks = ChunkLists {
+        reads: &[],
+        writes: &wl,
+        reply: None,
+    };
+    let rpc = rpc_call(0x87, 3, NFS3_READ);
+    let a = p.on_receive(&call_msg(Protocol::V2, 0x87, 0, chunks, &rpc), &mut st);
+    let mut c = the_call(&a);
+    c.rpc = nfs::parse_call(&rpc);
+    let mut reply = bytes(&[0x87, 1, 0, 0, 0, 0, 0, 0, 3000, 1, 3000]);
+    let start = reply.len();
+    reply.extend((0..3000u32).map(|i| i as u8));
+    let ddp = nfs::ddp_range(c.rpc.as_ref().unwrap(), &reply, 8192);
+    assert_eq!(ddp, Some(start..start + 3000));
+    let plan = p.plan_reply(&c, &reply, ddp, &mut st);
+    assert_eq!(plan.path, Some(Path::WriteChunk));
+    assert_eq!(plan.writes.len(), 1);
+    assert_eq!(plan.writes[0].src, start..start + 3000);
+    assert_eq!(plan.writes[0].rkey, 7);
+    let w = words(&plan.sends[0]);
+    // Write list: one chunk of two segments, lengths 3000 and 0.
+    assert_eq!(&w[7..18], &[1, 2, 7, 3000, 0, 0x7000, 8, 0, 0, 0x8000, 0]);
+}

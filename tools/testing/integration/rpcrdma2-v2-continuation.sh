@@ -184,7 +184,7 @@ done
 # error that drops the connection: none is traced).
 for port in 20084 20085; do
 	one_case $port 4.1 0
-	concurrent_case $port # conformance: credit-other-reading
+	concurrent_case $port
 	sleep 2
 	(($(stat_of $port malformed) == 0)) || tb_die "responder $port: rpcrdma2 sent malformed messages"
 	(($(stat_of $port continuations_received) > 0)) || tb_die "responder $port: no continued Call piece received" # conformance: credit-other-reading
