@@ -254,3 +254,147 @@ impl ErrorReply {
         v2::encode_error(buf, self.xid, credit, &self.body)
     }
 }
+
+/// What to do with one piece of a continued reverse-direction Call
+/// ([`CallAssembly::piece`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CallStep {
+    /// Copy the piece's payload at `offset` of the backchannel buffer of
+    /// Call `xid`; more pieces follow.
+    Append {
+        /// The Call (the peer's XID).
+        xid: u32,
+        /// Where the payload goes.
+        offset: u32,
+    },
+    /// Copy the last piece at `offset`; the Call is complete, `len` bytes:
+    /// check and serve it as an inline one ([`check_call`]).
+    Last {
+        /// The Call.
+        xid: u32,
+        /// Where the payload goes.
+        offset: u32,
+        /// The whole Call's length.
+        len: u32,
+    },
+    /// Drop the message (and what was assembled of the sequence it
+    /// interrupts or belongs to); answer `xid` with `RDMA2_ERROR` `body`
+    /// if `answer`.
+    Refuse {
+        /// The XID of the message refused.
+        xid: u32,
+        /// The error.
+        body: ErrorBody,
+        /// Send it (false for later pieces of a sequence already
+        /// refused: one error per sequence).
+        answer: bool,
+    },
+}
+
+/// Reassembly of a reverse-direction Call continued over several
+/// `RDMA2_MSG` pieces (-00 §4.5.2, §6.3.2). We advertise Reverse Request
+/// Support `INLINE`, which covers continued messages (they are inline
+/// messages, Sends); -00 §6.3.2 gives the rules: the pieces are
+/// consecutive, with one XID and header type (else
+/// `RDMA2_ERR_INVAL_FLAG`). A Call longer than the backchannel buffer is
+/// refused with `RDMA2_ERR_SYSTEM` (no other code describes it) and the
+/// rest of its sequence dropped. `Copy`, no allocation: the transport
+/// copies each piece into the Call's buffer at the offset given.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct CallAssembly {
+    /// The sequence in progress: XID, bytes so far; or being discarded.
+    state: Option<(u32, u32, bool)>,
+}
+
+impl CallAssembly {
+    /// No sequence in progress.
+    pub const fn new() -> Self {
+        Self { state: None }
+    }
+
+    /// True while a sequence is assembled or discarded.
+    pub const fn in_sequence(&self) -> bool {
+        self.state.is_some()
+    }
+
+    /// One `RDMA2_MSG` with `F_RESPONSE` clear: `xid`, `F_MORE`, its
+    /// payload length; `buf_size` is the backchannel buffer. Call it for
+    /// every such message while [`in_sequence`](Self::in_sequence), and
+    /// for the first piece (`more`) of a new one; any other message that
+    /// arrives in a sequence interrupts it: [`interrupt`](Self::interrupt).
+    pub fn piece(&mut self, xid: u32, more: bool, len: u32, buf_size: u32) -> CallStep {
+        let (offset, discarding) = match self.state {
+            Some((x, at, discarding)) if x == xid => (at, discarding),
+            Some(_) => return self.interrupt(xid),
+            None => (0, false),
+        };
+        if discarding {
+            if !more {
+                self.state = None;
+            }
+            return CallStep::Refuse {
+                xid,
+                body: ErrorBody::System,
+                answer: false,
+            };
+        }
+        let end = match offset.checked_add(len) {
+            Some(end) if end <= buf_size => end,
+            _ => {
+                self.state = more.then_some((xid, 0, true));
+                return CallStep::Refuse {
+                    xid,
+                    body: ErrorBody::System,
+                    answer: true,
+                };
+            }
+        };
+        if more {
+            self.state = Some((xid, end, false));
+            CallStep::Append { xid, offset }
+        } else {
+            self.state = None;
+            CallStep::Last {
+                xid,
+                offset,
+                len: end,
+            }
+        }
+    }
+
+    /// A message that is not the next piece (another XID, another header
+    /// type) arrived in a sequence: -00 §6.3.2 "the receiver MUST respond
+    /// with an RDMA2_ERROR message with the rdma_err field set to
+    /// RDMA2_ERR_INVAL_FLAG" (with the XID of the message that broke the
+    /// rule, §6.4.3); the sequence is dropped.
+    pub fn interrupt(&mut self, xid: u32) -> CallStep {
+        self.state = None;
+        CallStep::Refuse {
+            xid,
+            body: ErrorBody::InvalFlag,
+            answer: true,
+        }
+    }
+}
+
+/// The RDMA2_MSG pieces a reverse-direction reply of `len` bytes is sent
+/// in under thresholds `t`: 1 when it fits inline; more when it does not
+/// and the connection is version 2 (-00 §6.5: a responder "SHOULD use
+/// Message Continuation" for a reply that neither inline nor the offered
+/// chunks can convey, and a reverse-direction Call offers none); `None`
+/// in version 1, which cannot continue a message (the reply is not sent,
+/// [`ReplyError::TooBig`]). Each piece carries
+/// [`super::continuation::piece_room`] bytes of the reply and takes one
+/// credit; [`super::continuation::split`] gives the spans.
+pub fn reply_pieces(t: &Thresholds, protocol: Protocol, len: u32) -> Option<u32> {
+    if fit_reply(t, protocol, len).is_ok() {
+        return Some(1);
+    }
+    match protocol {
+        Protocol::V1 => None,
+        Protocol::V2 => {
+            let room = super::continuation::piece_room(t.send);
+            (room > 0).then(|| super::continuation::pieces(len, room))
+        }
+    }
+}

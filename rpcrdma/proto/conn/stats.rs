@@ -49,6 +49,9 @@ pub struct Stats {
     /// Reverse-direction Calls dropped because the peer's Reverse Request
     /// Support property said it sends none (`RVREQSUP_NONE`).
     pub reverse_refused: u64,
+    /// `RDMA2_ERROR`s sent as the responder of the reverse direction
+    /// ([`Transport::prepare_reverse_error`]).
+    pub reverse_errors: u64,
     /// Reverse-direction (backchannel) Calls received.
     pub reverse_calls: u64,
     /// Reverse-direction replies sent ([`Transport::prepare_bc_reply`]).

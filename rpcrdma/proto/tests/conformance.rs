@@ -6,11 +6,13 @@
 //! with chunk lists (§4.5.2, §4.5.3), the credit word read both ways
 //! (§4.3.1). Documentation/conformance.rst names them.
 
-use rpcrdma_proto::continuation::{Piece, Reassembly, Step};
+use rpcrdma_proto::backchannel::{self, CallAssembly, CallStep};
+use rpcrdma_proto::continuation::{piece_room, split, Piece, Reassembly, Step};
 use rpcrdma_proto::credits::{CreditState, Grant, GrantEffect};
+use rpcrdma_proto::recovery::{self, Recovery, Sent};
 use rpcrdma_proto::xdr::header::{Credits, ErrorBody, Protocol};
 use rpcrdma_proto::xdr::pvtdata::{Peer, PrivateData};
-use rpcrdma_proto::{Cause, Config, Control, Reply, Transport};
+use rpcrdma_proto::{CallForm, Cause, Config, Control, Errno, Reply, ReplyForm, Transport};
 
 fn bytes(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_be_bytes()).collect()
@@ -367,4 +369,175 @@ fn one_stray_over_return_is_not_proof() {
     v2_word(&mut s, 1, 32, true);
     assert_eq!(s.limit(), 32);
     assert!(!s.total_reading());
+}
+
+/// The client as responder of the reverse direction answers a
+/// reverse-direction Call it cannot serve with RDMA2_ERROR (it used to
+/// send nothing): the error carries the Call's XID, version 2,
+/// F_RESPONSE, and takes one of the peer's credits.
+#[test]
+fn reverse_error_is_encoded_and_counted() {
+    let mut t = v2_up(big());
+    let m = reverse_call(0x66, &[1, 0, 0x1234, 512, 0, 0x1000, 0, 0, 0]);
+    let out = t.receive(&m);
+    let Some(cause) = out.reply.cause() else {
+        panic!("{:?}", out.reply)
+    };
+    let before = t.credits().outstanding();
+    let (e, credit) = t.prepare_reverse_error(&cause).expect("an error to send");
+    assert_eq!(t.credits().outstanding(), before + 1);
+    assert_eq!(t.stats().reverse_errors, 1);
+    let mut buf = [0u8; 64];
+    let n = e.encode(&mut buf, credit).unwrap();
+    // xid, vers 2, credit, RDMA2_ERROR, F_RESPONSE, READ_CHUNKS, max 0
+    assert_eq!(&buf[..n], &bytes(&[0x66, 2, credit, 4, 1, 5, 0])[..],);
+    // Nothing to answer for other causes.
+    assert!(t.prepare_reverse_error(&Cause::BadRpcHeader).is_none());
+}
+
+/// -00 §4.5.2 / §6.3.2 for reverse-direction Calls (we advertise Reverse
+/// Request Support INLINE, and continued messages are inline): the
+/// pieces are placed at their offsets; a change of XID is
+/// RDMA2_ERR_INVAL_FLAG; a Call longer than the backchannel buffer is
+/// RDMA2_ERR_SYSTEM once, the rest of its sequence dropped silently.
+#[test]
+fn continued_reverse_call_is_reassembled() {
+    let mut a = CallAssembly::new();
+    assert_eq!(
+        a.piece(9, true, 10, 4096),
+        CallStep::Append { xid: 9, offset: 0 }
+    );
+    assert_eq!(
+        a.piece(9, true, 3, 4096),
+        CallStep::Append { xid: 9, offset: 10 }
+    );
+    assert_eq!(
+        a.piece(9, false, 7, 4096),
+        CallStep::Last {
+            xid: 9,
+            offset: 13,
+            len: 20
+        }
+    );
+    assert!(!a.in_sequence());
+    // Another XID in the middle.
+    a.piece(9, true, 10, 4096);
+    assert_eq!(
+        a.piece(10, false, 10, 4096),
+        CallStep::Refuse {
+            xid: 10,
+            body: ErrorBody::InvalFlag,
+            answer: true
+        }
+    );
+    assert!(!a.in_sequence());
+    // Too long for the buffer: one error, the rest dropped.
+    a.piece(11, true, 4000, 4096);
+    assert_eq!(
+        a.piece(11, true, 200, 4096),
+        CallStep::Refuse {
+            xid: 11,
+            body: ErrorBody::System,
+            answer: true
+        }
+    );
+    assert_eq!(
+        a.piece(11, false, 10, 4096),
+        CallStep::Refuse {
+            xid: 11,
+            body: ErrorBody::System,
+            answer: false
+        }
+    );
+    assert!(!a.in_sequence());
+}
+
+/// -00 §6.5: a reply that does not fit inline SHOULD be continued; a
+/// reverse-direction Call offers no chunks, so on version 2 a callback
+/// reply too large for the call threshold is sent in pieces (it used to be
+/// dropped with -EMSGSIZE). Version 1 cannot continue: the reply is not
+/// sent.
+#[test]
+fn large_callback_reply_is_continued() {
+    let t = v2_up(big());
+    let th = *t.thresholds();
+    assert_eq!(backchannel::reply_pieces(&th, Protocol::V2, 100), Some(1));
+    let big_reply = th.send * 3;
+    let room = piece_room(th.send);
+    let n = backchannel::reply_pieces(&th, Protocol::V2, big_reply).unwrap();
+    assert_eq!(n, big_reply.div_ceil(room));
+    assert!(n > 1);
+    // The spans cover the reply once, F_MORE on all but the last.
+    let mut at = 0;
+    let mut count = 0;
+    while let Some(s) = split(big_reply, at, room) {
+        assert_eq!(s.offset, at);
+        assert!(s.len + 36 <= th.send);
+        at += s.len;
+        count += 1;
+        assert_eq!(s.more, at < big_reply);
+    }
+    assert_eq!((at, count), (big_reply, n));
+    assert_eq!(
+        backchannel::reply_pieces(&th, Protocol::V1, big_reply),
+        None
+    );
+}
+
+/// Version 1 without FRWR (`frwr=0`, `Config::max_segs` 0): no Reply
+/// chunk can be offered (RFC 8166 §3.5 needs one for a Reply larger than
+/// the inline threshold, and version 1 has no continuation). The Call is
+/// sent anyway, with a receive buffer larger than the threshold: most
+/// replies are far smaller than their buffer (READLINK, READDIR,
+/// GETACL). A reply that really does not fit is answered by the server
+/// with ERR_CHUNK (svcrdma), which fails that RPC alone with -EIO; the
+/// recovery does not resend it (nothing larger can be offered).
+#[test]
+fn v1_inline_only_reply_that_does_not_fit() {
+    let mut t = Transport::new(Config {
+        policy: rpcrdma_proto::VersionPolicy::ForceV1,
+        max_segs: 0,
+        ..Config::DEFAULT
+    });
+    t.connect();
+    t.established(peer());
+    // A READDIR with a 64 KiB receive buffer: sent inline.
+    let plan = t
+        .prepare_call(0x99, 200, 65536)
+        .expect("sent without a Reply chunk");
+    assert_eq!(plan.protocol, Protocol::V1);
+    // svcrdma's answer: RDMA_ERROR, ERR_CHUNK.
+    let m = bytes(&[0x99, 1, 32, 4, 2]);
+    let out = t.receive(&m);
+    let Reply::Fail { xid, errno, cause } = out.reply else {
+        panic!("{:?}", out.reply)
+    };
+    assert_eq!((xid, errno), (0x99, Errno::EIO));
+    let Cause::RdmaError { protocol, body } = cause else {
+        panic!("{cause:?}")
+    };
+    assert_eq!((protocol, body), (Protocol::V1, ErrorBody::BadXdr));
+    let sent = Sent {
+        call: CallForm::Inline,
+        reply: ReplyForm::Inline,
+        write_len: 0,
+        reply_chunk_len: 0,
+        max_chunk_segs: 0,
+        reply_capacity: 65536,
+        chunks: false,
+    };
+    assert!(matches!(
+        recovery::decide(protocol, &body, &sent, &recovery::State::NEW),
+        Recovery::Fail {
+            errno: Errno::EIO,
+            ..
+        }
+    ));
+    // The connection goes on: the next RPC is sent and answered.
+    assert!(t.prepare_call(0x9a, 200, 1000).is_ok());
+    let m = bytes(&[0x9a, 1, 32, 0, 0, 0, 0, 0x9a, 1, 0, 0, 0, 0]);
+    assert!(matches!(
+        t.receive(&m).reply,
+        Reply::Deliver { xid: 0x9a, .. }
+    ));
 }
