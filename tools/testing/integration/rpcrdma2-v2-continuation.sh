@@ -81,7 +81,7 @@ one_case() { # PORT VERS FRWR
 	tb_drop_caches
 	NFS_RDMA_PORT=$port tb_mount "$vers" rdma "$MNT"
 	for s in "${SIZES[@]}"; do
-		cmp "$REF/f$s" "$dir/f$s" || tb_die "port $port vers=$vers frwr=$frwr: f$s differs after the round trip"
+		cmp "$REF/f$s" "$dir/f$s" || tb_die "port $port vers=$vers frwr=$frwr: f$s differs after the round trip" # conformance: cont-data
 	done
 	n=$(ls "$dir/big" | wc -l)
 	((n == ENTRIES)) || tb_die "port $port vers=$vers frwr=$frwr: the directory lists $n entries, not $ENTRIES"
@@ -91,11 +91,11 @@ one_case() { # PORT VERS FRWR
 	rm -rf "$dir"
 	dmesg | grep -q "rpcrdma2: server answered in RPC-over-RDMA version 2: connection settled on version 2" ||
 		tb_die "port $port vers=$vers: the connection is not on version 2"
-	((cont_replies > 0)) || tb_die "port $port vers=$vers frwr=$frwr: mountstats counts no continued reply"
+	((cont_replies > 0)) || tb_die "port $port vers=$vers frwr=$frwr: mountstats counts no continued reply" # conformance: cont-replies
 	[ -n "$(tb_trace_events piece 'dir=reply .*more=1')" ] ||
 		tb_die "port $port vers=$vers frwr=$frwr: no continued reply piece traced"
 	if ((frwr == 0)); then
-		((cont_calls > 0)) || tb_die "port $port vers=$vers frwr=0: mountstats counts no continued Call"
+		((cont_calls > 0)) || tb_die "port $port vers=$vers frwr=0: mountstats counts no continued Call" # conformance: cont-calls
 		[ -n "$(tb_trace_events piece 'dir=call .*more=1')" ] ||
 			tb_die "port $port vers=$vers frwr=0: no continued Call piece traced"
 		[ -z "$(tb_trace_events mr_reg)" ] ||
@@ -142,14 +142,14 @@ concurrent_case() { # PORT
 	timeout 300 fio --directory="$dir" --size=8m --bs=256k --iodepth=4 --ioengine=libaio \
 		--direct=1 --name=w --rw=randwrite --verify=crc32c --verify_fatal=1 \
 		--name=r --rw=randread --output=/tmp/fio-conc.txt ||
-		tb_die "port $port: fio failed or stalled (exit $?): $(tail -n 5 /tmp/fio-conc.txt)"
+		tb_die "port $port: fio failed or stalled (exit $?): $(tail -n 5 /tmp/fio-conc.txt)" # conformance: no-stall
 	grep -E "^ +(READ|WRITE):" /tmp/fio-conc.txt || true
 	[ -n "$(tb_trace_events piece 'dir=call .*more=1')" ] ||
 		tb_die "port $port: no continued Call piece traced"
 	[ -n "$(tb_trace_events piece 'dir=reply .*more=1')" ] ||
 		tb_die "port $port: no continued reply piece traced"
 	[ -z "$(tb_trace_events disconnect)" ] ||
-		tb_die "port $port: the connection was dropped: $(tb_trace_events disconnect | head -n 3)"
+		tb_die "port $port: the connection was dropped: $(tb_trace_events disconnect | head -n 3)" # conformance: no-overrun
 	tb_log "port $port: waits for credits traced: $(tb_trace_events credit_wait | wc -l)"
 	rm -rf "$dir"
 	tb_umount "$MNT"
@@ -172,9 +172,9 @@ for port in 20081 20082 20083; do
 done
 (($(stat_of 20080 credit_waits) > 0)) ||
 	tb_die "responder 20080: no reply waited for rpcrdma2's credits (200 KiB READs in 1024-byte pieces)"
-((GRANTS > 0)) || tb_die "rpcrdma2 sent no asynchronous credit grant"
+((GRANTS > 0)) || tb_die "rpcrdma2 sent no asynchronous credit grant" # conformance: grants-sent
 (($(stat_of 20080 grants_received) + $(stat_of 20081 grants_received) + $(stat_of 20082 grants_received) > 0)) ||
-	tb_die "the responders received none of rpcrdma2's credit grants"
+	tb_die "the responders received none of rpcrdma2's credit grants" # conformance: grants-sent
 
 # The other reading of the credit word (-00 §4.3.1): the responder's
 # low half is its grant (8, never zero), the high half 8 (20084) or 0

@@ -91,7 +91,7 @@ one_version() { # PORT MODE VERS
 	for s in "${SIZES[@]}"; do
 		f=$dir/f$s
 		[ "$(sha256sum <"$f")" = "$(sha256sum <"$REF/f$s")" ] ||
-			tb_die "vers=$vers port $port: $f differs after the round trip"
+			tb_die "vers=$vers port $port: $f differs after the round trip" # conformance: v2-data
 	done
 	[ "$(ls "$dir/big" | wc -l)" = 1000 ] || tb_die "vers=$vers port $port: the directory does not list 1000 entries"
 	[ "$(readlink "$dir/link")" = "$TARGET" ] || tb_die "vers=$vers port $port: the symlink target differs"
@@ -105,8 +105,8 @@ one_version() { # PORT MODE VERS
 	tb_log "vers=$vers port $port: Reply chunk segments $reply_segs, continued replies $cont"
 	if [ "$mode" = v2 ] && [ "$(cat /sys/module/rpcrdma2/parameters/ddp)" = Y ]; then
 		((reply_segs == 0)) ||
-			tb_die "vers=$vers port $port: $reply_segs Reply chunk segments on version 2 (metadata replies should be continued)"
-		((cont > 0)) || tb_die "vers=$vers port $port: no continued reply on version 2 (the READDIR of 1000 entries)"
+			tb_die "vers=$vers port $port: $reply_segs Reply chunk segments on version 2 (metadata replies should be continued)" # conformance: v2-no-reply-chunk
+		((cont > 0)) || tb_die "vers=$vers port $port: no continued reply on version 2 (the READDIR of 1000 entries)" # conformance: v2-no-reply-chunk
 	fi
 	rm -rf "$dir"
 	if [ "$mode" = v2 ]; then
@@ -116,7 +116,7 @@ one_version() { # PORT MODE VERS
 			tb_die "vers=$vers: rpcrdma2 fell back to version 1 against a version 2 responder"
 	else
 		dmesg | grep "probe with ERR_VERS: continuing in version 1" >/dev/null ||
-			tb_die "vers=$vers: rpcrdma2 did not fall back to version 1 against --v1-only"
+			tb_die "vers=$vers: rpcrdma2 did not fall back to version 1 against --v1-only" # conformance: v1-only-fallback
 	fi
 	if dmesg | grep -E "rpcrdma2: reply: (dropped|protocol error|xid .* failed)" >/dev/null; then
 		dmesg | grep "rpcrdma2:" | tail -n 20
@@ -134,12 +134,12 @@ cat /results/ctl/responder-20050.stats
 (($(stat_of 20050 conn_v1) == 0)) || tb_die "responder: a connection settled on version 1"
 (($(stat_of 20050 connprop_sent) >= 1)) || tb_die "responder: no RDMA2_CONNPROP sent"
 for c in replies_inline replies_continued replies_write_chunk read_chunk_calls; do
-	(($(stat_of 20050 $c) > 0)) || tb_die "responder (v2): counter $c is 0"
+	(($(stat_of 20050 $c) > 0)) || tb_die "responder (v2): counter $c is 0" # conformance: v2-paths
 done
 (($(stat_of 20050 invalidations) > 0)) || tb_die "responder (v2): no Send With Invalidate of an rdma_inv_handle"
-(($(stat_of 20050 inv_handle_foreign) == 0)) || tb_die "responder (v2): an rdma_inv_handle named none of its Call's handles"
+(($(stat_of 20050 inv_handle_foreign) == 0)) || tb_die "responder (v2): an rdma_inv_handle named none of its Call's handles" # conformance: inv-handle
 tb_log "responder (v2): $(stat_of 20050 invalidations) Sends With Invalidate"
-(($(stat_of 20050 malformed) == 0)) || tb_die "responder (v2): rpcrdma2 sent malformed messages"
+(($(stat_of 20050 malformed) == 0)) || tb_die "responder (v2): rpcrdma2 sent malformed messages" # conformance: v2-no-malformed
 
 # Without direct data placement: Long Calls (RDMA2_NOMSG with a
 # Position-Zero Read chunk) and Long Replies (Reply chunks) on version 2.
@@ -150,7 +150,7 @@ one_version 20050 v2 3
 echo 1 >/sys/module/rpcrdma2/parameters/ddp
 stats_now
 (($(stat_of 20050 position_zero_calls) > p0)) ||
-	tb_die "ddp=0: no Position-Zero Read chunk reached the responder"
+	tb_die "ddp=0: no Position-Zero Read chunk reached the responder" # conformance: position-zero
 # READs without DDP keep a Reply chunk on version 2.
 (($(stat_of 20050 replies_reply_chunk) > 0)) || tb_die "responder (v2, ddp=0): counter replies_reply_chunk is 0"
 tb_log "ddp=0: $(($(stat_of 20050 position_zero_calls) - p0)) Long Calls in Position-Zero Read chunks"
