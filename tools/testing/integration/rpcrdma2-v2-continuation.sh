@@ -3,11 +3,12 @@
 # integration-test: version 2 Message Continuation both ways and credit grants against the responder: continued replies, inline-only rpcrdma2 (frwr=0) continuing its Calls and waiting for credits mid-Call, the responder's grant patterns (prompt, exact, lazy, 4 credits)
 # run.sh-options: --timeout 1800 --server-script tools/testing/integration/server/responder-continuation.sh
 #
-# Client script for tools/testing/vm/run.sh. The server runs four
+# Client script for tools/testing/vm/run.sh. The server runs six
 # responders (server/responder-continuation.sh): 20080 continues every
 # reply over 1024 bytes, 20081 and 20082 too with the exact and lazy
 # grant patterns and 8 credits, 20083 gives 4 credits and continues only
-# the replies it must. Each case mounts through one of them, with
+# the replies it must, 20084 and 20085 continue as 20080 with 8 credits
+# and credit words in the other reading of -00 §4.3.1. Each case mounts through one of them, with
 # rpcrdma2's chunks on (frwr=1: READs in Write chunks, WRITEs in Read
 # chunks, the rest inline or continued) or off (frwr=0: inline only, so
 # every Call and Reply over 4096 bytes is continued):
