@@ -26,9 +26,11 @@
 //! established, our `RDMA2_CONNPROP` probe, disconnect); [`send`] the
 //! send-side decisions (Calls, pieces of continued Calls, backchannel
 //! replies, credit grants, the chunk-planning limits); [`receive`] what a
-//! received message means; [`stats`] the counters.
+//! received message means; [`reverse`] the errors we answer the peer's
+//! reverse-direction Calls with; [`stats`] the counters.
 
 pub mod receive;
+pub mod reverse;
 pub mod send;
 pub mod stats;
 

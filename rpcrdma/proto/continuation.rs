@@ -56,9 +56,12 @@
 //! 2. **Chunks only on the last piece.** A piece with `F_MORE` and chunk
 //!    lists does not decode (the codec's `MoreWithChunks`): it interrupts
 //!    the sequence or, alone, fails as a malformed reply. A last piece
-//!    with chunk lists is allowed by -00 but not supported here
-//!    ([`Fault::ChunksOnLast`], `-EIO`, counted as unsupported): none of
-//!    our Replies has a reduced part larger than the inline threshold.
+//!    with chunk lists (-00 §4.5.3) ends the sequence normally:
+//!    [`Step::Last`] with `chunks` set, the reassembled bytes being the
+//!    reduced Reply. [`super::Transport::receive`] still fails such an RPC
+//!    ([`Fault::ChunksOnLast`], `-EIO`, counted as unsupported): the glue
+//!    has no path yet that takes a reduced Reply from the receive buffer
+//!    and the reduced items from the Write chunks together.
 //! 3. **Replies only.** Every piece must have `F_RESPONSE` set and a
 //!    non-zero XID. Pieces of a reverse-direction Call ([`Fault::ReverseCall`])
 //!    and with XID 0 ([`Fault::NoXid`]) are dropped with the rest of their
@@ -102,7 +105,8 @@ pub enum Fault {
     /// The next message was not the next piece of the sequence (another
     /// XID or header type, `F_RESPONSE` differing, or it did not decode).
     Interrupted,
-    /// The last piece carries chunk lists (allowed by -00, not supported).
+    /// The last piece carries chunk lists (allowed by -00 §4.5.3; the
+    /// transport cannot deliver such a Reply yet).
     ChunksOnLast,
     /// A piece of a reverse-direction Call (`F_RESPONSE` clear).
     ReverseCall,
@@ -179,8 +183,15 @@ pub enum Step<'a> {
         offset: u32,
         /// The piece's payload.
         payload: &'a [u8],
-        /// The whole Reply's length.
+        /// The whole Reply's length (of the reduced Reply when `chunks`).
         len: u32,
+        /// The last piece carries chunk lists (-00 §4.5.3: "Chunks for a
+        /// chained message may be conveyed in the final message in the
+        /// sequence"): the `len` bytes are the reduced Reply, and the
+        /// piece's chunk lists say where its reduced items are, to be
+        /// checked against the RPC's registration like those of a single
+        /// message ([`super::ChunkPlan::check_reply`]).
+        chunks: bool,
     },
     /// Fail RPC `xid` (if one waits) and drop the message.
     Fail {
@@ -368,11 +379,8 @@ impl Reassembly {
                 answers: !m.more,
             }
         };
-        if m.chunks {
-            // Only a last piece gets here with chunks (the codec refuses
-            // them with F_MORE).
-            return fail(self, Fault::ChunksOnLast);
-        }
+        // Only a last piece gets here with chunks (the codec refuses them
+        // with F_MORE); -00 §4.5.3 allows them there: `Step::Last` says so.
         let offset = seq.len;
         let Some(len) = u32::try_from(m.payload.len())
             .ok()
@@ -408,6 +416,7 @@ impl Reassembly {
                 offset,
                 payload: m.payload,
                 len,
+                chunks: m.chunks,
             }
         }
     }

@@ -69,6 +69,28 @@
 //!    Call return credits that were never consumed, and the responder
 //!    overruns our Receives (RNR; Documentation/benchmarks.rst).
 //!
+//! 5. **The other reading is tolerated.** -00 §4.3.1 can also be read as
+//!    "the low half is the granted value" (a running total, as in version
+//!    1, which is what "The granted value MUST NOT be zero" would then be
+//!    about), with the high half a maximum the sender could ever grant,
+//!    or zero. A peer of our reading never returns more than we have
+//!    outstanding (plus the credits rule 3 returned early for it), so
+//!    words that do ([`OVER_RETURNS`] in a row: one could be a stray or
+//!    duplicated message) are proof of the other reading: from then on,
+//!    for the rest of the connection, each of its words sets the limit to
+//!    its low half (the smaller of the halves if the high one is not
+//!    zero) and declares everything we sent consumed, as a version 1
+//!    grant does.
+//!    Until then, a word that returns more than was outstanding, and a
+//!    word with a zero limit half and a non-zero low half, are read that
+//!    way on their own (a limit of the larger half could overrun such a
+//!    peer before the proof is complete; ignoring a zero limit half would
+//!    stall us on a peer whose limit half is always zero). The RPC window
+//!    follows the limit, so we never have more RPCs outstanding than the
+//!    peer granted (no overrun on the one-message-per-RPC path), and every
+//!    word reopens the budget (no stall). A word whose low half is zero
+//!    is then ignored and counted as rule 4 says.
+//!
 //! The resulting send rule is the stricter of two limits: the RPC window
 //! (SUNRPC's cwnd, which is safe even against a responder that, v1-style,
 //! repeats `granted = max` in every reply and so "returns" everything)
@@ -111,6 +133,11 @@ use super::xdr::header::{Credits, Protocol};
 /// `RPC_CWNDSHIFT` (include/linux/sunrpc/xprt.h): one credit is
 /// `1 << RPC_CWNDSHIFT` units of `xprt->cwnd`.
 pub const RPC_CWNDSHIFT: u32 = 8;
+
+/// Consecutive words returning more than was outstanding that prove the
+/// peer reads the low half as its total grant (rule 5): one could be a
+/// stray or duplicated message.
+pub const OVER_RETURNS: u32 = 2;
 
 /// A changed credit window: the transport stores `credits` (C:
 /// `rb_credits`) and sets `xprt->cwnd = cwnd` under `transport_lock`.
@@ -161,6 +188,10 @@ pub struct GrantEffect {
     pub wake: bool,
     /// The credit word was invalid (a zero limit) and was ignored.
     pub bad_word: bool,
+    /// This word showed that the peer reads the low half as its total
+    /// grant ([`CreditState::total_reading`]); from now on its words are
+    /// read that way.
+    pub total_reading: bool,
 }
 
 /// Credit and Receive accounting of one connection.
@@ -181,6 +212,13 @@ pub struct CreditState {
     consumed: u32,
     /// Receives posted and not yet completed.
     posted: u32,
+    /// v2: the peer reads the low half as its total grant (rule 5).
+    total_reading: bool,
+    /// v2: credits rule 3 returned that the words did not (a reply with a
+    /// zero low half): a peer of our reading may still return them.
+    floored: u32,
+    /// v2: consecutive words that returned more than was outstanding.
+    over_returns: u32,
 }
 
 impl CreditState {
@@ -198,6 +236,9 @@ impl CreditState {
             returned: 0,
             consumed: 0,
             posted: 0,
+            total_reading: false,
+            floored: 0,
+            over_returns: 0,
         }
     }
 
@@ -225,6 +266,14 @@ impl CreditState {
     #[inline]
     pub const fn current(&self) -> CreditUpdate {
         CreditUpdate::new(self.window)
+    }
+
+    /// v2: the peer reads the low half of the credit word as its total
+    /// grant, not as credits returned (rule 5 of the module
+    /// documentation).
+    #[inline]
+    pub const fn total_reading(&self) -> bool {
+        self.total_reading
     }
 
     /// v2: the responder's current credit limit (1 before any grant).
@@ -323,7 +372,40 @@ impl CreditState {
                 answers_call,
             } => {
                 let floor = u32::from(answers_call);
-                if credits.is_valid() {
+                let granted = u32::from(credits.granted);
+                let max = u32::from(credits.max);
+                // Rule 5: a peer of our reading never returns more than
+                // is outstanding (plus what rule 3 returned for it early).
+                let over = granted.saturating_sub(self.outstanding());
+                let over_return = over > self.floored;
+                if over_return {
+                    self.over_returns = self.over_returns.saturating_add(1);
+                } else {
+                    self.over_returns = 0;
+                }
+                if self.over_returns >= OVER_RETURNS && !self.total_reading {
+                    self.total_reading = true;
+                    effect.total_reading = true;
+                }
+                self.floored = self.floored.saturating_sub(over);
+                if self.total_reading || over_return || (max == 0 && granted > 0) {
+                    // The low half is the grant (a zero limit half: the
+                    // only limit the word has).
+                    let limit = if max == 0 { granted } else { granted.min(max) };
+                    if limit == 0 {
+                        effect.bad_word = true;
+                        self.give_back(floor);
+                    } else {
+                        self.give_back(self.outstanding());
+                        self.limit = limit;
+                        self.set_window(limit, &mut effect);
+                    }
+                } else if credits.is_valid() {
+                    if floor > granted {
+                        // Rule 3 returned a credit the word did not: the
+                        // peer may return it later.
+                        self.floored = self.floored.saturating_add(1);
+                    }
                     self.give_back(u32::from(credits.granted).max(floor));
                     self.limit = u32::from(credits.max);
                     self.set_window(u32::from(credits.max), &mut effect);

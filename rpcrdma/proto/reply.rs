@@ -111,6 +111,18 @@ pub enum Cause {
     /// A reverse-direction Call from a peer whose Reverse Request Support
     /// property (-00 §5.2.5) is `RVREQSUP_NONE`: not answered.
     ReverseRefused,
+    /// A version 2 message in the peer's XID space (`F_RESPONSE` clear,
+    /// -00 §6.3.2.1: a reverse-direction Call) that we cannot serve: it
+    /// does not decode, or it carries Read or Write chunks. It names none
+    /// of our Calls, so it fails none. As the responder of the reverse
+    /// direction we answer it with `RDMA2_ERROR` carrying `body`
+    /// ([`super::backchannel::ErrorReply`]).
+    ReverseError {
+        /// The Call's XID (the peer's).
+        xid: u32,
+        /// The error to answer with.
+        body: ErrorBody,
+    },
 }
 
 impl Cause {
@@ -127,6 +139,7 @@ impl Cause {
                 | Self::Chunks(_)
                 | Self::VersionMismatch { .. }
                 | Self::ReverseRefused
+                | Self::ReverseError { .. }
         ) || matches!(self, Self::Continuation(f) if f.is_bad_reply())
     }
 
@@ -168,7 +181,10 @@ pub enum Control {
     Properties(TransportProperties),
     /// One piece of an `RDMA2_CONNPROP` split by Message Continuation
     /// (the transport reassembles the set; a piece that ends a malformed
-    /// set is reported like this too, and the set is dropped).
+    /// set is reported like this too, and the set is dropped), or a
+    /// whole set that was not applied because the connection already has
+    /// one (-00 §6.4.4: properties do not change; counted in
+    /// `connprop_repeated`).
     PropertiesPart,
     /// The server answered our `RDMA2_CONNPROP` probe with `ERR_VERS`:
     /// the connection now speaks version 1 (the server is remembered as
@@ -320,11 +336,30 @@ pub fn classify<'a>(h: &Header<'a>) -> Reply<'a> {
     let v2 = h.protocol == Protocol::V2;
     match h.body {
         Body::Msg(ref m) => {
-            if !m.chunks.is_empty() {
-                return Reply::fail(h.xid, Cause::Chunks(ChunkUse::of(&m.chunks, false)));
-            }
             let payload = m.payload;
             let ok_xid = word(payload, 0) == Some(h.xid);
+            let reverse_call = ok_xid && word(payload, 1) == Some(RPC_CALL);
+            if !m.chunks.is_empty() {
+                let used = ChunkUse::of(&m.chunks, false);
+                if v2 && !h.flags.is_response() && reverse_call {
+                    // A reverse-direction Call with chunks: the XID is the
+                    // peer's (-00 §6.3.2.1), never looked up among ours.
+                    match super::backchannel::error_for_chunks(used) {
+                        Some(body) => {
+                            return Reply::Drop(Cause::ReverseError { xid: h.xid, body });
+                        }
+                        // Only a Reply chunk: we may reply by other means
+                        // (-00 §6.5); the Call itself is inline.
+                        None => {
+                            return Reply::ReverseCall {
+                                xid: h.xid,
+                                payload,
+                            };
+                        }
+                    }
+                }
+                return Reply::fail(h.xid, Cause::Chunks(used));
+            }
             match word(payload, 1) {
                 Some(RPC_REPLY) if ok_xid && (!v2 || h.flags.is_response()) => Reply::Deliver {
                     xid: h.xid,
@@ -338,6 +373,14 @@ pub fn classify<'a>(h: &Header<'a>) -> Reply<'a> {
             }
         }
         Body::NoMsg(ref n) => {
+            if v2 && !h.flags.is_response() && h.xid != 0 {
+                // In the peer's XID space: a Long Call (Position-Zero
+                // Read), or no Call at all; it answers none of ours.
+                let used = ChunkUse::of(&n.chunks, true);
+                let body = super::backchannel::error_for_chunks(used)
+                    .unwrap_or(super::xdr::header::ErrorBody::BadXdr);
+                return Reply::Drop(Cause::ReverseError { xid: h.xid, body });
+            }
             if !n.chunks.is_empty() {
                 Reply::fail(h.xid, Cause::Chunks(ChunkUse::of(&n.chunks, true)))
             } else if v2 && h.xid == 0 {

@@ -689,7 +689,7 @@ fn v2_metadata_replies_continued() -> TestResult {
     let x = XID + 2;
     check!(v2_inline(&t.prepare_rpc(x, &open, 4096, 32)));
     // Its Reply arrives in two continued pieces and completes it.
-    let m = piece(x, CRED_1_32, true, &[x, 1, 0]);
+    let m = piece(x, CRED_0_32, true, &[x, 1, 0]);
     check!(is_piece(&t.receive(m.bytes()).reply, x, 0, 12, None));
     let m = piece(x, CRED_1_32, false, &[0, 0]);
     check!(is_piece(&t.receive(m.bytes()).reply, x, 12, 8, Some(20)));
@@ -849,10 +849,10 @@ fn v2_credit_accounting() -> TestResult {
     });
     check!(e.update == Some(CreditUpdate::new(1)) && s.limit() == 1);
     s.on_send();
-    // A zero limit is invalid: ignored (and counted), the rest too.
-    let zero_max = Credits { granted: 4, max: 0 };
+    // A word without any limit (zero both halves) is invalid: ignored
+    // (and counted), the rest too.
     let e = s.on_grant(Grant::V2 {
-        credits: zero_max,
+        credits: Credits { granted: 0, max: 0 },
         answers_call: false,
     });
     check!(e.bad_word && !e.wake && s.outstanding() == 1);
@@ -863,6 +863,7 @@ fn v2_credit_accounting() -> TestResult {
     });
     check!(e.update == Some(CreditUpdate::new(4)) && e.wake);
     check!(s.outstanding() == 0 && s.limit() == 4);
+    check!(!s.total_reading());
     for _ in 0..4 {
         check!(s.may_send());
         s.on_send();
@@ -884,7 +885,7 @@ fn v2_credit_accounting() -> TestResult {
     // The window never exceeds max_requests.
     let e = s.on_grant(Grant::V2 {
         credits: Credits {
-            granted: 1,
+            granted: 0,
             max: 60000,
         },
         answers_call: true,
@@ -1114,25 +1115,25 @@ fn reply_classes() -> TestResult {
     ));
     check!(o.credits.is_none());
     // A Write chunk in a reply: not supported yet.
-    let mut w = Wire::new(&[XID, 2, CRED_1_32, 0, 1, 0, 0, 1, 1, 7, 512, 0, 4096, 0, 0]);
+    let mut w = Wire::new(&[XID, 2, CRED_0_32, 0, 1, 0, 0, 1, 1, 7, 512, 0, 4096, 0, 0]);
     rpc_reply(&mut w, XID);
     let o = t.receive(w.bytes());
     check!(
         matches!(o.reply, Reply::Fail { errno: Errno::EIO, cause: Cause::Chunks(u), .. } if u.write_list && !u.nomsg)
     );
     // A Long reply (RDMA2_NOMSG with a Reply chunk).
-    let w = Wire::new(&[XID, 2, CRED_1_32, 1, 1, 0, 0, 0, 1, 1, 7, 512, 0, 4096]);
+    let w = Wire::new(&[XID, 2, CRED_0_32, 1, 1, 0, 0, 0, 1, 1, 7, 512, 0, 4096]);
     let o = t.receive(w.bytes());
     check!(
         matches!(o.reply, Reply::Fail { cause: Cause::Chunks(u), .. } if u.reply_chunk && u.nomsg)
     );
-    // Asynchronous credit grant.
-    let msg = Wire::new(&[0, 2, 0x0040_0002, 1, 0, 0, 0, 0, 0]);
+    // Asynchronous credit grant (nothing to return: every Call answered).
+    let msg = Wire::new(&[0, 2, 0x0040_0000, 1, 0, 0, 0, 0, 0]);
     let o = t.receive(msg.bytes());
     check!(o.reply == Reply::Control(Control::CreditGrant));
     check!(o.credits == Some(CreditUpdate::new(64)));
     // ... which must have XID 0.
-    let msg = Wire::new(&[XID, 2, 0x0040_0002, 1, 0, 0, 0, 0, 0]);
+    let msg = Wire::new(&[XID, 2, 0x0040_0002, 1, 1, 0, 0, 0, 0]);
     let o = t.receive(msg.bytes());
     check!(matches!(
         o.reply,
@@ -1140,6 +1141,18 @@ fn reply_classes() -> TestResult {
             cause: Cause::EmptyNoMsg,
             ..
         }
+    ));
+    // The same with F_RESPONSE clear is in the peer's XID space
+    // (-00 §6.3.2.1): no Call of ours is failed; it is answered as a
+    // reverse-direction Call that does not parse.
+    let msg = Wire::new(&[XID, 2, 0x0040_0002, 1, 0, 0, 0, 0, 0]);
+    let o = t.receive(msg.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::Drop(Cause::ReverseError {
+            xid: XID,
+            body: ErrorBody::BadXdr
+        })
     ));
     // CONNPROP: Receive Buffer Size 2048 lowers the call threshold.
     let msg = Wire::new(&[0, 2, CRED_1_32, 5, 0, 1, 2, 4, 2048]);
@@ -2434,7 +2447,7 @@ fn backchannel_v1() -> TestResult {
         backchannel::check_call(24, 4096, backchannel::MAX_OUTSTANDING, true)
             == CallVerdict::Overflow
     );
-    check!(backchannel::max_payload(t.thresholds(), 4096) == 4096 - 28);
+    check!(backchannel::max_payload(t.thresholds(), 4096) == 4096 - 36);
     Ok(())
 }
 

@@ -63,7 +63,7 @@ done
 # must name a test.
 awk -v f="$table" '
 	function flush() {
-		if (row != "" && rule !~ /^Rule/ && cell >= 4 && tests !~ /``(selftest|chunks|model|backchannel|continuation|recovery|xdr-neg|xdr-rt):|``rpcrdma2-|every integration test/) {
+		if (row != "" && rule !~ /^Rule/ && cell >= 4 && tests !~ /``(selftest|chunks|model|backchannel|continuation|recovery|conformance|responder|xdr-neg|xdr-rt):|``rpcrdma2-|every integration test/) {
 			printf "docs-check: %s: row \"%s\" names no test\n", f, rule > "/dev/stderr"; bad = 1
 		}
 		row = ""; cell = 0; tests = ""; rule = ""
@@ -94,3 +94,76 @@ admin_checks() {
 }
 admin_checks || die "documentation check (administrator-facing) failed"
 # ---- end of the administrator-facing checks ----
+
+# ---- The conformance tables' Wire column (conformance_wire_check) ------
+#
+# Every row of a table of Documentation/conformance.rst whose fifth cell
+# (Wire) says "wire" names the integration tests that prove it, each with
+# the tags of its assertions: ``rpcrdma2-NAME`` #tag [#tag...]. Each tag
+# must appear as "# conformance: ... tag ..." on a line of
+# tools/testing/integration/rpcrdma2-NAME.sh (or of a lib/*.sh it sources)
+# that calls tb_die, that is, on an assertion. A row that says "host"
+# gives its reason after the colon. The tests named conformance:NAME
+# (rpcrdma/proto/tests/conformance.rs) and responder:NAME
+# (tools/responder/tests/proto.rs) must exist.
+conformance_wire_check() {
+	local table=Documentation/conformance.rst integ=tools/testing/integration bad=0 r n
+	for r in $(grep -o '``conformance:[a-z0-9_]*``' "$table" | tr -d '`' | sort -u); do
+		grep -A1 '#\[test\]' rpcrdma/proto/tests/conformance.rs | grep -q "fn ${r#conformance:}\b" ||
+			{ echo "docs-check: $table names $r, which does not exist" >&2; bad=1; }
+	done
+	for r in $(grep -o '``responder:[a-z0-9_]*``' "$table" | tr -d '`' | sort -u); do
+		grep -A1 '#\[test\]' tools/responder/tests/proto.rs | grep -q "fn ${r#responder:}\b" ||
+			{ echo "docs-check: $table names $r, which does not exist" >&2; bad=1; }
+	done
+	# One line per row: "RULE<TAB>WIRE" (the row's rule, abridged, and its
+	# whole Wire cell).
+	local rows
+	rows=$(awk '
+		function flush() {
+			if (row && cell >= 5 && rule !~ /^Rule/) printf "%s\t%s\n", rule, wire
+			row = 0; cell = 0; wire = ""; rule = ""
+		}
+		/^   \* - / { flush(); row = 1; cell = 1; next }
+		/^     - / { cell++; if (cell == 2) rule = substr($0, 8, 50); if (cell == 5) wire = substr($0, 8); next }
+		/^       / { if (cell == 5) wire = wire " " substr($0, 8); next }
+		/^[^ ]/ { flush() }
+		END { flush() }
+	' "$table")
+	local rule wire pairs name tags tag script asserts
+	while IFS=$'\t' read -r rule wire; do
+		case $wire in
+		wire*)
+			pairs=$(grep -oE '``rpcrdma2-[a-z0-9-]+``( *#[a-z0-9-]+)+' <<<"$wire" || true)
+			if [ -z "$pairs" ]; then
+				echo "docs-check: $table: row \"$rule\": wire, but no \`\`rpcrdma2-TEST\`\` #tag names an assertion" >&2
+				bad=1
+				continue
+			fi
+			while read -r name tags; do
+				name=${name//\`/}
+				script=$integ/$name.sh
+				[ -f "$script" ] || { echo "docs-check: $table: row \"$rule\": no $script" >&2; bad=1; continue; }
+				# The assertions of the script and of the lib/*.sh it sources.
+				# shellcheck disable=SC2046
+				asserts=$(cat "$script" $(grep -oE 'lib/[a-z0-9-]+\.sh' "$script" | sort -u |
+					sed "s#^#$integ/#" | while read -r l; do [ -f "$l" ] && echo "$l"; done) |
+					grep 'tb_die' | grep -o '# conformance:.*' || true)
+				for tag in $tags; do
+					tag=${tag#\#}
+					grep -qE "^# conformance:( [a-z0-9-]+)* $tag( |\$)" <<<"$asserts" ||
+						{ echo "docs-check: $table: row \"$rule\": $name asserts nothing tagged $tag" >&2; bad=1; }
+				done
+			done <<<"$(sed -E 's/``(rpcrdma2-[a-z0-9-]+)``/\1/' <<<"$pairs")"
+			;;
+		host:*[a-z]*) ;;
+		*)
+			echo "docs-check: $table: row \"$rule\": the Wire cell is neither \"wire: \`\`rpcrdma2-TEST\`\` #tag\" nor \"host: reason\": $wire" >&2
+			bad=1
+			;;
+		esac
+	done <<<"$rows"
+	return $bad
+}
+conformance_wire_check || die "documentation check failed: the conformance tables' Wire column"
+echo "docs-check: every wire claim of the conformance tables names a tagged assertion"

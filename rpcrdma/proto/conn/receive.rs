@@ -6,7 +6,7 @@
 //! a continued `RDMA2_CONNPROP`, messages that do not decode.
 
 use super::super::connprop;
-use super::super::continuation::{Piece, Step};
+use super::super::continuation::{Fault, Piece, Step};
 use super::super::credits::{CreditUpdate, Grant};
 use super::super::negotiate::{Phase, Verdict};
 use super::super::reply::{classify, Cause, Control, Reply};
@@ -71,6 +71,9 @@ impl Transport {
             if effect.bad_word {
                 self.stats.bad_credit = self.stats.bad_credit.wrapping_add(1);
             }
+            if effect.total_reading {
+                self.stats.credit_total_reading = self.stats.credit_total_reading.wrapping_add(1);
+            }
         }
         if out.reply == Reply::Control(Control::Fallback) {
             // Version 1 counts no messages: whoever waited may send.
@@ -122,11 +125,20 @@ impl Transport {
                 payload,
                 last: None,
             },
+            // A reduced Reply whose last piece names Write chunks (-00
+            // §4.5.3): Reply::Piece cannot carry the piece's chunk lists to
+            // the glue, which would have to check them against the RPC's
+            // registration and take the reduced items from the Write
+            // chunks. Until it can, the RPC fails.
+            Step::Last {
+                xid, chunks: true, ..
+            } => Reply::fail_with(xid, Cause::Continuation(Fault::ChunksOnLast)),
             Step::Last {
                 xid,
                 offset,
                 payload,
                 len,
+                chunks: false,
             } => Reply::Piece {
                 xid,
                 offset,
@@ -151,10 +163,22 @@ impl Transport {
     /// Takes the peer's property set `p` (from one `RDMA2_CONNPROP` or
     /// reassembled): the thresholds follow it at once, chunk planning
     /// from the next Call ([`Self::limits`]).
-    fn set_props(&mut self, p: TransportProperties) {
+    ///
+    /// Only the first set of a connection counts. -00 §6.4.4: properties
+    /// not included "are to be treated by the peer endpoint as having the
+    /// default value and are not allowed to change subsequently", and "the
+    /// peer should not request changes": a later set is counted
+    /// (`connprop_repeated`) and ignored, whatever it says. Returns
+    /// whether `p` was applied.
+    fn set_props(&mut self, p: TransportProperties) -> bool {
+        if self.props.is_some() {
+            self.stats.connprop_repeated = self.stats.connprop_repeated.wrapping_add(1);
+            return false;
+        }
         self.stats.connprop_applied = self.stats.connprop_applied.wrapping_add(1);
         self.props = Some(p);
         self.refresh_thresholds();
+        true
     }
 
     /// The peer announced `RVREQSUP_NONE` (-00 §5.2.5).
@@ -198,10 +222,8 @@ impl Transport {
             answers_call: false,
         });
         let reply = match self.connprop_piece(xid, body, false) {
-            Some(props) => {
-                self.set_props(props);
-                Reply::Control(Control::Properties(props))
-            }
+            Some(props) if self.set_props(props) => Reply::Control(Control::Properties(props)),
+            Some(_) => Reply::Control(Control::PropertiesPart),
             None => Reply::Control(Control::PropertiesPart),
         };
         Some((reply, grant))
@@ -279,7 +301,10 @@ impl Transport {
                 match reply {
                     Reply::Control(Control::Properties(p)) => {
                         self.props_asm.reset();
-                        self.set_props(p);
+                        if !self.set_props(p) {
+                            // A repeated set: received, not applied.
+                            reply = Reply::Control(Control::PropertiesPart);
+                        }
                     }
                     Reply::Control(Control::PropertiesPart) => {
                         if let Body::ConnPropPart(body) = h.body {
@@ -360,6 +385,7 @@ impl Transport {
                 _ => {}
             }
         }
+        let settled_v2 = self.neg.phase() == Phase::Settled(Protocol::V2);
         match self.neg.on_malformed(c.xid, c.vers) {
             // A malformed version 2 message that answers no Call: a
             // CONNPROP, or any message with XID 0 (-00 §6.4.2). Counted
@@ -368,6 +394,21 @@ impl Transport {
                 if c.vers == v2::VERSION && (c.xid == 0 || c.htype == v2::RDMA2_CONNPROP) =>
             {
                 (Reply::Drop(Cause::Malformed(e)), None)
+            }
+            // A malformed version 2 message in the peer's XID space
+            // (F_RESPONSE clear, -00 §6.3.2.1): a reverse-direction Call
+            // we cannot parse. It names none of our Calls; we answer it
+            // as its responder.
+            Verdict::Accept
+                if settled_v2 && c.vers == v2::VERSION && !response_flag(buf).unwrap_or(true) =>
+            {
+                (
+                    Reply::Drop(Cause::ReverseError {
+                        xid: c.xid,
+                        body: super::super::backchannel::error_for_decode(e.kind),
+                    }),
+                    None,
+                )
             }
             Verdict::Accept => {
                 let grant = if c.xid != 0 {
@@ -389,6 +430,12 @@ impl Transport {
             _ => (Reply::Drop(Cause::NotConnected), None),
         }
     }
+}
+
+/// `F_RESPONSE` of a version 2 message, if its flags word is there.
+fn response_flag(buf: &[u8]) -> Option<bool> {
+    let w = buf.get(16..)?.first_chunk::<4>()?;
+    Some(u32::from_be_bytes(*w) & v2::F_RESPONSE != 0)
 }
 
 /// The facts the reassembly needs about a decoded version 2 header.

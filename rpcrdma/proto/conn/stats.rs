@@ -14,6 +14,9 @@ pub struct Stats {
     pub bad_reply: u64,
     /// v2 credit words with a zero limit (high half), ignored.
     pub bad_credit: u64,
+    /// Connections whose peer was found to read the low half of the v2
+    /// credit word as its total grant ([`super::super::CreditState::total_reading`]).
+    pub credit_total_reading: u64,
     /// `RDMA_ERROR` replies other than `ERR_VERS`.
     pub rdma_error: u64,
     /// `ERR_VERS` replies.
@@ -38,11 +41,17 @@ pub struct Stats {
     /// Peer property sets dropped: malformed, too long, or abandoned
     /// pieces of a continued set.
     pub connprop_bad: u64,
+    /// Peer property sets after the first of the connection: ignored
+    /// (-00 §6.4.4: properties do not change).
+    pub connprop_repeated: u64,
     /// CONNPROP probes that went unanswered ([`Transport::probe_timed_out`]).
     pub probe_timeouts: u64,
     /// Reverse-direction Calls dropped because the peer's Reverse Request
     /// Support property said it sends none (`RVREQSUP_NONE`).
     pub reverse_refused: u64,
+    /// `RDMA2_ERROR`s sent as the responder of the reverse direction
+    /// ([`Transport::prepare_reverse_error`]).
+    pub reverse_errors: u64,
     /// Reverse-direction (backchannel) Calls received.
     pub reverse_calls: u64,
     /// Reverse-direction replies sent ([`Transport::prepare_bc_reply`]).

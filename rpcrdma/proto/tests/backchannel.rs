@@ -129,16 +129,24 @@ fn reply_beyond_the_inline_threshold_is_refused() {
 }
 
 #[test]
-fn max_payload_as_the_c_client() {
+fn max_payload_leaves_room_for_the_v2_header() {
+    // Version 1: 8 bytes less than the C client's 4096 - 28, so that the
+    // value stays true if a reconnection settles on version 2.
     let t = v1_up(backchannel::SLOTS);
-    assert_eq!(backchannel::max_payload(t.thresholds(), 4096), 4096 - 28);
+    assert_eq!(backchannel::max_payload(t.thresholds(), 4096), 4096 - 36);
     let mut t2 = Transport::new(Config {
         policy: VersionPolicy::ForceV1,
         ..Config::DEFAULT
     });
     t2.connect();
     t2.established(peer(1024, 1024));
-    assert_eq!(backchannel::max_payload(t2.thresholds(), 4096), 1024 - 28);
+    assert_eq!(backchannel::max_payload(t2.thresholds(), 4096), 1024 - 36);
+    // Version 2: a reply of max_payload bytes fits inline with the
+    // 36-byte RDMA2_MSG header (with 28 subtracted it did not).
+    for t in [t.thresholds(), t2.thresholds()] {
+        let n = backchannel::max_payload(t, 4096);
+        assert_eq!(backchannel::fit_reply(t, Protocol::V2, n), Ok(()));
+    }
 }
 
 #[test]

@@ -38,6 +38,10 @@ enum Kind {
     /// v2 that returns nothing in its replies' words (a zero low half:
     /// only rule 3's floor) and refreshes with asynchronous grants.
     V2Lazy,
+    /// v2 of the other reading of -00 §4.3.1: the low half is its grant
+    /// (never zero), the high half zero (`V2Echo` is the same reading
+    /// with the grant in both halves).
+    V2TotalZeroMax,
 }
 
 struct Server {
@@ -171,6 +175,10 @@ impl Server {
                     Kind::V2Lazy => Credits {
                         granted: 0,
                         max: self.limit as u16,
+                    },
+                    Kind::V2TotalZeroMax => Credits {
+                        granted: self.limit as u16,
+                        max: 0,
                     },
                     _ => Credits {
                         granted: self.limit as u16,
@@ -369,7 +377,12 @@ const SEEDS: u64 = 40;
 
 #[test]
 fn v2_servers_settle_v2() {
-    for kind in [Kind::V2Exact, Kind::V2Echo, Kind::V2Lazy] {
+    for kind in [
+        Kind::V2Exact,
+        Kind::V2Echo,
+        Kind::V2Lazy,
+        Kind::V2TotalZeroMax,
+    ] {
         let mut grants = 0;
         for seed in 0..SEEDS {
             let (t, r) = run(kind, Config::default(), 300, seed, 0);
@@ -388,8 +401,15 @@ fn v2_servers_settle_v2() {
             }
             assert_eq!(t.phase(), Phase::Settled(Protocol::V2), "{kind:?} {seed}");
             assert_eq!(t.stats().probes, 1);
-            // No model server sends a zero limit.
+            // No model server sends a word without any limit (a zero
+            // limit half with a non-zero grant is the other reading).
             assert_eq!(t.stats().bad_credit, 0, "{kind:?} {seed}");
+            if kind == Kind::V2TotalZeroMax {
+                // Its grant is the limit, and the window follows it.
+                let limit = 1 + (seed % 40) as u32;
+                assert_eq!(t.credits().limit(), limit, "{kind:?} {seed}");
+                assert_eq!(t.credits().window(), limit.min(t.config().max_requests));
+            }
         }
         // Replies pile up while the client sends nothing: it grants
         // credits back (and the servers never see an overrun).
@@ -446,7 +466,13 @@ fn no_common_version_fails_without_looping() {
 
 #[test]
 fn reconnects() {
-    for kind in [Kind::Svcrdma, Kind::V2Exact, Kind::V2Echo, Kind::V2Lazy] {
+    for kind in [
+        Kind::Svcrdma,
+        Kind::V2Exact,
+        Kind::V2Echo,
+        Kind::V2Lazy,
+        Kind::V2TotalZeroMax,
+    ] {
         for seed in 0..SEEDS {
             let (t, r) = run(kind, Config::default(), 200, seed, 97);
             assert!(

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use rpcrdma_responder::malform::Kind;
 use rpcrdma_responder::manpage;
 use rpcrdma_responder::proto::call::CallKind;
-use rpcrdma_responder::proto::{GrantMode, Options};
+use rpcrdma_responder::proto::{CreditWord, GrantMode, Options};
 use rpcrdma_responder::server::{Config, Server};
 
 const USAGE: &str = "\
@@ -45,6 +45,9 @@ options:
                          prop_violations)
   --prop-seg-size B      v2: advertise Maximum RDMA Segment Size B (default
                          1 MiB) and refuse Calls with a longer segment alike
+  --remote-invalidate    set the R bit in our RFC 8797 private data; only
+                         when the client sets it too are replies sent with
+                         Send With Invalidate (default: plain Sends)
 fault injection:
   --no-connprop          do not send RDMA2_CONNPROP
   --connprop-pieces N    v2: send RDMA2_CONNPROP continued (F_MORE) over N
@@ -52,6 +55,12 @@ fault injection:
   --no-private-data      accept without RFC 8797 private data
   --continue-over N      v2: continue (F_MORE) every reply longer than N bytes,
                          in pieces of at most N bytes
+  --credit-word READING  v2: the reading of -00 §4.3.1 our credit words
+                         follow: ours (default: high half the limit, low
+                         half the credits returned), total (the low half is
+                         the grant itself, never zero, the high half the
+                         same), total-zero-max (the grant in the low half,
+                         a zero high half)
   --grant MODE           v2: how the client's credits are returned: prompt
                          (default: every message returns all it owes),
                          exact (every message returns exactly one; each
@@ -175,7 +184,16 @@ fn parse() -> Result<Option<Config>, String> {
             "--prop-segs" => cfg.opts.prop_segs = Some(num(args.next(), &a)?),
             "--prop-seg-size" => cfg.opts.prop_seg_size = Some(num(args.next(), &a)?),
             "--no-private-data" => cfg.no_private_data = true,
+            "--remote-invalidate" => cfg.opts.remote_invalidate = true,
             "--continue-over" => cfg.opts.continue_over = Some(num(args.next(), &a)?),
+            "--credit-word" => {
+                let m = args
+                    .next()
+                    .ok_or("--credit-word needs ours, total or total-zero-max")?;
+                cfg.opts.credit_word = CreditWord::parse(&m).ok_or(format!(
+                    "--credit-word: unknown reading {m} (ours, total, total-zero-max)"
+                ))?;
+            }
             "--grant" => {
                 let m = args.next().ok_or("--grant needs prompt, exact or lazy")?;
                 cfg.opts.grant = GrantMode::parse(&m)

@@ -53,6 +53,33 @@ pub enum GrantMode {
     Lazy,
 }
 
+/// Which reading of the version 2 credit word (-00 §4.3.1) the responder
+/// sends (`--credit-word`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CreditWord {
+    /// High half the credit limit, low half the credits returned (what
+    /// rpcrdma2 reads, Documentation/wire-formats.rst).
+    #[default]
+    Ours,
+    /// The low half is the grant, the limit itself, never zero ("the
+    /// granted value MUST NOT be zero"); the high half repeats it.
+    Total,
+    /// As `Total`, with a zero high half.
+    TotalZeroMax,
+}
+
+impl CreditWord {
+    /// Parses `ours`, `total` or `total-zero-max`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ours" => Some(Self::Ours),
+            "total" => Some(Self::Total),
+            "total-zero-max" => Some(Self::TotalZeroMax),
+            _ => None,
+        }
+    }
+}
+
 /// [`GrantMode::Lazy`]: spare credits returned per grant.
 pub const LAZY_GRANT: u32 = 4;
 
@@ -119,6 +146,13 @@ pub struct Options {
     /// v2: Maximum RDMA Segment Size to advertise and enforce (default
     /// 1 MiB, not enforced).
     pub prop_seg_size: Option<u32>,
+    /// Set the R bit in our RFC 8797 private data: we may reply with Send
+    /// With Invalidate. Only when both peers set it does the responder use
+    /// it (RFC 8797 §4.1), in either version; otherwise every reply is a
+    /// plain Send.
+    pub remote_invalidate: bool,
+    /// The reading of the version 2 credit word we send.
+    pub credit_word: CreditWord,
 }
 
 impl Default for Options {
@@ -142,9 +176,25 @@ impl Default for Options {
             probe_callbacks: false,
             prop_segs: None,
             prop_seg_size: None,
+            remote_invalidate: false,
+            credit_word: CreditWord::Ours,
         }
     }
 }
+
+impl Options {
+    /// Receives posted per connection: one per credit we grant, one
+    /// more for the credit grant -00 §4.3.1 requires a receiver to be able
+    /// to take at any time ("receivers MUST always be in a position to
+    /// receive one such credit grant update message, in addition to
+    /// payload-bearing messages"), and slack so that reposting may lag.
+    pub fn receives(&self) -> usize {
+        usize::from(self.credits.max(1)) + 1 + RECV_SLACK
+    }
+}
+
+/// Receives posted beyond the credits and the grant reserve.
+const RECV_SLACK: usize = 7;
 
 /// What the event loop does with a received message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -189,6 +239,9 @@ pub struct ConnProto {
     grant_queued: bool,
     /// Continued Call being reassembled: xid, bytes.
     cont: Option<(u32, Vec<u8>)>,
+    /// Continued RDMA2_CONNPROP from the client being reassembled: xid,
+    /// the property set's bytes so far.
+    connprop_cont: Option<(u32, Vec<u8>)>,
     /// v2: the client's credit limit (high half of its latest valid credit
     /// word): how many of our messages it can hold. 0 until it has told.
     client_limit: u32,
@@ -217,6 +270,7 @@ impl ConnProto {
             calls: 0,
             err_counted: 0,
             cont: None,
+            connprop_cont: None,
             client_limit: 0,
             client_sent: 0,
             client_returned: 0,
@@ -228,7 +282,7 @@ impl ConnProto {
     /// Our RFC 8797 private data.
     pub fn our_private_data(&self) -> PrivateData {
         PrivateData {
-            remote_invalidate: false,
+            remote_invalidate: self.opts.remote_invalidate,
             send_size: self.opts.recv_size.min(pvt_max()),
             recv_size: self.opts.recv_size.min(pvt_max()),
         }

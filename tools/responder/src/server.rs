@@ -157,7 +157,7 @@ impl Layout {
         let slot_size = send_area + o.max_data + 64 * 1024;
         Self {
             recv_size: o.recv_size as usize,
-            nrecv: credits + 8,
+            nrecv: o.receives(),
             nslot: credits + 4,
             slot_size,
             send_area,

@@ -6,7 +6,7 @@
 
 use rpcrdma_responder::nfs::{self, NFS3_READ, NFS_PROGRAM};
 use rpcrdma_responder::proto::call::{Call, Part};
-use rpcrdma_responder::proto::{Action, ConnProto, GrantMode, Options};
+use rpcrdma_responder::proto::{Action, ConnProto, CreditWord, GrantMode, Options};
 use rpcrdma_responder::stats::{Path, Stats};
 use rpcrdma_xdr::chunk::{ChunkLists, ReadSegment, Segment};
 use rpcrdma_xdr::header::{self, Flags, MsgKind, MsgSpec, Protocol};
@@ -153,7 +153,13 @@ fn v2_connprop_continued() {
 #[test]
 fn v2_inline_reply_bytes_and_invalidate() {
     let mut st = Stats::default();
-    let mut p = ConnProto::new(Options::default(), client(4096));
+    let mut p = ConnProto::new(
+        Options {
+            remote_invalidate: true,
+            ..Options::default()
+        },
+        client(4096),
+    );
     let rpc = rpc_call(0x22, 3, 0);
     // A Reply chunk of one segment, handle 0xabcd: the handle to
     // invalidate names it.
@@ -244,7 +250,13 @@ fn v2_reserved_flag_is_inval_flag() {
 #[test]
 fn write_chunk_plan() {
     let mut st = Stats::default();
-    let mut p = ConnProto::new(Options::default(), client(4096));
+    let mut p = ConnProto::new(
+        Options {
+            remote_invalidate: true,
+            ..Options::default()
+        },
+        client(4096),
+    );
     let segs = [
         Segment {
             handle: 7,
@@ -1438,4 +1450,382 @@ fn prop_segment_limits_advertised_and_enforced() {
     );
     assert_eq!(&sends(&a)[0][3..], &[4, 1, 7, 2]);
     assert_eq!(st.prop_violations, 2);
+}
+
+/// RFC 8797 §4.1: the responder may use Send With Invalidate only when
+/// both peers set the R bit. We set it only with `--remote-invalidate`;
+/// with our R clear, or the client's, every reply is a plain Send, in
+/// version 1 (a Call with one rkey) and version 2 (an rdma_inv_handle
+/// naming the Call's Reply chunk) alike. The responder used to invalidate
+/// while advertising R clear.
+#[test]
+fn send_with_invalidate_only_when_both_r_bits_are_set() {
+    let seg = [Segment {
+        handle: 0xabcd,
+        length: 8192,
+        offset: 0x1000,
+    }];
+    let chunks = ChunkLists {
+        reads: &[],
+        writes: &[],
+        reply: Some(&seg),
+    };
+    for proto in [Protocol::V1, Protocol::V2] {
+        for (ours, theirs) in [(false, true), (true, false), (false, false), (true, true)] {
+            let mut st = Stats::default();
+            let mut p = ConnProto::new(
+                Options {
+                    remote_invalidate: ours,
+                    no_connprop: true,
+                    ..Options::default()
+                },
+                PrivateData {
+                    remote_invalidate: theirs,
+                    ..client(4096)
+                },
+            );
+            assert_eq!(p.our_private_data().remote_invalidate, ours);
+            let rpc = rpc_call(0x24, 3, 0);
+            let a = p.on_receive(&call_msg(proto, 0x24, 0xabcd, chunks, &rpc), &mut st);
+            let c = the_call(&a);
+            let reply = bytes(&[0x24, 1, 0, 0, 0, 0, 0]);
+            let plan = p.plan_reply(&c, &reply, None, &mut st);
+            let want = (ours && theirs).then_some(0xabcd);
+            assert_eq!(
+                plan.invalidate, want,
+                "{proto:?} R ours {ours} theirs {theirs}"
+            );
+        }
+    }
+}
+
+/// A v2 RDMA2_CONNPROP from the client, its property set split into
+/// `pieces` messages (F_MORE on all but the last), as rpcrdma2 would send
+/// a long one: Maximum Send Size 2048, Receive Buffer Size 2048, Reverse
+/// Request Support `rvreqsup`.
+fn client_connprop(xid: u32, rvreqsup: u32, pieces: usize) -> Vec<Vec<u8>> {
+    let set = bytes(&[3, 1, 4, 2048, 2, 4, 2048, 5, 4, rvreqsup]);
+    let per = set.len().div_ceil(pieces);
+    set.chunks(per)
+        .enumerate()
+        .map(|(i, part)| {
+            let more = i + 1 < set.len().div_ceil(per);
+            let mut m = bytes(&[xid, 2, (32 << 16) | 1, 5, if more { 2 } else { 0 }]);
+            m.extend_from_slice(part);
+            m
+        })
+        .collect()
+}
+
+/// A v2 connection settled by an inline Call (xid 1).
+fn settled_v2(opts: Options, st: &mut Stats) -> ConnProto {
+    let mut p = v2_conn(opts);
+    let a = p.on_receive(
+        &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 3, 0)),
+        st,
+    );
+    assert!(matches!(a[0], Action::Call(_)));
+    p
+}
+
+/// -00 §6.4.4 with §6.3.2: a CONNPROP may be continued. The client's
+/// continued CONNPROP is reassembled and its properties taken (they used
+/// to be counted and dropped, and the last piece was answered BAD_XDR).
+#[test]
+fn client_connprop_continued_is_reassembled() {
+    for pieces in [1, 2, 3, 10] {
+        let mut st = Stats::default();
+        let mut p = settled_v2(Options::default(), &mut st);
+        let msgs = client_connprop(0, 1, pieces);
+        assert_eq!(msgs.len(), pieces);
+        for m in &msgs {
+            assert_eq!(
+                p.on_receive(m, &mut st),
+                vec![Action::Nothing],
+                "{pieces} pieces"
+            );
+        }
+        let v = p.client_props.expect("the client's properties");
+        assert_eq!(
+            (v.max_send_size, v.recv_buf_size, v.reverse_request_support),
+            (2048, 2048, 1)
+        );
+        assert_eq!(st.malformed, 0);
+        assert_eq!(st.connprop_reassembled, u64::from(pieces > 1));
+        assert_eq!(p.client_recv(), 2048);
+    }
+}
+
+/// -00 §6.3.2: "All RPC-over-RDMA messages in such a sequence MUST have
+/// the same values in the rdma_start.rdma_xid and rdma_start.rdma_htype
+/// fields. If this constraint is not met, the receiver MUST respond with
+/// an RDMA2_ERROR message with the rdma_err field set to
+/// RDMA2_ERR_INVAL_FLAG." A header type change with the same XID used to
+/// go unnoticed (the Long Call was served, the sequence kept).
+#[test]
+fn header_type_change_mid_sequence_is_inval_flag() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    let rpc = rpc_call(0x60, 3, 0);
+    assert_eq!(
+        p.on_receive(&call_piece(0x60, (32 << 16) | 1, false, &rpc[..8]), &mut st),
+        vec![Action::Nothing]
+    );
+    // Same XID, RDMA2_NOMSG (a Long Call).
+    let a = p.on_receive(&long_call(0x60, None), &mut st);
+    assert_eq!(error_of(&a), vec![4, 1, 4]); // RDMA2_ERROR, F_RESPONSE, INVAL_FLAG
+    assert_eq!(st.continuations_interrupted, 1);
+    // The sequence is gone: the rest of it is not glued to anything.
+    let a = p.on_receive(
+        &call_piece(0x61, (32 << 16) | 1, true, &rpc_call(0x61, 3, 0)),
+        &mut st,
+    );
+    assert_eq!(the_call(&a).inline, rpc_call(0x61, 3, 0));
+    // A credit grant between two pieces does not interrupt.
+    p.on_receive(
+        &call_piece(0x62, (32 << 16) | 1, false, &rpc_call(0x62, 3, 0)[..8]),
+        &mut st,
+    );
+    let grant = bytes(&[0, 2, (32 << 16) | 1, 1, 0, 0, 0, 0, 0]);
+    assert_eq!(p.on_receive(&grant, &mut st), vec![Action::Nothing]);
+    let a = p.on_receive(
+        &call_piece(0x62, (32 << 16) | 1, true, &rpc_call(0x62, 3, 0)[8..]),
+        &mut st,
+    );
+    assert_eq!(the_call(&a).inline, rpc_call(0x62, 3, 0));
+    assert_eq!(st.continuations_interrupted, 1);
+}
+
+/// -00 §6.4.3: "the responder copies the values of the rdma_start.rdma_xid
+/// and rdma_start.rdma_vers fields from the incoming transport header that
+/// generated the error". A version 1 message on a version 2 connection
+/// gets a version 1 ERR_VERS (it used to get an RDMA2_ERROR), a version 2
+/// message on a version 1 connection an RDMA2_ERROR.
+#[test]
+fn error_carries_the_version_of_the_message_it_answers() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    let a = p.on_receive(
+        &call_msg(
+            Protocol::V1,
+            0x70,
+            0,
+            ChunkLists::EMPTY,
+            &rpc_call(0x70, 3, 0),
+        ),
+        &mut st,
+    );
+    // xid, vers 1, credit 32, RDMA_ERROR (4), ERR_VERS (1), low 1, high 2
+    assert_eq!(sends(&a), vec![vec![0x70, 1, 32, 4, 1, 1, 2]]);
+    let mut q = v2_conn(Options::default());
+    q.on_receive(
+        &call_msg(Protocol::V1, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 3, 0)),
+        &mut st,
+    );
+    let a = q.on_receive(
+        &call_msg(
+            Protocol::V2,
+            0x71,
+            0,
+            ChunkLists::EMPTY,
+            &rpc_call(0x71, 3, 0),
+        ),
+        &mut st,
+    );
+    let s = sends(&a);
+    assert_eq!(s.len(), 1);
+    // xid, vers 2, credit, RDMA2_ERROR (4), F_RESPONSE, RDMA2_ERR_VERS, 1, 2
+    assert_eq!((s[0][0], s[0][1]), (0x71, 2));
+    assert_eq!(&s[0][3..], &[4, 1, 1, 1, 2]);
+}
+
+/// -00 §6.4.3 names no exception for XID 0: a malformed message with XID 0
+/// is answered like any other (it used to get no answer).
+#[test]
+fn malformed_message_with_xid_zero_is_answered() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    // Unknown header type 7, XID 0.
+    let a = p.on_receive(&bytes(&[0, 2, (32 << 16) | 1, 7, 0, 0]), &mut st);
+    let s = sends(&a);
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0][0], 0);
+    assert_eq!(&s[0][3..], &[4, 1, 3]); // RDMA2_ERR_INVAL_HTYPE
+}
+
+/// -00 §5.2.5: Reverse Request Support NONE means "receipt of reverse
+/// direction requests and replies is not supported": nfsd's callbacks are
+/// not relayed to such a client (they used to be, whatever it said).
+#[test]
+fn callbacks_not_relayed_to_a_client_without_reverse_request_support() {
+    let cb = bytes(&[0x77, 0, 2, 0x4000_0000, 1, 1, 0, 0, 0, 0]);
+    for (rvreqsup, relayed) in [(0, false), (1, true), (2, true)] {
+        let mut st = Stats::default();
+        let mut p = settled_v2(
+            Options {
+                relay_callbacks: true,
+                ..Options::default()
+            },
+            &mut st,
+        );
+        for m in client_connprop(0, rvreqsup, 1) {
+            p.on_receive(&m, &mut st);
+        }
+        assert_eq!(p.refuses_reverse_calls(), !relayed);
+        assert_eq!(
+            p.reverse_call(&cb).is_some(),
+            relayed,
+            "rvreqsup {rvreqsup}"
+        );
+    }
+}
+
+/// `--credit-word total` / `total-zero-max`: the other reading of -00
+/// §4.3.1, for the client's tolerance of it: every v2 word carries the
+/// grant (the credit limit, never zero) in its low half, and the limit or
+/// zero in its high half, whatever is returned; errors and CONNPROP too.
+#[test]
+fn credit_word_other_reading() {
+    for (mode, high) in [(CreditWord::Total, 8u32), (CreditWord::TotalZeroMax, 0)] {
+        let mut st = Stats::default();
+        let mut p = ConnProto::new(
+            Options {
+                credit_word: mode,
+                credits: 8,
+                ..Options::default()
+            },
+            client(4096),
+        );
+        let rpc = rpc_call(0x90, 3, 0);
+        let a = p.on_receive(
+            &call_msg(Protocol::V2, 0x90, 0, ChunkLists::EMPTY, &rpc),
+            &mut st,
+        );
+        // Our CONNPROP.
+        assert_eq!(sends(&a)[0][2], (high << 16) | 8, "{mode:?}");
+        let c = the_call(&a);
+        let plan = p.plan_reply(&c, &bytes(&[0x90, 1, 0, 0, 0, 0, 0]), None, &mut st);
+        assert_eq!(words(&plan.sends[0])[2], (high << 16) | 8, "{mode:?}");
+        // Nothing topped up later: the word stays the grant.
+        assert_eq!(p.top_up(u16::MAX - 8), 0);
+        // An error answering a malformed message.
+        let a = p.on_receive(&bytes(&[0x91, 2, (32 << 16) | 1, 7, 0, 0]), &mut st);
+        assert_eq!(sends(&a)[0][2], (high << 16) | 8, "{mode:?}");
+    }
+}
+
+/// -00 §4.3.1: "receivers MUST always be in a position to receive one such
+/// credit grant update message, in addition to payload-bearing messages":
+/// more Receives are posted than credits granted.
+#[test]
+fn receives_cover_the_credits_and_one_grant() {
+    for credits in [1u16, 2, 8, 32, 128] {
+        let o = Options {
+            credits,
+            ..Options::default()
+        };
+        assert!(o.receives() > usize::from(credits), "{credits}");
+    }
+}
+
+/// -00 §4.4.5: a Position is a multiple of four; a Read chunk at another
+/// position is RDMA2_ERR_BAD_XDR.
+#[test]
+fn read_position_not_multiple_of_four_is_bad_xdr() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    let mut m = bytes(&[0x81, 2, (32 << 16) | 1, 0, 0, 0]);
+    // Read list: one entry at position 6, then no Write list, no Reply chunk.
+    m.extend(bytes(&[1, 6, 1, 40, 0, 0x1000, 0, 0, 0]));
+    m.extend(rpc_call(0x81, 3, 0));
+    let a = p.on_receive(&m, &mut st);
+    assert_eq!(error_of(&a), vec![4, 1, 2]); // BAD_XDR
+    assert!(!a.iter().any(|x| matches!(x, Action::Call(_))));
+}
+
+/// -00 §6.4.3: an unknown header type is RDMA2_ERR_INVAL_HTYPE, with the
+/// message's XID.
+#[test]
+fn unknown_header_type_is_inval_htype() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    let a = p.on_receive(&bytes(&[0x82, 2, (32 << 16) | 1, 7, 0, 0]), &mut st);
+    assert_eq!(sends(&a)[0][0], 0x82);
+    assert_eq!(error_of(&a), vec![4, 1, 3]);
+}
+
+/// -00 §6.3.2: a piece with another XID in the middle of a sequence is
+/// RDMA2_ERR_INVAL_FLAG, and the sequence is dropped.
+#[test]
+fn xid_change_mid_sequence_is_inval_flag() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    let rpc = rpc_call(0x83, 3, 0);
+    p.on_receive(&call_piece(0x83, (32 << 16) | 1, false, &rpc[..8]), &mut st);
+    let a = p.on_receive(&call_piece(0x84, (32 << 16) | 1, true, &rpc[8..]), &mut st);
+    assert_eq!(sends(&a)[0][0], 0x84);
+    assert_eq!(error_of(&a), vec![4, 1, 4]);
+    assert_eq!(st.continuations_interrupted, 1);
+    assert!(!a.iter().any(|x| matches!(x, Action::Call(_))));
+}
+
+/// -00 §6.3.2: F_MORE on a header type other than RDMA2_MSG and
+/// RDMA2_CONNPROP is RDMA2_ERR_INVAL_FLAG.
+#[test]
+fn more_on_nomsg_is_inval_flag() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    let a = p.on_receive(
+        &bytes(&[0x85, 2, (32 << 16) | 1, 1, 2, 0, 0, 0, 0]),
+        &mut st,
+    );
+    assert_eq!(error_of(&a), vec![4, 1, 4]);
+}
+
+/// -00 §6.4.3: "a nominally opaque property value field [that] cannot be
+/// parsed using the XDR typedef associated with the transport property
+/// definition" is RDMA2_ERR_BAD_XDR.
+#[test]
+fn property_typedef_violation_is_bad_xdr() {
+    let mut st = Stats::default();
+    let mut p = settled_v2(Options::default(), &mut st);
+    // One property: Maximum Send Size (a uint32) with 3 bytes of data.
+    let mut m = bytes(&[0x86, 2, (32 << 16) | 1, 5, 0, 1, 1, 3]);
+    m.extend([0, 0, 4, 0]);
+    let a = p.on_receive(&m, &mut st);
+    assert_eq!(error_of(&a), vec![4, 1, 2]);
+    assert!(p.client_props.is_none());
+}
+
+/// RFC 8166 §3.4.6 / -00 §4.4.6: a result shorter than its Write chunk
+/// is written to the first segments only; the echoed Write list says how
+/// many bytes each segment received (0 for those not reached).
+#[test]
+fn naturally_short_write_chunk() {
+    let mut st = Stats::default();
+    let mut p = ConnProto::new(Options::default(), client(4096));
+    let segs = [seg(7, 4096), seg(8, 4096)];
+    let wl: [&[Segment]; 1] = [&segs];
+    let chunks = ChunkLists {
+        reads: &[],
+        writes: &wl,
+        reply: None,
+    };
+    let rpc = rpc_call(0x87, 3, NFS3_READ);
+    let a = p.on_receive(&call_msg(Protocol::V2, 0x87, 0, chunks, &rpc), &mut st);
+    let mut c = the_call(&a);
+    c.rpc = nfs::parse_call(&rpc);
+    let mut reply = bytes(&[0x87, 1, 0, 0, 0, 0, 0, 0, 3000, 1, 3000]);
+    let start = reply.len();
+    reply.extend((0..3000u32).map(|i| i as u8));
+    let ddp = nfs::ddp_range(c.rpc.as_ref().unwrap(), &reply, 8192);
+    assert_eq!(ddp, Some(start..start + 3000));
+    let plan = p.plan_reply(&c, &reply, ddp, &mut st);
+    assert_eq!(plan.path, Some(Path::WriteChunk));
+    assert_eq!(plan.writes.len(), 1);
+    assert_eq!(plan.writes[0].src, start..start + 3000);
+    assert_eq!(plan.writes[0].rkey, 7);
+    let w = words(&plan.sends[0]);
+    // Write list: one chunk of two segments, lengths 3000 and 0.
+    assert_eq!(&w[7..18], &[1, 2, 7, 3000, 0, 0x7000, 8, 0, 0, 0x8000, 0]);
 }

@@ -59,7 +59,7 @@ fi
 if ((BENCH_RESPONDER)); then
 	if ((BENCH_RESPONDER_BASELINE)); then
 		# run.sh --responder-baseline: that build on port 20052, --v1-only
-		export RESPONDER_INSTANCES=$'20050\n20051 --v1-only\n20052 --v1-only'
+		export RESPONDER_INSTANCES=$'20050 --remote-invalidate\n20051 --v1-only --remote-invalidate\n20052 --v1-only'
 		export RESPONDER_BIN_20052=/src/target/bench/responder-baseline
 	fi
 	# (a separate bash: responder.sh exits on error)

@@ -110,11 +110,11 @@ for vers in 3 4.1; do
 	tb_mount "$vers" rdma "$MNT"
 	for s in "${SIZES[@]}"; do
 		a=$(sha256sum <"$REF/f$s") b=$(sha256sum <"$MNT/f$s")
-		[ "$a" = "$b" ] || tb_die "vers=$vers: f$s differs after the round trip"
+		[ "$a" = "$b" ] || tb_die "vers=$vers: f$s differs after the round trip" # conformance: chunk-data
 	done
 	timeout 120 dd if="$MNT/direct" of=/tmp/direct bs=1M count=1 iflag=direct status=none ||
 		tb_die "vers=$vers: 1 MiB O_DIRECT read failed"
-	cmp -s "$REF/direct" /tmp/direct || tb_die "vers=$vers: the O_DIRECT MiB differs"
+	cmp -s "$REF/direct" /tmp/direct || tb_die "vers=$vers: the O_DIRECT MiB differs" # conformance: chunk-data
 	n=$(ls -1 "$MNT/dir" | wc -l)
 	[ "$n" = 1000 ] || tb_die "vers=$vers: listed $n entries, expected 1000"
 	[ "$(readlink "$MNT/link")" = "$TARGET" ] ||
@@ -129,11 +129,11 @@ for vers in 3 4.1; do
 	tb_log "vers=$vers: reads: write_chunk_segments=$wr reply_chunk_segments=$reply" \
 		"bytes offered=$offered written=$written MRs=$mrs remote_inv=$rinv local_inv=$linv" \
 		"orphaned=$orphaned bad_replies=$bad"
-	((wr > 0)) || tb_die "vers=$vers: no Write chunk segment counted"
-	((reply > 0)) || tb_die "vers=$vers: no Reply chunk segment counted"
+	((wr > 0)) || tb_die "vers=$vers: no Write chunk segment counted" # conformance: v1-chunks
+	((reply > 0)) || tb_die "vers=$vers: no Reply chunk segment counted" # conformance: v1-chunks
 	((written > 0 && written <= offered)) || tb_die "vers=$vers: bytes written $written, offered $offered"
 	((mrs > 0)) || tb_die "vers=$vers: no MR allocated"
-	((rinv > 0)) || tb_die "vers=$vers: the server invalidated no MR (remote invalidation)"
+	((rinv > 0)) || tb_die "vers=$vers: the server invalidated no MR (remote invalidation)" # conformance: v1-remote-inv
 	((linv > 0)) || tb_die "vers=$vers: no MR was invalidated locally"
 	((orphaned == 0)) || tb_die "vers=$vers: $orphaned MRs orphaned"
 	((bad == 0)) || tb_die "vers=$vers: $bad bad replies"
@@ -154,7 +154,7 @@ for s in "${SIZES[@]}"; do
 done
 nomsg=$(rdma_field nomsg) rd=$(rdma_field read_chunk)
 tb_log "ddp=0: writes: nomsg_calls=$nomsg read_chunk_segments=$rd"
-((nomsg > 0)) || tb_die "ddp=0: no Long Call (nomsg) counted"
+((nomsg > 0)) || tb_die "ddp=0: no Long Call (nomsg) counted" # conformance: long-call
 tb_umount "$MNT"
 tb_drop_caches
 tb_mount 3 rdma "$MNT"

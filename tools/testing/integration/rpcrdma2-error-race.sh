@@ -74,11 +74,11 @@ run_port() { # PORT VERS ERROR-NAME
 	tb_log "port $port: $((WORKERS * ROUNDS * FILES)) stats, $failed failed; responder injected $injected errors, saw $resent refused XIDs again; rpcrdma2 failed $fails RPCs; $conns connection(s)"
 	((injected >= 20)) || tb_die "port $port: only $injected errors injected: the test did not load the error path"
 	((failed > 0)) || tb_die "port $port: no stat failed although $injected Calls were refused"
-	((resent == 0)) || tb_die "port $port: $resent refused XIDs were sent again (an RPC answered with an error must fail, not be retransmitted)"
-	((fails == injected)) || tb_die "port $port: $injected errors injected but $fails RPCs failed (each must fail exactly once)"
+	((resent == 0)) || tb_die "port $port: $resent refused XIDs were sent again (an RPC answered with an error must fail, not be retransmitted)" # conformance: errors-fail-once
+	((fails == injected)) || tb_die "port $port: $injected errors injected but $fails RPCs failed (each must fail exactly once)" # conformance: errors-fail-once
 	[ -n "$(tb_trace_events peer_error "vers=$vers .*\\($name\\)")" ] ||
 		tb_die "port $port: no rpcrdma2_peer_error naming $name in version $vers"
-	((conns == 1)) || tb_die "port $port: $conns connections: a refused RPC caused a reconnect"
+	((conns == 1)) || tb_die "port $port: $conns connections: a refused RPC caused a reconnect" # conformance: errors-fail-once
 	[ -z "$(tb_trace_events disconnect)" ] || tb_die "port $port: the connection was dropped: $(tb_trace_events disconnect | head -n 3)"
 	(($(xprt_field 3) == 1)) || tb_die "port $port: mountstats counts $(xprt_field 3) connects"
 	tb_umount "$MNT"

@@ -87,7 +87,7 @@ for vers in 3 4.1; do
 	tb_mount "$vers" rdma "$MNT" "$SMALL"
 	for s in "${SIZES[@]}"; do
 		a=$(sha256sum <"$REF/f$s") b=$(sha256sum <"$MNT/f$s")
-		[ "$a" = "$b" ] || tb_die "vers=$vers: f$s differs after the round trip"
+		[ "$a" = "$b" ] || tb_die "vers=$vers: f$s differs after the round trip" # conformance: v1-inline
 	done
 	n=$(find "$MNT/dir" -type f | wc -l)
 	[ "$n" = 100 ] || tb_die "vers=$vers: listed $n entries, expected 100"

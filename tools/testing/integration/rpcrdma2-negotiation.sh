@@ -47,11 +47,11 @@ tb_mount 3 rdma "$MNT" rsize=1024,wsize=1024
 probe=434f4e50
 [ -n "$(tb_trace_events connprop 'dir=sent ')" ] || tb_die "rpcrdma2 sent no RDMA2_CONNPROP (no rpcrdma2_connprop dir=sent event)"
 [ -z "$(tb_trace_events marshal 'probe=1')" ] || tb_die "an RPC was the version 2 probe"
-[ -z "$(tb_trace_events marshal 'vers=2 ')" ] || tb_die "an RPC was sent in version 2 to svcrdma"
-[ -z "$(tb_trace_events reply 'class=resend')" ] || tb_die "an RPC was sent again after the fallback"
+[ -z "$(tb_trace_events marshal 'vers=2 ')" ] || tb_die "an RPC was sent in version 2 to svcrdma" # conformance: fallback
+[ -z "$(tb_trace_events reply 'class=resend')" ] || tb_die "an RPC was sent again after the fallback" # conformance: fallback
 [ -n "$(tb_trace_events reply 'class=fallback')" ] || tb_die "no fallback traced"
 dmesg | grep "rpcrdma2: server answered the RPC-over-RDMA version 2 probe with ERR_VERS: continuing in version 1 (the probe was our RDMA2_CONNPROP" >/dev/null ||
-	tb_die "rpcrdma2 did not fall back to version 1"
+	tb_die "rpcrdma2 did not fall back to version 1" # conformance: fallback
 wait_trace svcrdma_decode_badvers_err 1 || tb_die "the server's trace shows no bad-version message: $(cat "$TRACE" 2>&1 | tail -n 5)"
 wait_trace svcrdma_err_vers 1 || tb_die "the server's trace shows no ERR_VERS sent"
 server_events svcrdma_decode_badvers_err | head -n 3

@@ -3,11 +3,12 @@
 # integration-test: version 2 Message Continuation both ways and credit grants against the responder: continued replies, inline-only rpcrdma2 (frwr=0) continuing its Calls and waiting for credits mid-Call, the responder's grant patterns (prompt, exact, lazy, 4 credits)
 # run.sh-options: --timeout 1800 --server-script tools/testing/integration/server/responder-continuation.sh
 #
-# Client script for tools/testing/vm/run.sh. The server runs four
+# Client script for tools/testing/vm/run.sh. The server runs six
 # responders (server/responder-continuation.sh): 20080 continues every
 # reply over 1024 bytes, 20081 and 20082 too with the exact and lazy
 # grant patterns and 8 credits, 20083 gives 4 credits and continues only
-# the replies it must. Each case mounts through one of them, with
+# the replies it must, 20084 and 20085 continue as 20080 with 8 credits
+# and credit words in the other reading of -00 §4.3.1. Each case mounts through one of them, with
 # rpcrdma2's chunks on (frwr=1: READs in Write chunks, WRITEs in Read
 # chunks, the rest inline or continued) or off (frwr=0: inline only, so
 # every Call and Reply over 4096 bytes is continued):
@@ -26,7 +27,11 @@
 #   4. afterwards the responders' counters show continued replies,
 #      continued Call pieces reassembled, the asynchronous credit grants
 #      of their patterns, rpcrdma2's own grants received, replies that
-#      waited for rpcrdma2's credits, and no malformed message.
+#      waited for rpcrdma2's credits, and no malformed message;
+#   5. 20084 and 20085 send their credit words in the other reading of
+#      -00 §4.3.1 (the grant in the low half; the high half the same, or
+#      zero): the cases of 1 and 3 through them complete on one
+#      connection per mount (no stall, no overrun).
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -77,7 +82,7 @@ one_case() { # PORT VERS FRWR
 	tb_drop_caches
 	NFS_RDMA_PORT=$port tb_mount "$vers" rdma "$MNT"
 	for s in "${SIZES[@]}"; do
-		cmp "$REF/f$s" "$dir/f$s" || tb_die "port $port vers=$vers frwr=$frwr: f$s differs after the round trip"
+		cmp "$REF/f$s" "$dir/f$s" || tb_die "port $port vers=$vers frwr=$frwr: f$s differs after the round trip" # conformance: cont-data
 	done
 	n=$(ls "$dir/big" | wc -l)
 	((n == ENTRIES)) || tb_die "port $port vers=$vers frwr=$frwr: the directory lists $n entries, not $ENTRIES"
@@ -87,11 +92,11 @@ one_case() { # PORT VERS FRWR
 	rm -rf "$dir"
 	dmesg | grep -q "rpcrdma2: server answered in RPC-over-RDMA version 2: connection settled on version 2" ||
 		tb_die "port $port vers=$vers: the connection is not on version 2"
-	((cont_replies > 0)) || tb_die "port $port vers=$vers frwr=$frwr: mountstats counts no continued reply"
+	((cont_replies > 0)) || tb_die "port $port vers=$vers frwr=$frwr: mountstats counts no continued reply" # conformance: cont-replies
 	[ -n "$(tb_trace_events piece 'dir=reply .*more=1')" ] ||
 		tb_die "port $port vers=$vers frwr=$frwr: no continued reply piece traced"
 	if ((frwr == 0)); then
-		((cont_calls > 0)) || tb_die "port $port vers=$vers frwr=0: mountstats counts no continued Call"
+		((cont_calls > 0)) || tb_die "port $port vers=$vers frwr=0: mountstats counts no continued Call" # conformance: cont-calls
 		[ -n "$(tb_trace_events piece 'dir=call .*more=1')" ] ||
 			tb_die "port $port vers=$vers frwr=0: no continued Call piece traced"
 		[ -z "$(tb_trace_events mr_reg)" ] ||
@@ -138,14 +143,14 @@ concurrent_case() { # PORT
 	timeout 300 fio --directory="$dir" --size=8m --bs=256k --iodepth=4 --ioengine=libaio \
 		--direct=1 --name=w --rw=randwrite --verify=crc32c --verify_fatal=1 \
 		--name=r --rw=randread --output=/tmp/fio-conc.txt ||
-		tb_die "port $port: fio failed or stalled (exit $?): $(tail -n 5 /tmp/fio-conc.txt)"
+		tb_die "port $port: fio failed or stalled (exit $?): $(tail -n 5 /tmp/fio-conc.txt)" # conformance: no-stall
 	grep -E "^ +(READ|WRITE):" /tmp/fio-conc.txt || true
 	[ -n "$(tb_trace_events piece 'dir=call .*more=1')" ] ||
 		tb_die "port $port: no continued Call piece traced"
 	[ -n "$(tb_trace_events piece 'dir=reply .*more=1')" ] ||
 		tb_die "port $port: no continued reply piece traced"
 	[ -z "$(tb_trace_events disconnect)" ] ||
-		tb_die "port $port: the connection was dropped: $(tb_trace_events disconnect | head -n 3)"
+		tb_die "port $port: the connection was dropped: $(tb_trace_events disconnect | head -n 3)" # conformance: no-overrun
 	tb_log "port $port: waits for credits traced: $(tb_trace_events credit_wait | wc -l)"
 	rm -rf "$dir"
 	tb_umount "$MNT"
@@ -168,9 +173,26 @@ for port in 20081 20082 20083; do
 done
 (($(stat_of 20080 credit_waits) > 0)) ||
 	tb_die "responder 20080: no reply waited for rpcrdma2's credits (200 KiB READs in 1024-byte pieces)"
-((GRANTS > 0)) || tb_die "rpcrdma2 sent no asynchronous credit grant"
+((GRANTS > 0)) || tb_die "rpcrdma2 sent no asynchronous credit grant" # conformance: grants-sent
 (($(stat_of 20080 grants_received) + $(stat_of 20081 grants_received) + $(stat_of 20082 grants_received) > 0)) ||
-	tb_die "the responders received none of rpcrdma2's credit grants"
+	tb_die "the responders received none of rpcrdma2's credit grants" # conformance: grants-sent
+
+# The other reading of the credit word (-00 §4.3.1): the responder's
+# low half is its grant (8, never zero), the high half 8 (20084) or 0
+# (20085). rpcrdma2 takes the grant as its limit: continued Calls and
+# replies from eight RPCs in flight neither stall (fio completes within
+# its timeout) nor overrun the responder's Receives (an overrun is an RNR
+# error that drops the connection: none is traced).
+for port in 20084 20085; do
+	one_case $port 4.1 0
+	concurrent_case $port
+	sleep 2
+	(($(stat_of $port malformed) == 0)) || tb_die "responder $port: rpcrdma2 sent malformed messages"
+	(($(stat_of $port continuations_received) > 0)) || tb_die "responder $port: no continued Call piece received" # conformance: credit-other-reading
+	# one_case mounts twice, concurrent_case once: one connection each
+	(($(stat_of $port connections) == 3)) || tb_die "responder $port: $(stat_of $port connections) connections, not one per mount (a connection was lost)" # conformance: credit-other-reading
+done
+echo 1 >/sys/module/rpcrdma2/parameters/frwr
 
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
 tb_log "version 2 Message Continuation and credit grants: all checks passed"

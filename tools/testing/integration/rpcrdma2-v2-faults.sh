@@ -170,7 +170,7 @@ done </tmp/malformed-kinds
 ((port - 20100 >= 25)) || tb_die "the catalogue has only $((port - 20100)) kinds"
 if ((${#bad[@]})); then
 	printf '%s\n' "${bad[@]}" | sed 's/^/unexpected outcome: /'
-	tb_die "${#bad[@]} malformed-message kinds did not have their expected outcome"
+	tb_die "${#bad[@]} malformed-message kinds did not have their expected outcome" # conformance: malformed-outcomes
 fi
 
 # The switches without a malformation must give a working mount; an
@@ -189,7 +189,7 @@ for port in 20060 20061 20062 20063; do
 	       [ "$RDMA_PROVIDER" = siw ] && peer='reason=(peer disconnected|flushed)$'
 	       [ -n "$(tb_trace_events disconnect "$peer")" ] ||
 		       tb_die "port 20061: the peer's disconnect was not traced ($(tb_trace_events disconnect | sed -n 's/.* reason=//p' | sort | uniq -c | tr '\n' ' '))" ;;
-	*) try_port "$port" || tb_die "port $port: the mount or its I/O failed: $(tail -n 5 "/results/ctl/responder-$port.log")" ;;
+	*) try_port "$port" || tb_die "port $port: the mount or its I/O failed: $(tail -n 5 "/results/ctl/responder-$port.log")" ;; # conformance: no-private-data
 	esac
 done
 stat_above 20063 replies_delayed 0 && (($(stat_of 20063 replies_delayed) == 1)) ||

@@ -79,7 +79,7 @@ ls "$MNT" >/dev/null
 read -r -a cs <<<"$(conns_to 20090 | tr "\n" " ")"
 ((${#cs[@]} >= 1)) || tb_die "no connection to 20090 traced"
 for c in "${cs[@]}"; do
-	[ "$(first_of "$c")" = connprop ] || tb_die "conn $c: the first message was not our RDMA2_CONNPROP"
+	[ "$(first_of "$c")" = connprop ] || tb_die "conn $c: the first message was not our RDMA2_CONNPROP" # conformance: connprop-first
 	[ -n "$(tb_trace_events version "conn=$c vers=2 ")" ] || tb_die "conn $c did not settle on version 2"
 	[ -n "$(tb_trace_events connprop "conn=$c dir=received ")" ] || tb_die "conn $c: the responder's CONNPROP was not received"
 done
@@ -91,7 +91,7 @@ stats_now
 (($(stat_of 20090 conn_v1) == 0)) || tb_die "the responder settled a connection on version 1"
 grep "client properties (xid $PROBE_XID): max send 4096 recv buffer 4096 reverse requests 1" \
 	"/results/ctl/responder-20090.log" >/dev/null ||
-	tb_die "the responder did not log our properties: $(grep 'client properties' /results/ctl/responder-20090.log | tail -n 1)"
+	tb_die "the responder did not log our properties: $(grep 'client properties' /results/ctl/responder-20090.log | tail -n 1)" # conformance: our-props
 tb_log "${#cs[@]} connection(s): CONNPROP first (xid $PROBE_XID, reverse requests INLINE), settled on version 2"
 
 tb_log "=== 3. port 20090: remote invalidation of rdma_inv_handle"
@@ -110,15 +110,15 @@ rx=$(sed -n 's/.* xid=\(0x[0-9a-f]*\) .*/\1/p' <<<"$r")
 remote=$(tb_trace_events mr_inv "xid=$rx how=remote ")
 [ -n "$remote" ] || tb_die "xid $rx: no remote invalidation traced"
 rkey=$(sed -n 's/.* handle=\(0x[0-9a-f]*\) .*/\1/p' <<<"$remote")
-[ -n "$(tb_trace_events mr_reg "xid=$rx handle=$rkey ")" ] || tb_die "xid $rx: the invalidated rkey $rkey is none of its MRs"
+[ -n "$(tb_trace_events mr_reg "xid=$rx handle=$rkey ")" ] || tb_die "xid $rx: the invalidated rkey $rkey is none of its MRs" # conformance: inv-handle
 nreg=$(tb_trace_events mr_reg "xid=$rx " | wc -l)
 nlocal=$(tb_trace_events mr_inv "xid=$rx how=local " | sed -n 's/.* n=\([0-9]*\).*/\1/p' | awk '{s += $1} END {print s + 0}')
 ((nlocal == nreg - 1)) || tb_die "xid $rx: $nreg MRs, $nlocal invalidated locally (expected all but the remote one)"
 rinv1=$(xprt_field 28)
-((rinv1 > rinv0)) || tb_die "mountstats field 28 (remote_inv) did not grow: $rinv0 -> $rinv1"
+((rinv1 > rinv0)) || tb_die "mountstats field 28 (remote_inv) did not grow: $rinv0 -> $rinv1" # conformance: inv-handle
 stats_now
 (($(stat_of 20090 invalidations) > inv0)) || tb_die "the responder sent no Send With Invalidate"
-(($(stat_of 20090 inv_handle_foreign) == 0)) || tb_die "rpcrdma2 named a foreign rdma_inv_handle"
+(($(stat_of 20090 inv_handle_foreign) == 0)) || tb_die "rpcrdma2 named a foreign rdma_inv_handle" # conformance: inv-handle
 tb_log "xid $rx: rkey $rkey invalidated remotely ($nreg MRs, $nlocal LOCAL_INV); remote_inv $rinv0 -> $rinv1"
 rm -f "$MNT/big"
 tb_umount "$MNT"
@@ -141,14 +141,14 @@ read -r -a cs <<<"$(conns_to 20090 | tr "\n" " ")"
 big=0
 for c in "${cs[@]}"; do
 	[ -n "$(tb_trace_events version "conn=$c vers=2 ")" ] || tb_die "conn $c did not settle on version 2"
-	[ "$(first_of "$c")" = connprop ] || tb_die "conn $c: the first message was not our RDMA2_CONNPROP"
+	[ "$(first_of "$c")" = connprop ] || tb_die "conn $c: the first message was not our RDMA2_CONNPROP" # conformance: connprop-first
 	first=$(tb_trace_events marshal "conn=$c " | head -n 1)
 	len=$(sed -n 's/.* rpc_len=\([0-9]*\) .*/\1/p' <<<"$first")
 	tb_log "conn $c: first RPC ${len:-none} bytes: $(sed 's/.*rpcrdma2_marshal: //' <<<"$first")"
 	[ -z "$first" ] || grep -q " vers=2 " <<<"$first" || tb_die "conn $c: its first RPC was not sent in version 2"
 	((${len:-0} > 1024)) && big=$((big + 1))
 done
-((big >= 1)) || tb_die "no connection's first RPC was larger than 1024 bytes"
+((big >= 1)) || tb_die "no connection's first RPC was larger than 1024 bytes" # conformance: connprop-first
 [ -z "$(tb_trace_events marshal 'probe=1')" ] || tb_die "an RPC was the probe"
 tb_umount "$MNT"
 tb_drop_caches
@@ -169,7 +169,7 @@ rm "$MNT/nc"
 dmesg | grep "no answer to the RPC-over-RDMA version 2 probe (RDMA2_CONNPROP)" >/dev/null ||
 	tb_die "rpcrdma2 did not report the unanswered CONNPROP"
 [ -n "$(tb_trace_events disconnect 'reason=CONNPROP probe unanswered')" ] || tb_die "no disconnect of the unanswered probe traced"
-[ -n "$(tb_trace_events marshal 'vers=2 .*probe=1')" ] || tb_die "no RPC probe after the unanswered CONNPROP"
+[ -n "$(tb_trace_events marshal 'vers=2 .*probe=1')" ] || tb_die "no RPC probe after the unanswered CONNPROP" # conformance: probe-timeout
 [ -n "$(tb_trace_events version 'vers=2 ')" ] || tb_die "the RPC probe did not settle version 2"
 [ -z "$(tb_trace_events version 'vers=1 ')" ] || tb_die "a connection to 20091 fell back to version 1"
 tb_umount "$MNT"
@@ -186,12 +186,12 @@ NFS_RDMA_PORT=20092 tb_mount 4.1 rdma "$MNT" rsize=1048576,wsize=1048576
 [ -n "$(tb_trace_events connprop 'dir=received .*max_seg_size=65536 max_seg_count=4 ')" ] ||
 	tb_die "the responder's segment properties were not traced"
 parts=$(tb_trace_events reply 'class=connprop_part ' | wc -l)
-((parts >= 2)) || tb_die "the responder's CONNPROP did not arrive continued ($parts pieces before the last)"
+((parts >= 2)) || tb_die "the responder's CONNPROP did not arrive continued ($parts pieces before the last)" # conformance: connprop-continued
 dmesg | grep "segment limits allow RPC payloads of 131072 bytes at most" >/dev/null ||
 	tb_die "rpcrdma2 did not lower its payload: $(dmesg | grep rpcrdma2 | tail -n 3)"
 opts=$(awk -v m="$MNT" '$2 == m {print $4}' /proc/mounts)
 rs=$(sed -n 's/.*rsize=\([0-9]*\).*/\1/p' <<<"$opts") ws=$(sed -n 's/.*wsize=\([0-9]*\).*/\1/p' <<<"$opts")
-((rs <= 131072 && ws <= 131072)) || tb_die "rsize $rs / wsize $ws exceed 128 KiB"
+((rs <= 131072 && ws <= 131072)) || tb_die "rsize $rs / wsize $ws exceed 128 KiB" # conformance: segment-props
 tb_log "mounted with rsize=1M,wsize=1M: the mount uses rsize=$rs wsize=$ws"
 dd if=/tmp/ref of="$MNT/seg" bs=1M oflag=direct status=none
 cp /tmp/ref "$MNT/seg2"
@@ -205,9 +205,9 @@ timeout 300 fio --name=segs --directory="$MNT" --size=2m --bsrange=4k-256k --rw=
 	--output=/tmp/fio-segs.txt || tb_die "fio failed: $(tail -n 5 /tmp/fio-segs.txt)"
 over=$(tb_trace_events marshal | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^(read|write|reply)_segs=/) {split($i, a, "="); n += a[2]}
 	if (n > 4) print; n = 0}')
-[ -z "$over" ] || tb_die "Calls with more than 4 segments: $(head -n 3 <<<"$over")"
+[ -z "$over" ] || tb_die "Calls with more than 4 segments: $(head -n 3 <<<"$over")" # conformance: segment-props
 long=$(tb_trace_events mr_reg | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^length=/) {split($i, a, "="); if (a[2] > 65536) print}}')
-[ -z "$long" ] || tb_die "segments longer than 64 KiB: $(head -n 3 <<<"$long")"
+[ -z "$long" ] || tb_die "segments longer than 64 KiB: $(head -n 3 <<<"$long")" # conformance: segment-props
 nseg=$(tb_trace_events mr_reg | wc -l)
 ((nseg > 0)) || tb_die "no chunk was registered"
 rm -f "$MNT/seg" "$MNT/seg2" "$MNT"/segs.*

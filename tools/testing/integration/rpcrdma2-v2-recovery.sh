@@ -86,9 +86,9 @@ settle() { sleep 2; } # the responder writes its counters within 0.5 s
 common_checks() { # PORT
 	local port=$1
 	(($(stat_of "$port" resent_noncompliant) == 0)) ||
-		tb_die "port $port: $(stat_of "$port" resent_noncompliant) resends did not do what the error asked"
+		tb_die "port $port: $(stat_of "$port" resent_noncompliant) resends did not do what the error asked" # conformance: recovery-resend
 	(($(stat_of "$port" refused_resent) == 0)) ||
-		tb_die "port $port: $(stat_of "$port" refused_resent) RPCs that had to fail were sent again"
+		tb_die "port $port: $(stat_of "$port" refused_resent) RPCs that had to fail were sent again" # conformance: recovery-fail
 	(($(stat_of "$port" malformed) == 0)) || tb_die "port $port: the responder saw malformed messages"
 	! grep -q "panicked" "/results/ctl/responder-$port.log" || tb_die "the responder on $port panicked"
 }
@@ -109,7 +109,7 @@ recovered() {
 	n=$(stat_of "$port" "$resent")
 	mine=$(xprt_field "$field")
 	tb_log "port $port: errors sent $(stat_of "$port" errors_sent), resends as asked ($resent) $n; rpcrdma2's $kind count $mine, failed $(xprt_field $F_FAILED)"
-	((n >= 1)) || tb_die "port $port: no Call was resent after $name: $(tail -n 5 "/results/ctl/responder-$port.log")"
+	((n >= 1)) || tb_die "port $port: no Call was resent after $name: $(tail -n 5 "/results/ctl/responder-$port.log")" # conformance: recovery-resend
 	((mine >= n)) || tb_die "port $port: mountstats field $field counts $mine recoveries, the responder saw $n resends"
 	(($(xprt_field $F_FAILED) == 0)) || tb_die "port $port: $(xprt_field $F_FAILED) RPCs failed"
 	common_checks "$port"
@@ -152,7 +152,7 @@ failed() {
 		[ -n "$(tb_trace_events peer_error "\\($name\\) action=fail")" ] ||
 			tb_die "port $port: no rpcrdma2_peer_error with ($name) action=fail"
 	done
-	((fails == ${#names[@]})) || tb_die "port $port: ${#names[@]} errors must fail ${#names[@]} RPCs with $status, $fails did"
+	((fails == ${#names[@]})) || tb_die "port $port: ${#names[@]} errors must fail ${#names[@]} RPCs with $status, $fails did" # conformance: recovery-fail
 	(($(xprt_field $F_FAILED) == ${#names[@]})) || tb_die "port $port: mountstats counts $(xprt_field $F_FAILED) failed RPCs"
 	common_checks "$port"
 	[ -z "$(tb_trace_events disconnect)" ] || tb_die "port $port: the connection was dropped"
@@ -183,7 +183,7 @@ io_list_twice() { io_list && io_list; }
 
 recovered 20100 RDMA2_ERR_READ_CHUNKS position_zero $F_POSITION_ZERO resent_read_chunks io_write_read w-20100
 (($(stat_of 20100 refused_read_chunks) == $(stat_of 20100 resent_read_chunks))) ||
-	tb_die "port 20100: $(stat_of 20100 refused_read_chunks) WRITEs refused, $(stat_of 20100 resent_read_chunks) resent as Position-Zero Reads"
+	tb_die "port 20100: $(stat_of 20100 refused_read_chunks) WRITEs refused, $(stat_of 20100 resent_read_chunks) resent as Position-Zero Reads" # conformance: recovery-position-zero
 recovered 20101 RDMA2_ERR_REPLY_RESOURCE reply_resource $F_REPLY_RESOURCE resent_reply_resource io_read
 (($(stat_of 20101 refused_write_chunks) == $(stat_of 20101 resent_reply_resource))) ||
 	tb_die "port 20101: $(stat_of 20101 refused_write_chunks) READs refused, $(stat_of 20101 resent_reply_resource) resent"
@@ -194,7 +194,7 @@ recovered 20105 RDMA2_ERR_REPLY_RESOURCE reply_resource $F_REPLY_RESOURCE resent
 
 failed 20106 -5 RDMA2_ERR_READ_CHUNKS -- io_write_read w-20106
 (($(stat_of 20106 resent_read_chunks) == 1)) ||
-	tb_die "port 20106: the WRITE was not resent as a Position-Zero Read before failing"
+	tb_die "port 20106: the WRITE was not resent as a Position-Zero Read before failing" # conformance: recovery-position-zero
 [ -n "$(tb_trace_events peer_error '\(RDMA2_ERR_READ_CHUNKS\) action=resend:position_zero')" ] ||
 	tb_die "port 20106: the first RDMA2_ERR_READ_CHUNKS was not recovered"
 failed 20107 -5 RDMA2_ERR_SYSTEM -- io_read

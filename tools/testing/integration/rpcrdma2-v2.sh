@@ -31,8 +31,13 @@
 #      DDP), Write chunks and Read chunks, no malformed message from
 #      rpcrdma2 and Sends With Invalidate: on version 2 of the rkey
 #      rpcrdma2 names in rdma_inv_handle (never another handle), on
-#      version 1 when the Call has one rkey (RFC 8797 R bit);
-#   8. Send buffers short on version 2 (rpcrdma2's fail_send_buf fault,
+#      version 1 when the Call has one rkey (both set the RFC 8797 R bit:
+#      the responder's --remote-invalidate);
+#   8. on ports 20053 and 20054 (the responder's R bit clear) a 1 MiB
+#      direct write and read complete with plain Sends only (RFC 8797
+#      §4.1): the responder sends no Send With Invalidate and rpcrdma2
+#      counts no remote invalidation;
+#   9. Send buffers short on version 2 (rpcrdma2's fail_send_buf fault,
 #      debugfs rpcrdma2/: every 3rd Call finds none, 200 times, far more
 #      than the responder's 32 credits): a Call refused for that is not
 #      counted against the credits, so a 1 MiB file read in 1 KiB READs
@@ -92,7 +97,7 @@ one_version() { # PORT MODE VERS
 	for s in "${SIZES[@]}"; do
 		f=$dir/f$s
 		[ "$(sha256sum <"$f")" = "$(sha256sum <"$REF/f$s")" ] ||
-			tb_die "vers=$vers port $port: $f differs after the round trip"
+			tb_die "vers=$vers port $port: $f differs after the round trip" # conformance: v2-data
 	done
 	[ "$(ls "$dir/big" | wc -l)" = 1000 ] || tb_die "vers=$vers port $port: the directory does not list 1000 entries"
 	[ "$(readlink "$dir/link")" = "$TARGET" ] || tb_die "vers=$vers port $port: the symlink target differs"
@@ -106,8 +111,8 @@ one_version() { # PORT MODE VERS
 	tb_log "vers=$vers port $port: Reply chunk segments $reply_segs, continued replies $cont"
 	if [ "$mode" = v2 ] && [ "$(cat /sys/module/rpcrdma2/parameters/ddp)" = Y ]; then
 		((reply_segs == 0)) ||
-			tb_die "vers=$vers port $port: $reply_segs Reply chunk segments on version 2 (metadata replies should be continued)"
-		((cont > 0)) || tb_die "vers=$vers port $port: no continued reply on version 2 (the READDIR of 1000 entries)"
+			tb_die "vers=$vers port $port: $reply_segs Reply chunk segments on version 2 (metadata replies should be continued)" # conformance: v2-no-reply-chunk
+		((cont > 0)) || tb_die "vers=$vers port $port: no continued reply on version 2 (the READDIR of 1000 entries)" # conformance: v2-no-reply-chunk
 	fi
 	rm -rf "$dir"
 	if [ "$mode" = v2 ]; then
@@ -117,7 +122,7 @@ one_version() { # PORT MODE VERS
 			tb_die "vers=$vers: rpcrdma2 fell back to version 1 against a version 2 responder"
 	else
 		dmesg | grep "probe with ERR_VERS: continuing in version 1" >/dev/null ||
-			tb_die "vers=$vers: rpcrdma2 did not fall back to version 1 against --v1-only"
+			tb_die "vers=$vers: rpcrdma2 did not fall back to version 1 against --v1-only" # conformance: v1-only-fallback
 	fi
 	if dmesg | grep -E "rpcrdma2: reply: (dropped|protocol error|xid .* failed)" >/dev/null; then
 		dmesg | grep "rpcrdma2:" | tail -n 20
@@ -135,12 +140,12 @@ cat /results/ctl/responder-20050.stats
 (($(stat_of 20050 conn_v1) == 0)) || tb_die "responder: a connection settled on version 1"
 (($(stat_of 20050 connprop_sent) >= 1)) || tb_die "responder: no RDMA2_CONNPROP sent"
 for c in replies_inline replies_continued replies_write_chunk read_chunk_calls; do
-	(($(stat_of 20050 $c) > 0)) || tb_die "responder (v2): counter $c is 0"
+	(($(stat_of 20050 $c) > 0)) || tb_die "responder (v2): counter $c is 0" # conformance: v2-paths
 done
 (($(stat_of 20050 invalidations) > 0)) || tb_die "responder (v2): no Send With Invalidate of an rdma_inv_handle"
-(($(stat_of 20050 inv_handle_foreign) == 0)) || tb_die "responder (v2): an rdma_inv_handle named none of its Call's handles"
+(($(stat_of 20050 inv_handle_foreign) == 0)) || tb_die "responder (v2): an rdma_inv_handle named none of its Call's handles" # conformance: inv-handle
 tb_log "responder (v2): $(stat_of 20050 invalidations) Sends With Invalidate"
-(($(stat_of 20050 malformed) == 0)) || tb_die "responder (v2): rpcrdma2 sent malformed messages"
+(($(stat_of 20050 malformed) == 0)) || tb_die "responder (v2): rpcrdma2 sent malformed messages" # conformance: v2-no-malformed
 
 # Without direct data placement: Long Calls (RDMA2_NOMSG with a
 # Position-Zero Read chunk) and Long Replies (Reply chunks) on version 2.
@@ -151,7 +156,7 @@ one_version 20050 v2 3
 echo 1 >/sys/module/rpcrdma2/parameters/ddp
 stats_now
 (($(stat_of 20050 position_zero_calls) > p0)) ||
-	tb_die "ddp=0: no Position-Zero Read chunk reached the responder"
+	tb_die "ddp=0: no Position-Zero Read chunk reached the responder" # conformance: position-zero
 # READs without DDP keep a Reply chunk on version 2.
 (($(stat_of 20050 replies_reply_chunk) > 0)) || tb_die "responder (v2, ddp=0): counter replies_reply_chunk is 0"
 tb_log "ddp=0: $(($(stat_of 20050 position_zero_calls) - p0)) Long Calls in Position-Zero Read chunks"
@@ -166,6 +171,30 @@ cat /results/ctl/responder-20051.stats
 for c in conn_v1 replies_inline replies_reply_chunk replies_write_chunk read_chunk_calls invalidations; do
 	(($(stat_of 20051 $c) > 0)) || tb_die "responder (v1): counter $c is 0"
 done
+
+# RFC 8797 §4.1: Send With Invalidate only when both peers set the R bit.
+# Ports 20053 (versions 2 and 1) and 20054 (--v1-only) advertise it clear:
+# a 1 MiB direct write and read (Read and Write chunks) there get plain
+# Sends only; rpcrdma2 (R bit set) counts no remote invalidation.
+plain_sends() { # PORT MODE
+	local port=$1 mode=$2 rinv
+	tb_log "=== port $port ($mode), R bit clear: plain Sends"
+	NFS_RDMA_PORT=$port tb_mount 3 rdma "$MNT"
+	head -c 1048576 "$REF/f1048589" >/tmp/ref1m
+	dd if=/tmp/ref1m of="$MNT/plain" bs=1M oflag=direct status=none
+	tb_drop_caches
+	dd if="$MNT/plain" of=/tmp/back1m bs=1M iflag=direct status=none
+	cmp -s /tmp/ref1m /tmp/back1m || tb_die "port $port: the 1 MiB read returned other data"
+	rinv=$(xprt_field 28)
+	rm -f "$MNT/plain"
+	tb_umount "$MNT"
+	stats_now
+	(($(stat_of "$port" replies_write_chunk) > 0)) || tb_die "port $port: no reply used a Write chunk"
+	(($(stat_of "$port" invalidations) == 0)) || tb_die "port $port: Send With Invalidate with the responder's R bit clear" # conformance: r-bit-plain-send
+	((rinv == 0)) || tb_die "port $port: rpcrdma2 counted $rinv remote invalidations with the responder's R bit clear" # conformance: r-bit-plain-send
+}
+plain_sends 20053 v2
+plain_sends 20054 v1
 
 tb_log "=== port 20050 (v2): Send buffers short (fail_send_buf)"
 SB=/sys/kernel/debug/rpcrdma2/fail_send_buf

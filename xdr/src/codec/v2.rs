@@ -128,9 +128,8 @@ fn read_prefix(r: &mut XdrReader<'_>) -> Result<DecodedPrefix> {
 ///
 /// Besides XDR validity this enforces the rules a receiver can check on one
 /// message: no reserved flag bits; `F_MORE` only on `RDMA2_MSG` and
-/// `RDMA2_CONNPROP`; empty chunk lists when `F_MORE` is set; at least the
-/// first payload word after an `RDMA2_MSG` header; no trailing bytes after
-/// `RDMA2_NOMSG`, known `RDMA2_ERROR` bodies and complete `RDMA2_CONNPROP`.
+/// `RDMA2_CONNPROP`; empty chunk lists when `F_MORE` is set; no trailing
+/// bytes after `RDMA2_NOMSG`, known `RDMA2_ERROR` bodies and complete `RDMA2_CONNPROP`.
 #[inline]
 pub fn decode(buf: &[u8]) -> Result<Header<'_>> {
     let mut r = XdrReader::new(buf);
@@ -143,10 +142,12 @@ pub fn decode(buf: &[u8]) -> Result<Header<'_>> {
             if more && !chunks.is_empty() {
                 return Err(Error::new(ErrorKind::MoreWithChunks, Item::Flags, 16));
             }
+            // The XDR's rdma_rpc_first_word is not required: a piece of a
+            // continued message may be split "on any convenient boundary"
+            // (-00 §4.5.2), so a piece, the last one included, may carry
+            // fewer than 4 bytes. Whoever takes a whole RPC message from
+            // one RDMA2_MSG checks that it begins with its XID.
             let payload = r.rest();
-            if payload.len() < 4 {
-                return Err(r.error(ErrorKind::Truncated, Item::Payload));
-            }
             Body::Msg(Msg {
                 inv_handle,
                 chunks,

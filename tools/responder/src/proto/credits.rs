@@ -7,7 +7,7 @@
 use rpcrdma_xdr::chunk::ChunkLists;
 use rpcrdma_xdr::header::{self, Credits, Flags, MsgKind, MsgSpec, Protocol};
 
-use super::{Action, ConnProto, GrantMode, LAZY_GRANT};
+use super::{Action, ConnProto, CreditWord, GrantMode, LAZY_GRANT};
 use crate::stats::Stats;
 
 impl ConnProto {
@@ -75,7 +75,10 @@ impl ConnProto {
     /// never with one that waits behind others. Returns 0 for version 1
     /// and the other grant patterns (whose returns are the point of them).
     pub fn top_up(&mut self, room: u16) -> u16 {
-        if self.version != Some(Protocol::V2) || self.opts.grant != GrantMode::Prompt {
+        if self.version != Some(Protocol::V2)
+            || self.opts.grant != GrantMode::Prompt
+            || self.opts.credit_word != CreditWord::Ours
+        {
             return 0;
         }
         let n = u16::try_from(self.spare()).unwrap_or(u16::MAX).min(room);
@@ -102,11 +105,7 @@ impl ConnProto {
         self.unreturned = self.unreturned.saturating_sub(n);
         let spec = MsgSpec {
             xid: 0,
-            credit: Credits {
-                granted: u16::try_from(n).unwrap_or(u16::MAX),
-                max: self.opts.credits.max(1),
-            }
-            .to_word(),
+            credit: self.v2_word(u16::try_from(n).unwrap_or(u16::MAX)),
             kind: MsgKind::NoMsg,
             flags: Flags::NONE,
             inv_handle: 0,
@@ -234,11 +233,7 @@ impl ConnProto {
                 };
                 let granted = u16::try_from(owed).unwrap_or(u16::MAX);
                 self.unreturned = self.unreturned.saturating_sub(u32::from(granted));
-                Credits {
-                    granted,
-                    max: self.opts.credits.max(1),
-                }
-                .to_word()
+                self.v2_word(granted)
             }
             _ => u32::from(self.opts.credits),
         }
@@ -253,11 +248,27 @@ impl ConnProto {
             self.unanswered = self.unanswered.saturating_sub(1);
         }
         self.unreturned = self.unreturned.saturating_sub(1);
-        Credits {
-            granted: 1,
-            max: self.opts.credits.max(1),
-        }
-        .to_word()
+        self.v2_word(1)
+    }
+
+    /// A version 2 credit word returning `granted` credits, in the reading
+    /// `--credit-word` selects: ours (high half the limit, low half the
+    /// credits returned), or the other plausible reading of -00 §4.3.1,
+    /// where the low half is the grant itself (the limit, never zero) and
+    /// the high half the same limit (`total`) or zero (`total-zero-max`).
+    /// In that reading nothing is "returned": the client learns its limit
+    /// from every word, and tells consumed messages from the answers.
+    pub(super) fn v2_word(&self, granted: u16) -> u32 {
+        let max = self.opts.credits.max(1);
+        let c = match self.opts.credit_word {
+            CreditWord::Ours => Credits { granted, max },
+            CreditWord::Total => Credits { granted: max, max },
+            CreditWord::TotalZeroMax => Credits {
+                granted: max,
+                max: 0,
+            },
+        };
+        c.to_word()
     }
 
     /// Forgets an admitted Call that will get no answer (a dropped reply).

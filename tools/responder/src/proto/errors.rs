@@ -89,9 +89,29 @@ impl ConnProto {
         self.error_inner(xid, code, false, stats)
     }
 
+    /// Encodes an error reply for `xid` framed in version `proto`, the
+    /// version of the message it answers (-00 §6.4.3: "the responder
+    /// copies the values of the rdma_start.rdma_xid and
+    /// rdma_start.rdma_vers fields from the incoming transport header"),
+    /// whatever the connection's.
+    pub fn error_in(&mut self, proto: Protocol, xid: u32, code: u32, stats: &mut Stats) -> Vec<u8> {
+        self.error_framed(Some(proto), xid, code, false, stats)
+    }
+
     fn error_inner(&mut self, xid: u32, code: u32, answers: bool, stats: &mut Stats) -> Vec<u8> {
+        self.error_framed(self.version, xid, code, answers, stats)
+    }
+
+    fn error_framed(
+        &mut self,
+        proto: Option<Protocol>,
+        xid: u32,
+        code: u32,
+        answers: bool,
+        stats: &mut Stats,
+    ) -> Vec<u8> {
         let mut buf = vec![0u8; 64];
-        let n = match self.version {
+        let n = match proto {
             Some(Protocol::V2) => {
                 // A requester ignores an RDMA2_ERROR's credit word and
                 // counts it as returning one credit.
@@ -106,7 +126,13 @@ impl ConnProto {
                     },
                     _ => ErrorBody::BadXdr,
                 };
-                let credit = self.credit_word(answers);
+                let credit = if self.version == Some(Protocol::V2) {
+                    // A version 1 error on a version 2 connection: the
+                    // plain grant, as svcrdma's ERR_VERS carries.
+                    u32::from(self.opts.credits)
+                } else {
+                    self.credit_word(answers)
+                };
                 v1::encode_error(&mut buf, xid, credit, &body)
             }
         };

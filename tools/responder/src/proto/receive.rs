@@ -5,6 +5,7 @@
 //! Call against our limits and fault switches.
 
 use rpcrdma_xdr::header::{self, Body, ErrorBody, Protocol};
+use rpcrdma_xdr::props::PropSet;
 use rpcrdma_xdr::v2;
 
 use super::call::Call;
@@ -12,7 +13,61 @@ use super::errors::err_body;
 use super::{log, Action, ConnProto};
 use crate::stats::{Expect, Stats};
 
+/// The longest continued property set taken from the client.
+const MAX_CONNPROP: usize = 64 * 1024;
+
+/// `rdma_htype` of a decoded header (for the log).
+fn header_type(b: &Body<'_>) -> u32 {
+    match b {
+        Body::Msg(_) => v2::RDMA2_MSG,
+        Body::NoMsg(_) => v2::RDMA2_NOMSG,
+        Body::Error(_) => v2::RDMA2_ERROR,
+        Body::ConnProp(_) | Body::ConnPropPart(_) => v2::RDMA2_CONNPROP,
+    }
+}
+
 impl ConnProto {
+    /// The last piece (no `F_MORE`) of a continued `RDMA2_CONNPROP` from
+    /// the client: its body is the end of the property set, not a set of
+    /// its own, so it is taken before the header decoder sees it. The
+    /// reassembled set is applied as a whole one is (-00 §6.4.4), or
+    /// answered with `RDMA2_ERR_BAD_XDR` if it does not parse. `None` for
+    /// every other message.
+    fn connprop_last_piece(&mut self, buf: &[u8], stats: &mut Stats) -> Option<Vec<Action>> {
+        let (xid, _) = self.connprop_cont.as_ref()?;
+        let xid = *xid;
+        if self.version != Some(Protocol::V2) {
+            return None;
+        }
+        let (p, body) = v2::decode_prefix(buf).ok()?;
+        if p.htype != v2::RDMA2_CONNPROP || p.flags.has_more() || p.xid != xid {
+            return None;
+        }
+        self.client_credit(p.credit);
+        stats.connprop_received += 1;
+        let (_, mut set) = self.connprop_cont.take()?;
+        set.extend_from_slice(body);
+        match PropSet::parse(&set) {
+            Ok(props) => {
+                let v = props.values();
+                stats.connprop_reassembled += 1;
+                log::info(format_args!(
+                    "client properties (xid {xid:#x}, continued): max send {} recv buffer {} reverse requests {}",
+                    v.max_send_size, v.recv_buf_size, v.reverse_request_support
+                ));
+                self.client_props = Some(v);
+                Some(vec![Action::Nothing])
+            }
+            Err(e) => {
+                stats.malformed += 1;
+                log::warn(format_args!(
+                    "continued CONNPROP (xid {xid:#x}) does not parse: {e}"
+                ));
+                Some(vec![Action::Send(self.error(xid, v2::ERR_BAD_XDR, stats))])
+            }
+        }
+    }
+
     /// Handles one received message. May return several actions (our
     /// CONNPROP, then the Call).
     pub fn on_receive(&mut self, buf: &[u8], stats: &mut Stats) -> Vec<Action> {
@@ -74,11 +129,21 @@ impl ConnProto {
                 ));
                 stats.malformed += 1;
                 if v == 1 || v == 2 {
-                    return vec![Action::Send(self.error(common.xid, v2::ERR_VERS, stats))];
+                    // Framed in the version of the message it answers.
+                    let framing = if v == 1 { Protocol::V1 } else { Protocol::V2 };
+                    return vec![Action::Send(self.error_in(
+                        framing,
+                        common.xid,
+                        v2::ERR_VERS,
+                        stats,
+                    ))];
                 }
                 return vec![Action::Send(self.svcrdma_err_vers(common.xid, v, stats))];
             }
             _ => {}
+        }
+        if let Some(out) = self.connprop_last_piece(buf, stats) {
+            return out;
         }
         let h = match header::decode(buf) {
             Ok(h) => h,
@@ -92,11 +157,8 @@ impl ConnProto {
                     "malformed message (xid {:#x}): {e}",
                     common.xid
                 ));
-                if common.xid == 0 {
-                    out.push(Action::Nothing);
-                } else {
-                    out.push(Action::Send(self.error(common.xid, code, stats)));
-                }
+                // XID 0 too: -00 §6.4.3 copies the XID, whatever it is.
+                out.push(Action::Send(self.error(common.xid, code, stats)));
                 return out;
             }
         };
@@ -131,6 +193,24 @@ impl ConnProto {
             out.push(Action::Nothing);
             return out;
         }
+        if v2 && self.cont.is_some() {
+            // -00 §6.3.2: every message of a sequence has its XID and
+            // header type. A credit grant may come between two pieces.
+            let grant = matches!(h.body, Body::NoMsg(ref n) if h.xid == 0 && n.chunks.is_empty());
+            let same =
+                matches!(h.body, Body::Msg(_)) && self.cont.as_ref().map(|c| c.0) == Some(h.xid);
+            if !grant && !same {
+                self.cont = None;
+                stats.continuations_interrupted += 1;
+                log::warn(format_args!(
+                    "continued Call interrupted by xid {:#x} (header type {})",
+                    h.xid,
+                    header_type(&h.body)
+                ));
+                out.push(Action::Send(self.error(h.xid, v2::ERR_INVAL_FLAG, stats)));
+                return out;
+            }
+        }
         match h.body {
             Body::ConnProp(set) => {
                 stats.connprop_received += 1;
@@ -142,9 +222,19 @@ impl ConnProto {
                 self.client_props = Some(v);
                 out.push(Action::Nothing);
             }
-            Body::ConnPropPart(_) => {
+            Body::ConnPropPart(part) => {
                 stats.connprop_received += 1;
-                out.push(Action::Nothing);
+                match &mut self.connprop_cont {
+                    Some((x, v)) if *x == h.xid => v.extend_from_slice(part),
+                    _ => self.connprop_cont = Some((h.xid, part.to_vec())),
+                }
+                if self.connprop_cont.as_ref().map_or(0, |c| c.1.len()) > MAX_CONNPROP {
+                    self.connprop_cont = None;
+                    stats.malformed += 1;
+                    out.push(Action::Send(self.error(h.xid, v2::ERR_BAD_XDR, stats)));
+                } else {
+                    out.push(Action::Nothing);
+                }
             }
             Body::Error(_) => {
                 stats.malformed += 1;

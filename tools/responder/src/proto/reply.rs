@@ -120,7 +120,7 @@ impl ConnProto {
         }
         .encoded_len(proto)
         .unwrap_or(usize::MAX);
-        let invalidate = if v2 {
+        let requested = if v2 {
             // -00 §6.3.3.2: the handle must be one of the Call's
             // rdma_handle fields; never invalidate anything else.
             match call.inv_handle {
@@ -135,11 +135,16 @@ impl ConnProto {
                     None
                 }
             }
-        } else if self.client.remote_invalidate {
-            single_handle(call)
         } else {
-            None
+            single_handle(call)
         };
+        // RFC 8797 §4.1: "When both connection peers have set this bit
+        // flag in their CM Private Data, the responder MAY use RDMA Send
+        // with Invalidate operations". With either R bit clear, a plain
+        // Send (version 2 too: the R bit says what the RDMA stacks
+        // support, rdma_inv_handle only which rkey may go).
+        let invalidate =
+            requested.filter(|_| self.opts.remote_invalidate && self.client.remote_invalidate);
         plan.invalidate = invalidate;
         let cont_forced = v2 && self.opts.continue_over.is_some_and(|n| inline_len > n);
         let fits = hdr_len.saturating_add(inline_len) <= limit;

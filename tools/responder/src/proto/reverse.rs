@@ -6,6 +6,7 @@
 
 use rpcrdma_xdr::chunk::ChunkLists;
 use rpcrdma_xdr::header::{self, Body, Flags, MsgKind, MsgSpec, Protocol};
+use rpcrdma_xdr::props::RVREQSUP_NONE;
 
 use super::ConnProto;
 
@@ -15,6 +16,16 @@ use super::ConnProto;
 pub const PROBE_XID: u32 = 0xcb00_0000;
 
 impl ConnProto {
+    /// The client announced Reverse Request Support `NONE` (-00 §5.2.5:
+    /// "receipt of reverse direction requests and replies is not
+    /// supported"): no reverse-direction Call may be sent to it.
+    pub fn refuses_reverse_calls(&self) -> bool {
+        self.version == Some(Protocol::V2)
+            && self
+                .client_props
+                .is_some_and(|p| p.reverse_request_support == RVREQSUP_NONE)
+    }
+
     /// The client's reply to one of our reverse-direction Calls: an
     /// inline RPC Reply (v2: `F_RESPONSE` set; v1: the message type word),
     /// when relaying is on.
@@ -38,6 +49,9 @@ impl ConnProto {
             return None;
         }
         let proto = self.version?;
+        if self.refuses_reverse_calls() {
+            return None;
+        }
         let xid = crate::nfs::word_at(rpc, 0)?;
         let spec = MsgSpec {
             xid,

@@ -352,6 +352,9 @@ impl Server {
                 }
                 None => {
                     self.stats.reverse_calls_dropped += 1;
+                    if c.proto.refuses_reverse_calls() {
+                        self.stats.reverse_calls_refused += 1;
+                    }
                     log::info(format_args!(
                         "callback Call from nfsd (xid {xid:#x}) not relayed"
                     ));

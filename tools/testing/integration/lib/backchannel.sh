@@ -113,7 +113,7 @@ check_bc_trace() {
 	[ -z "$(tb_trace_events reply "class=reverse_call" | grep -v " vers=$BC_VERS " || true)" ] ||
 		tb_die "$what: a reverse Call in another version than $BC_VERS: $(tb_trace_events reply "class=reverse_call")"
 	[ -z "$(tb_trace_events 'bc_(call|reply)' 'outcome=dropped')" ] ||
-		tb_die "$what: a callback or reply was dropped: $(tb_trace_events 'bc_(call|reply)' 'outcome=dropped')"
+		tb_die "$what: a callback or reply was dropped: $(tb_trace_events 'bc_(call|reply)' 'outcome=dropped')" # conformance: cb-recall
 	echo "$n"
 }
 
@@ -192,7 +192,7 @@ reconnect_during_recall() {
 cb_null_probe() {
 	local vers=$1 sent0=$2 ok0=$3 call xid
 	wait_for 10 stat_above cb_null_replies "$ok0" ||
-		tb_die "vers=$vers: the responder's CB_NULL probe got no successful reply (sent $(stat_of cb_null_sent) before: $sent0, replies $(stat_of cb_null_replies), failed $(stat_of cb_null_failed))"
+		tb_die "vers=$vers: the responder's CB_NULL probe got no successful reply (sent $(stat_of cb_null_sent) before: $sent0, replies $(stat_of cb_null_replies), failed $(stat_of cb_null_failed))" # conformance: cb-reply
 	call=$(tb_trace_events bc_call 'xid=0xcb' | tail -n 1)
 	[ -n "$call" ] || tb_die "vers=$vers: no rpcrdma2_bc_call for the CB_NULL probe (XID 0xcb......)"
 	xid=$(xid_of "$call")
@@ -239,7 +239,7 @@ $(server_state)"
 	wait_for 60 test -e "$CTL/srv-done.$vers" || tb_die "vers=$vers: the server's conflicting write did not finish in 60 s"
 	ms=$(cat "$CTL/srv-done.$vers")
 	tb_log "vers=$vers: the server's conflicting write took $ms ms (CB_RECALL answered, delegation returned)"
-	((ms < 1000)) || tb_die "vers=$vers: the recall took $ms ms (>= 1 s): the delegation was not returned promptly"
+	((ms < 1000)) || tb_die "vers=$vers: the recall took $ms ms (>= 1 s): the delegation was not returned promptly" # conformance: cb-recall
 	exec 3<&-
 	wait_for 10 no_deleg || tb_die "vers=$vers: the server still lists a delegation:
 $(server_state)"

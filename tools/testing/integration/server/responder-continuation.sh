@@ -8,10 +8,15 @@
 #   20082  the same, --grant lazy, 8 credits
 #   20083  4 credits, replies continued only when they must be (-00
 #          §6.3.3.1: larger than the client's Receives, no Reply chunk)
+#   20084  as 20080 with 8 credits, its credit words in the other reading
+#          of -00 §4.3.1 (--credit-word total: the grant in the low half)
+#   20085  the same with a zero high half (--credit-word total-zero-max)
 
 RESPONDER_INSTANCES="20080 --continue-over 1024
 20081 --continue-over 1024 --grant exact --credits 8
 20082 --continue-over 1024 --grant lazy --credits 8
-20083 --credits 4"
+20083 --credits 4
+20084 --continue-over 1024 --credit-word total --credits 8
+20085 --continue-over 1024 --credit-word total-zero-max --credits 8"
 # shellcheck source=responder.sh
 . "$(dirname "${BASH_SOURCE[0]}")/responder.sh"

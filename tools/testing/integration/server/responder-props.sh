@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Server script for rpcrdma2-v2-props.sh: responders on ports 20090-20092
-#   20090                                    versions 2 and 1, defaults
+#   20090 --remote-invalidate                versions 2 and 1, R bit set
 #   20091 --no-connprop                      a v2 server that never sends
 #                                            RDMA2_CONNPROP
 #   20092 --prop-segs 4 --prop-seg-size 65536 --connprop-pieces 3
@@ -11,7 +11,7 @@
 #                                            continued over three
 #                                            messages) and enforced
 
-RESPONDER_INSTANCES="20090
+RESPONDER_INSTANCES="20090 --remote-invalidate
 20091 --no-connprop
 20092 --prop-segs 4 --prop-seg-size 65536 --connprop-pieces 3"
 # shellcheck source=responder.sh

@@ -4,8 +4,11 @@
 # Server script for tools/testing/vm/run.sh --server-script: starts the
 # user-space RPC-over-RDMA responder (tools/responder) next to nfsd, one
 # instance per line of RESPONDER_INSTANCES ("PORT ARGS..."), by default
-#   20050             versions 2 and 1
-#   20051 --v1-only   behaves like svcrdma
+#   20050 --remote-invalidate            versions 2 and 1, R bit set
+#   20051 --v1-only --remote-invalidate  behaves like svcrdma (R bit set)
+#   20053                                versions 2 and 1, R bit clear:
+#                                        plain Sends only (RFC 8797 §4.1)
+#   20054 --v1-only                      alike, version 1
 # Each forwards to nfsd at 127.0.0.1:2049 and writes its counters and log
 # to the control directory both guests share:
 # /results/ctl/responder-PORT.stats and /results/ctl/responder-PORT.log.
@@ -17,8 +20,10 @@
 set -euo pipefail
 BIN=/src/tools/responder/target/release/rpcrdma-responder
 [ -x "$BIN" ] || { echo "no responder binary at $BIN (tools/responder/build.sh)"; exit 1; }
-RESPONDER_INSTANCES=${RESPONDER_INSTANCES:-"20050
-20051 --v1-only"}
+RESPONDER_INSTANCES=${RESPONDER_INSTANCES:-"20050 --remote-invalidate
+20051 --v1-only --remote-invalidate
+20053
+20054 --v1-only"}
 
 # nfsd sees the responder's TCP connections coming from 127.0.0.1: export
 # to it too, with the same options (and fsid) as to the client network.
