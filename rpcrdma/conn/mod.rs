@@ -38,7 +38,10 @@ use crate::sunrpc::xprt_box::XprtRef;
 use crate::trace;
 use crate::xdr::header::{self, Protocol};
 use core::ffi::CStr;
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering::{Relaxed, SeqCst}};
+use core::sync::atomic::{
+    AtomicU32, AtomicU64, AtomicUsize,
+    Ordering::{Relaxed, SeqCst},
+};
 use kernel::alloc::{
     flags::{GFP_KERNEL, GFP_NOWAIT},
     KVec,

@@ -109,7 +109,16 @@ impl Conn {
         }
         // Counted as sent from here on: no failure below may ask SUNRPC
         // to send again on this connection.
-        let r = self.marshal_and_post(rqst, slot, xid, &plan, &chunks, remote_inv, (sb, free), stats);
+        let r = self.marshal_and_post(
+            rqst,
+            slot,
+            xid,
+            &plan,
+            &chunks,
+            remote_inv,
+            (sb, free),
+            stats,
+        );
         r.map_err(|e| {
             if e == crate::compat::errno::enobufs() {
                 EIO
