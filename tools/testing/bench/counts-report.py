@@ -11,10 +11,12 @@
 #   counts-report.py DIR
 #
 # DIR is run.sh's results directory (DIR/testbed/client/bench/counts.tsv
-# and counts/CONFIG.REPEAT/). Writes DIR/counts.txt and DIR/counts.json
-# and prints the table. Exit status 3 if a configuration has a run
-# without numbers: a failed run, a hist table that dropped entries or was
-# read incompletely, or no RPC in the interval.
+# and counts/CONFIG.REPEAT/). Writes DIR/counts.txt, DIR/counts.json and
+# DIR/counts-functions.txt (calls per RPC of every traceable function of
+# the transport's module) and prints the table. Exit status 3 if a
+# configuration has a run without numbers: a failed run, a hist table
+# that dropped entries or was read incompletely, or no RPC in the
+# interval.
 # See Documentation/benchmarks.rst, "Exact per-RPC counts".
 
 import csv
@@ -34,13 +36,22 @@ MODULES = {"n-r2": "rpcrdma2", "n-c": "rpcrdma", "n-r2-1k": "rpcrdma2", "n-c-1k"
 # the core library's code instantiated in the module
 GLUE = re.compile(r"^<?(kernel|core|alloc)::")
 HASH = re.compile(r"\[[0-9a-f]{1,16}\]")
+# where a stack leaves the context that took the lock: an interrupt's
+# entry, or softirqs run on an interrupt's exit or at local_bh_enable();
+# the frames after it (older) are the interrupted code's
+BOUNDARY = re.compile(r"^(asm_common_interrupt|asm_sysvec_\w+|handle_softirqs|__do_softirq)$")
+# where a whole stack ends (a 16-frame stack that ends here was not cut)
+ROOTS = {"ret_from_fork_asm", "ret_from_fork", "entry_SYSCALL_64_after_hwframe",
+         "common_startup_64", "secondary_startup_64_no_verify", "x86_64_start_kernel"}
 # a %pS frame: name+off/size [module]
 FRAME = re.compile(r"^\s*(\S+?)\+0x[0-9a-f]+/0x[0-9a-f]+(?: \[(\S+)\])?\s*$")
 # mountstats xprt: rdma fields, by position after "rdma" (transport.c
 # xprt_rdma_print_stats; rpcrdma2's print_stats has the same layout)
 XPRT = {"sends": 5, "recvs": 6, "bad_xids": 7, "read_chunks": 10, "write_chunks": 11,
         "reply_chunks": 12, "rdma_request": 13, "rdma_reply": 14, "pullup": 15, "fixup": 16,
-        "hardway": 17, "mrs_allocated": 23, "local_inv": 24, "empty_sendq": 25}
+        "hardway": 17, "mrs_allocated": 23, "local_inv": 24, "empty_sendq": 25,
+        # rpcrdma2's only (Documentation/admin-guide.rst, Statistics)
+        "remote_inv": 27}
 SOFTIRQS = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"]
 # functions of the profile reported on their own rows (label, names: the
 # first one found counts; the profile prints at most 30 characters)
@@ -60,22 +71,22 @@ FUNCS = [
     ("rxe_xmit_packet (packets sent)", ["rxe_xmit_packet"]),
     ("rxe_rcv (packets received)", ["rxe_rcv"]),
 ]
-# rpcrdma2's own XID table (counts.sh COUNTS_R2_SYMS) and where it is
-# looked up, for the runs where the functions are inlined
-R2_SYMS = [("xidmap::get", "6xidmap3get"), ("xidmap::insert", "6xidmap6insert"),
-           ("xidmap::remove", "6xidmap6remove"), ("RegTable::find", "8RegTable4find"),
-           ("RecoveryTable::find", "13RecoveryTable4find")]
+# rpcrdma2's own XID table (rpcrdma/proto/xidmap.rs) cannot be probed
+# (counts.sh): counted by reading, from the replies and the replies with
+# chunks the run measured
 R2_XID_READING = (
-    "rpcrdma2's own XID table (rpcrdma/proto/xidmap.rs get/insert/remove) is "
-    "inlined into its callers: not countable by probe. By reading: "
-    "RegTable::activate (conn/frwr.rs:180) inserts once per transmission, "
-    "RegTable::deactivate (conn/frwr.rs:195) looks up and removes once per "
-    "slot reuse; RegTable::find (conn/frwr.rs:171) is one get per call: per "
-    "reply QpState::end_rpc (conn/frwr.rs:297), and for a chunked reply also "
-    "deliver_chunked (conn/reply.rs:121) and defer_tail (conn/reply.rs:64, "
-    "only with inline bytes after the payload); QpState::unposted "
-    "(conn/frwr.rs:281) and recovery_for (conn/recovery.rs:76) only for "
-    "stale replies and transport errors.")
+    "rpcrdma2's XID table (rpcrdma/proto/xidmap.rs) is counted by reading: its Rust "
+    "functions have no fentry, and a kprobe event refuses such a function; xidmap::get, "
+    "::insert and RegTable::find (conn/frwr.rs:171, one get) are inlined anyway. Per reply "
+    "(2): QpState::unposted (conn/reply.rs:328 -> conn/frwr.rs:281) and QpState::end_rpc "
+    "(conn/frwr.rs:297) find the XID. Per RPC with chunks (3 more gets, 1 insert, 1 "
+    "remove): QpState::deliver_chunked (conn/reply.rs:121) finds it; RegTable::activate "
+    "(conn/send.rs:239 -> conn/frwr.rs:181) deactivates the slot (one get of its old "
+    "XID) and inserts the new one; the slot's drain (conn/frwr.rs:439) deactivates it "
+    "(one get, and the remove). defer_tail (conn/reply.rs:64) adds one for inline bytes "
+    "after a Write chunk's payload: none from Linux's NFS client. Replies = the xprt "
+    "line's receives; RPCs with chunks = its Write and Reply chunk segments (one per "
+    "chunked READ here).")
 
 
 def parse_hist(text):
@@ -175,7 +186,7 @@ def demangle(names):
 def short(name):
     """A demangled function name without the crate, generic arguments and
     trait qualifiers: <a::B<T> as c::D>::f -> a::B::f."""
-    n = name.replace("rpcrdma2::", "")
+    n = re.sub(r"::<[^<>]*>", "", name.replace("rpcrdma2::", ""))
     prev = None
     while prev != n:
         prev = n
@@ -191,17 +202,21 @@ def fold_stacks(stacks, module, dem):
     """Events of one run counted by stack (lock acquisitions, allocations),
     folded: {"all", "transport", "full_other", "sites": {site: n}, "kinds":
     {event: n}} from stacks {event: [(frames, hits)]}. A stack is the
-    transport's if a frame of module is on it; its site is the innermost
-    such frame that is not the kernel crate's or the core library's code
-    (the lock glue, KVec's growth, ...)."""
+    transport's if a frame of module is on it before any BOUNDARY (an
+    interrupt that came while the transport ran is not the transport's);
+    its site is the innermost such frame that is not the kernel crate's
+    or the core library's code (the lock glue, KVec's growth, ...).
+    "full_other": the other stacks that filled all 16 frames without
+    reaching a boundary or a thread's root: a transport frame may have
+    been further down."""
     out = {"all": 0, "transport": 0, "full_other": 0, "sites": {}, "kinds": {}}
     for fn, entries in stacks.items():
         for frames, n in entries:
             out["all"] += n
-            own = [f for f, m in frames if m == module]
+            b = next((i for i, (f, _) in enumerate(frames) if BOUNDARY.match(f)), len(frames))
+            own = [f for f, m in frames[:b] if m == module]
             if not own:
-                # a full stack may have been cut above a transport frame
-                if len(frames) >= 16:
+                if len(frames) >= 16 and b == len(frames) and frames[-1][0] not in ROOTS:
                     out["full_other"] += n
                 continue
             out["transport"] += n
@@ -310,12 +325,13 @@ def measure(rundir, module):
         per["  signalled Send completions"] = send / rpcs
         if other:
             per["  other completions (flushes)"] = other / rpcs
-    # rpcrdma2's own XID lookups, where the functions exist
+    # rpcrdma2's own XID table, by reading (R2_XID_READING)
     r2 = {}
-    for label, frag in R2_SYMS:
-        k = "counts.r2_" + frag
-        if k in hists:
-            r2[label] = sum(n for _, n in hists[k]) / rpcs
+    if module == "rpcrdma2":
+        chunked = xd.get("write_chunks", 0) + xd.get("reply_chunks", 0)
+        r2["lookups (by reading: 2 per reply, 3 more per chunked RPC)"] = \
+            (2 * xd.get("recvs", 0) + 3 * chunked) / rpcs
+        r2["inserts (by reading: 1 per chunked RPC)"] = chunked / rpcs
     v["r2_xid"] = r2
     wq = {}
     for key, n in hists.get("workqueue.workqueue_execute_start", []):
@@ -341,7 +357,7 @@ def measure(rundir, module):
     for k in ("pullup", "fixup"):
         if k in xd:
             per[f"bytes copied: {k}"] = xd[k] / rpcs
-    for k in ("read_chunks", "write_chunks", "reply_chunks", "mrs_allocated", "local_inv"):
+    for k in ("read_chunks", "write_chunks", "reply_chunks", "mrs_allocated", "local_inv", "remote_inv"):
         if k in xd:
             per[k] = xd[k] / rpcs
     per["xprt sends"] = xd.get("sends", 0) / rpcs
@@ -471,7 +487,6 @@ def table(runs, min_site=0.05):
             for s in SOFTIRQS:
                 if any(v["softirqs"].get(s, 0) >= min_site for c in cols for v in runs[c]):
                     add(f"  {s}", lambda v, s=s: v["softirqs"].get(s, 0.0))
-    add("calls of the module's traced functions", lambda v: v["module_calls"])
     w = max(len(r[0]) for r in rows) + 2
     cw = max([max(len(x) for x in cs) for _, cs in rows] + [len(h) for h in heads]) + 2
     lines = [f"{'per RPC':{w}}" + "".join(f"{h:>{cw}}" for h in heads)]
@@ -488,7 +503,7 @@ def main():
     lines = ["Exact per-RPC counts, client guest (samples/fio/randread-4k.fio, fixed READ count;",
              "mean over the repeats (largest deviation of a repeat from the mean)):", ""]
     lines += table(runs) if runs else ["(no run with numbers)"]
-    if any(MODULES[c] == "rpcrdma2" and not any(v["r2_xid"] for v in runs[c]) for c in runs):
+    if any(MODULES[c] == "rpcrdma2" for c in runs):
         lines += ["", R2_XID_READING]
     lines.append("")
     lines.append("runs: " + ", ".join(f"{c} {len(runs.get(c, []))}" for c, _, _ in CONFIGS))
@@ -498,6 +513,17 @@ def main():
     print(text, end="")
     with open(os.path.join(res, "counts.txt"), "w") as f:
         f.write(text)
+    # every traced function of each transport module, calls per RPC
+    with open(os.path.join(res, "counts-functions.txt"), "w") as f:
+        f.write("Calls per RPC of the transport module's traceable functions (mean over the repeats)\n")
+        for cfg, job, tr in CONFIGS:
+            if cfg not in runs:
+                continue
+            f.write(f"\n{cfg} ({job}, {tr}):\n")
+            fns = {fn for v in runs[cfg] for fn in v["module_functions"]}
+            mean = {fn: statistics.mean(v["module_functions"].get(fn, 0.0) for v in runs[cfg]) for fn in fns}
+            for fn in sorted(fns, key=lambda x: (-mean[x], x)):
+                f.write(f"  {mean[fn]:10.3f}  {fn}\n")
     with open(os.path.join(res, "counts.json"), "w") as f:
         json.dump({"runs": runs, "failed": failed}, f, indent=1, sort_keys=True)
     return 3 if failed else 0
