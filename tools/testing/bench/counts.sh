@@ -22,6 +22,10 @@
 #   rxe_cq_post        the same: completions rxe generates, by whether the
 #                      requester's completer (Send queue) or the receiver
 #                      (Receive queue) posted them
+#   do_complete        the same on both of rxe's static do_complete (by
+#                      address: the name is not unique): under the
+#                      completer, once per Send-queue WQE it retires
+#                      (Send, REG_MR, LOCAL_INV; signalled or not)
 #   function hits      the function profiler (trace_stat/function*) on
 #                      COUNTS_FUNCS and every traceable function of the
 #                      transport's module
@@ -49,10 +53,11 @@ COUNTS_LOCKS=(_raw_spin_lock _raw_spin_lock_bh _raw_spin_lock_irq _raw_spin_lock
 COUNTS_STACKS=(rxe_cq_post)
 # function profiler: SUNRPC's XID lookup and reply completion, the CQ
 # work item and its poll loop, rxe's verbs (doorbells) and the work each
-# WQE and each completion costs it, and rxe's tasks
-COUNTS_FUNCS=(xprt_lookup_rqst xprt_complete_rqst xprt_transmit xprt_request_transmit
+# WQE and each completion costs it, and rxe's tasks. (rxe's per-WR
+# functions post_one_send and post_one_recv are inlined.)
+COUNTS_FUNCS=(xprt_lookup_rqst xprt_complete_rqst xprt_transmit
 	ib_cq_poll_work __ib_process_cq ib_cq_completion_workqueue ib_poll_handler
-	rxe_post_send rxe_post_recv post_one_send post_one_recv init_send_wqe
+	rxe_post_send rxe_post_recv
 	rxe_cq_post rxe_requester rxe_completer rxe_receiver rxe_sched_task rxe_run_task
 	rxe_xmit_packet rxe_rcv rxe_comp_queue_pkt rxe_resp_queue_pkt rxe_map_mr_sg rxe_reg_fast_mr)
 # (rpcrdma2's own XID table, rpcrdma/proto/xidmap.rs, cannot be probed:
@@ -105,9 +110,14 @@ counts_setup() {
 		for f in "${COUNTS_STACKS[@]}"; do
 			if counts_kprobe "st_$f" "$f" 2048; then echo "stack $f"; else echo "nostack $f"; fi
 		done
+		n=0
+		for f in $(awk '$3 == "do_complete" && $4 == "[rdma_rxe]" { print $1 }' /proc/kallsyms); do
+			n=$((n + 1))
+			if counts_kprobe "st_do_complete_$n" "0x$f" 2048; then echo "stack do_complete $f"; else echo "nostack do_complete $f"; fi
+		done
 		: >"$CT/set_ftrace_filter"
 		for f in "${COUNTS_FUNCS[@]}"; do
-			if echo "$f" >>"$CT/set_ftrace_filter" 2>/dev/null; then echo "func $f"; else echo "nofunc $f"; fi
+			if echo "$f" >>"$CT/set_ftrace_filter" 2>/dev/null; then echo "func ${f%%:*}"; else echo "nofunc ${f%%:*}"; fi
 		done
 		# the module's traceable functions (its C shims; Rust code has
 		# no fentry), listed for the report; and rxe's, for reading

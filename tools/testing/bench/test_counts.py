@@ -96,7 +96,7 @@ def write_run(d, cfg, rep, rpcs=100, reads=96, dropped=0, missed=0, stacks=None,
 
     w("run.txt", f"ios {reads} rpcs_per_io 1\nelapsed_s 10.0\n")
     w("setup.txt", "module rpcrdma2\nlock _raw_spin_lock\nfunc xprt_lookup_rqst\nfunc ib_cq_poll_work\n"
-      "nofunc post_one_send\nfunc init_send_wqe\nstack rxe_cq_post\n")
+      "stack rxe_cq_post\n")
     w("ms0", mountstats(1000, 10, 1010, 50000, 60000))
     w("ms1", mountstats(1000 + reads, 10 + rpcs - reads, 1010 + rpcs, 50000 + 200 * rpcs, 60000 + 4200 * rpcs))
     for fn, entries in (stacks or STACKS).items():
@@ -105,6 +105,8 @@ def write_run(d, cfg, rep, rpcs=100, reads=96, dropped=0, missed=0, stacks=None,
     w("counts.st_rxe_cq_post.hist", hist([
         ([("rxe_cq_post", "rdma_rxe"), ("rxe_completer", "rdma_rxe")], 100),
         ([("rxe_cq_post", "rdma_rxe"), ("do_complete", "rdma_rxe"), ("rxe_receiver", "rdma_rxe")], 100)]))
+    w("counts.st_do_complete_1.hist", hist([([("do_complete", "rdma_rxe"), ("rxe_completer", "rdma_rxe")], 120)]))
+    w("counts.st_do_complete_2.hist", hist([([("do_complete", "rdma_rxe"), ("rxe_receiver", "rdma_rxe")], 200)]))
     w("workqueue.workqueue_execute_start.hist", hist(
         [("function: [ffffffff81a0b0c0] ib_cq_poll_work", 150), ("function: [ffffffffc0123000] do_work", 250)],
         head="hist:keys=function.sym:vals=hitcount"))
@@ -118,7 +120,7 @@ def write_run(d, cfg, rep, rpcs=100, reads=96, dropped=0, missed=0, stacks=None,
     w("kmem.kmem_cache_alloc.hist", hist([([("kmem_cache_alloc_noprof", ""), ("rpc_new_task", "sunrpc")], 50)]))
     prof = "  Function                               Hit\n  --------                               ---\n"
     w("profile.function0", prof + "  xprt_lookup_rqst                      60\n  ib_cq_poll_work  90\n"
-      "  init_send_wqe  120\n  rpcrdma2_shim_post_send  100\n")
+      "  rpcrdma2_shim_post_send  100\n")
     w("profile.function1", prof + "  xprt_lookup_rqst                      40\n  ib_cq_poll_work  60\n")
     w("module-functions.txt", f"rpcrdma2_shim_post_send [{module}]\n")
     w("kprobe_profile", f"  counts/lk__raw_spin_lock     12345 {missed}\n  counts/st_rxe_cq_post   200 0\n")
@@ -197,8 +199,8 @@ class ReportTest(unittest.TestCase):
         self.assertAlmostEqual(v["lock_sites"]["conn::QpState::end_rpc"], 2.0)
         self.assertAlmostEqual(p["xprt_lookup_rqst (SUNRPC XID lookup)"], 1.0)
         self.assertAlmostEqual(p["ib_cq_poll_work (CQ work-item runs)"], 1.5)
-        # post_one_send was not placed: init_send_wqe counts the WRs
-        self.assertAlmostEqual(p["Send WRs posted (rxe init_send_wqe)"], 1.2)
+        # the completer's do_complete (120), not the responder's (200)
+        self.assertAlmostEqual(p["Send-queue WRs (rxe completer's do_complete)"], 1.2)
         self.assertAlmostEqual(p["completions (rxe_cq_post)"], 2.0)
         self.assertAlmostEqual(p["  signalled Send completions"], 1.0)
         self.assertAlmostEqual(p["  Receive completions"], 1.0)
