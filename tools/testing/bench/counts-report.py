@@ -207,8 +207,12 @@ def fold_stacks(stacks, module, dem):
     or the core library's code (the lock glue, KVec's growth, ...).
     "full_other": the other stacks that filled all 16 frames without
     reaching a boundary or a thread's root: a transport frame may have
-    been further down."""
-    out = {"all": 0, "transport": 0, "full_other": 0, "sites": {}, "kinds": {}}
+    been further down. "takers": the transport's by who called the event's
+    function (the frame after it; the first frame if it is not on the
+    stack): "own" (the module, or a rust_helper_ the module's Rust code
+    calls), else the caller's module ("kernel" for vmlinux: SUNRPC,
+    workqueues, the scheduler)."""
+    out = {"all": 0, "transport": 0, "full_other": 0, "sites": {}, "kinds": {}, "takers": {}}
     for fn, entries in stacks.items():
         for frames, n in entries:
             out["all"] += n
@@ -220,6 +224,10 @@ def fold_stacks(stacks, module, dem):
                 continue
             out["transport"] += n
             out["kinds"][fn] = out["kinds"].get(fn, 0) + n
+            i = next((i + 1 for i, (f, _) in enumerate(frames) if f == fn), 0)
+            caller, cmod = frames[i] if i < len(frames) else ("", "")
+            taker = "own" if cmod == module or caller.startswith("rust_helper_") else (cmod or "kernel")
+            out["takers"][taker] = out["takers"].get(taker, 0) + n
             site = next((f for f in own if not GLUE.match(dem.get(f, f))), own[0])
             site = short(dem.get(site, site))
             out["sites"][site] = out["sites"].get(site, 0) + n
@@ -302,6 +310,7 @@ def measure(rundir, module):
     per["locks: probe hits missed"] = sum(m for e, (_, m) in kp.items() if e.startswith("counts/lk_")) / rpcs
     v["lock_sites"] = {s: n / rpcs for s, n in locks["sites"].items()}
     v["lock_kinds"] = {s: n / rpcs for s, n in locks["kinds"].items()}
+    v["lock_takers"] = {s: n / rpcs for s, n in locks["takers"].items()}
     for label, names in FUNCS:
         # the first of names the profiler had (placed, or hit)
         name = next((n for n in names if "func " + n in setup or n[:30] in prof), None)
@@ -433,9 +442,13 @@ def table(runs, min_site=0.05):
             for k in v["per_rpc"]:
                 if k not in per_keys:
                     per_keys.append(k)
-    first = ["locks: transport"]
-    for k in first:
-        add("lock acquisitions: the transport's", lambda v, k=k: v["per_rpc"].get(k))
+    add("lock acquisitions: the transport's", lambda v: v["per_rpc"].get("locks: transport"))
+    takers = sorted({k for c in cols for v in runs[c] for k in v["lock_takers"]},
+                    key=lambda k: (k != "own", k != "kernel", k))
+    for k in takers:
+        label = {"own": "the module's own code", "kernel": "the kernel it calls (SUNRPC, workqueues, ...)"}.get(
+            k, f"{k} it calls")
+        add(f"  taken by {label}", lambda v, k=k: v["lock_takers"].get(k, 0.0))
     # by site, rpcrdma2's then the C client's
     for mod, tag in (("rpcrdma2", "r2"), ("rpcrdma", "C")):
         sites = {}

@@ -497,9 +497,11 @@ done
 # (a mount that would not go away keeps rpcrdma2 busy; the guest powers off)
 ! loaded rpcrdma2 || (tb_rmmod rpcrdma2) || tb_log "rmmod rpcrdma2 failed"
 loaded rpcrdma && { (tb_rmmod rpcrdma) || tb_log "rmmod rpcrdma failed"; }
-tb_log "bench: done ($(($(wc -l <"$RUNS") - 1)) runs recorded)"
+tb_log "bench: done ($(($(wc -l <"$RUNS") - 1)) runs recorded$([ ! -f "$OUT/counts.tsv" ] || echo ", $(($(wc -l <"$OUT/counts.tsv") - 1)) counts runs"))"
 if ((FAILED)); then
 	tb_log "bench: FAILED: $FAILED runs did not produce a number:"
 	awk -F'\t' 'NR > 1 && $5 != "ok" {print "    " $2 " " $3 " repeat " $4 ": " $5}' "$RUNS"
+	[ ! -f "$OUT/counts.tsv" ] ||
+		awk -F'\t' 'NR > 1 && $3 != "ok" {print "    " $1 " repeat " $2 ": " $3}' "$OUT/counts.tsv"
 	exit 1
 fi

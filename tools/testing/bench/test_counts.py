@@ -60,7 +60,8 @@ R2_SITE = "_RNvMNtCs1_8rpcrdma24connNtB2_7QpState7end_rpc"
 R2_GLUE = "_RNvMNtNtCs2_6kernel4sync4lockINtB2_4LockpE4lock"
 STACKS = {
     "_raw_spin_lock": [
-        ([("rust_helper_spin_lock", ""), (R2_GLUE, "rpcrdma2"), (R2_SITE, "rpcrdma2"),
+        ([("kprobe_ftrace_handler", ""), ("0xffffffffa00b40c8", ""), ("_raw_spin_lock", ""),
+          ("rust_helper_spin_lock", ""), (R2_GLUE, "rpcrdma2"), (R2_SITE, "rpcrdma2"),
           ("__ib_process_cq", "ib_core")], 200),
         ([("__queue_work", ""), ("worker_thread", "")], 300),
         ([(f"f{i}", "") for i in range(16)], 100),
@@ -73,8 +74,8 @@ STACKS = {
           (R2_SITE, "rpcrdma2")], 70),
     ],
     "_raw_spin_lock_irqsave": [
-        ([("rxe_post_send", "rdma_rxe"), ("rpcrdma2_shim_post_send", "rpcrdma2"),
-          ("ib_cq_poll_work", "ib_core")], 100),
+        ([("_raw_spin_lock_irqsave", ""), ("rxe_post_send", "rdma_rxe"),
+          ("rpcrdma2_shim_post_send", "rpcrdma2"), ("ib_cq_poll_work", "ib_core")], 100),
         ([("try_to_wake_up", "")], 100),
     ],
 }
@@ -166,6 +167,9 @@ class FoldTest(unittest.TestCase):
         self.assertEqual(f["full_other"], 100)
         self.assertEqual(f["sites"], {"conn::QpState::end_rpc": 200, "rpcrdma2_shim_post_send": 100})
         self.assertEqual(f["kinds"], {"_raw_spin_lock": 200, "_raw_spin_lock_irqsave": 100})
+        # the spin lock through rust_helper_spin_lock: the module's own;
+        # the irqsave one called by rxe_post_send
+        self.assertEqual(f["takers"], {"own": 200, "rdma_rxe": 100})
 
     def test_other_module_is_not_the_transport(self):
         f = cr.fold_stacks({k: [(tuple(fr), n) for fr, n in v] for k, v in STACKS.items()},
