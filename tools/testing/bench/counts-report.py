@@ -532,7 +532,8 @@ def main():
         f.write(text)
     # every traced function of each transport module, calls per RPC
     with open(os.path.join(res, "counts-functions.txt"), "w") as f:
-        f.write("Calls per RPC of the transport module's traceable functions (mean over the repeats)\n")
+        f.write("Calls per RPC of the transport module's traceable functions (mean over the repeats;\n"
+                "the function profiler cuts names at 30 characters)\n")
         for cfg, job, tr in CONFIGS:
             if cfg not in runs:
                 continue

@@ -394,5 +394,8 @@ case $rrc in
 	((rc != 0)) || rc=1 ;;
 *) die "report failed (exit $rrc)" ;;
 esac
-log "results: $results/bench.txt bench.json bench.csv bench.png"
+if [ "$(wc -l <"$tb/client/bench/runs.tsv")" -gt 1 ]; then
+	log "results: $results/bench.txt bench.json bench.csv bench.png"
+fi
+[ ! -f "$tb/client/bench/counts.tsv" ] || log "counts: $results/counts.txt counts.json counts-functions.txt"
 exit "$rc"
