@@ -16,8 +16,8 @@
 #      tests, the core-only self tests also run under KUnit, the
 #      end-to-end server models), and the hostile-sequence test in release
 #      mode (overflow checks stay on in that profile); then the unit
-#      tests of the bench's pool.py and rpc-profile-report.py and of
-#      docs-refs.py (python3 -m unittest)
+#      tests of the bench's pool.py, rpc-profile-report.py and
+#      counts-report.py and of docs-refs.py (python3 -m unittest)
 #   4. kernel-compatibility builds: each module tree compiled the way the
 #      rpcrdma2 module includes it (#[path] modules of a no_std crate root,
 #      edition 2021, the kernel's rustc lint flags, -Dwarnings, overflow
@@ -75,7 +75,7 @@ step "cargo test --workspace"
 cargo test --workspace --quiet
 cargo test --quiet --release -p rpcrdma-proto --test fuzz
 
-step "bench tools: python3 unit tests (pool.py, rpc-profile-report.py)"
+step "bench tools: python3 unit tests (pool.py, rpc-profile-report.py, counts-report.py)"
 python3 -B -m unittest discover -s "$top/tools/testing/bench" -p 'test_*.py'
 
 step "docs-refs.py: python3 unit tests (its checks fail on planted bad references)"

@@ -26,6 +26,8 @@
 #     m-c-resp  metadata workloads, the same
 #     c-resp0, m-c-resp0  the same through run.sh --responder-baseline's
 #             build of the responder (port 20052), on request
+#     n-r2, n-c, n-r2-1k, n-c-1k  exact per-RPC event counts (counts.sh)
+#             of rpcrdma2 and the C client, default and 1 KiB sizes
 #
 # fio runs samples/fio/{randread-4k,seqread-1m,seqwrite-1m}.fio on each NFS
 # configuration, with the client's CPU time (/proc/stat) sampled inside
@@ -42,7 +44,7 @@
 #                 [--meta-files N] [--meta-dirsize N] [--meta-create N]
 #                 [--untar TARBALL] [--jobs 'JOBS...']
 #                 [--module-baseline KO (relative to the repository)]
-#                 [--profile]
+#                 [--profile] [--count-rpcs N]
 
 set -uo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -55,6 +57,7 @@ UNTAR=/src/target/bench/untar.tar
 JOBS=(randread-4k seqread-1m seqwrite-1m)
 PROFILE=0
 KO0_SRC=
+COUNT_RPCS=
 while (($#)); do
 	case $1 in
 	--repeats) REPEATS=$2; shift 2 ;;
@@ -71,6 +74,7 @@ while (($#)); do
 	--jobs) read -ra JOBS <<<"$2"; shift 2 ;;
 	--profile) PROFILE=1; shift ;;
 	--module-baseline) KO0_SRC=$SRC/$2; shift 2 ;;
+	--count-rpcs) COUNT_RPCS=$2; shift 2 ;;
 	*) tb_die "guest.sh: unknown argument $1" ;;
 	esac
 done
@@ -154,12 +158,15 @@ server_cpu_wait() {
 
 declare -A PROTO=([tcp]=tcp [c]=rdma [c-1k]=rdma [r2-1k]=rdma [r2]=rdma [r2-0]=rdma
 	[v2]=rdma [v2-inl]=rdma [c-resp]=rdma [c-resp0]=rdma
-	[m-tcp]=tcp [m-c]=rdma [m-r2]=rdma [m-v1]=rdma [m-v2]=rdma [m-c-resp]=rdma [m-c-resp0]=rdma)
+	[m-tcp]=tcp [m-c]=rdma [m-r2]=rdma [m-v1]=rdma [m-v2]=rdma [m-c-resp]=rdma [m-c-resp0]=rdma
+	[n-r2]=rdma [n-c]=rdma [n-r2-1k]=rdma [n-c-1k]=rdma)
 declare -A MODULE=([tcp]='' [c]=rpcrdma [c-1k]=rpcrdma [r2-1k]=rpcrdma2 [r2]=rpcrdma2 [r2-0]=rpcrdma2
 	[v2]=rpcrdma2 [v2-inl]=rpcrdma2 [c-resp]=rpcrdma [c-resp0]=rpcrdma
-	[m-tcp]='' [m-c]=rpcrdma [m-r2]=rpcrdma2 [m-v1]=rpcrdma2 [m-v2]=rpcrdma2 [m-c-resp]=rpcrdma [m-c-resp0]=rpcrdma)
+	[m-tcp]='' [m-c]=rpcrdma [m-r2]=rpcrdma2 [m-v1]=rpcrdma2 [m-v2]=rpcrdma2 [m-c-resp]=rpcrdma [m-c-resp0]=rpcrdma
+	[n-r2]=rpcrdma2 [n-c]=rpcrdma [n-r2-1k]=rpcrdma2 [n-c-1k]=rpcrdma)
 declare -A EXTRA=([tcp]='' [c]='' [c-1k]=$SMALL [r2-1k]=$SMALL [r2]='' [r2-0]='' [v2]='' [v2-inl]='' [c-resp]='' [c-resp0]=''
-	[m-tcp]='' [m-c]='' [m-r2]='' [m-v1]='' [m-v2]='' [m-c-resp]='' [m-c-resp0]='')
+	[m-tcp]='' [m-c]='' [m-r2]='' [m-v1]='' [m-v2]='' [m-c-resp]='' [m-c-resp0]=''
+	[n-r2]='' [n-c]='' [n-r2-1k]=$SMALL [n-c-1k]=$SMALL)
 # RDMA port: svcrdma, or the responder (server.sh) in version 2 or v1-only mode
 declare -A PORT=([m-v1]=20051 [m-v2]=20050 [v2]=20050 [v2-inl]=20050 [c-resp]=20051 [m-c-resp]=20051
 	[c-resp0]=20052 [m-c-resp0]=20052)
@@ -377,6 +384,12 @@ run_config() {
 # shellcheck source=meta.sh
 . "$SRC/tools/testing/bench/meta.sh"
 
+# --- exact per-RPC counts -------------------------------------------------------
+
+# shellcheck source=counts.sh
+. "$SRC/tools/testing/bench/counts.sh"
+[ -z "$COUNT_RPCS" ] || COUNTS_RPCS=$COUNT_RPCS
+
 # --- raw RDMA ----------------------------------------------------------------
 
 # run_perf NAME PORT REPEAT ARGS...: one perftest client run (retries the
@@ -453,6 +466,7 @@ tb_log "bench: repeats $REPEATS, runtime ${RUNTIME}s + ramp ${RAMP}s, file size 
 	echo "rpcrdma2.ko sha256 $(sha256sum <"$KO" | cut -d' ' -f1)"
 	! has r2-0 || echo "rpcrdma2.ko baseline (r2-0) sha256 $(sha256sum <"$KO0" | cut -d' ' -f1)"
 	((!PROFILE)) || echo "profiled: perf record -e cpu-clock -F 1000 -a -g ($(perf --version))"
+	echo "count_rpcs $COUNTS_RPCS count_warm $COUNTS_WARM"
 } >"$OUT/environment.txt" 2>&1
 
 srv_cpu_connect
@@ -466,6 +480,13 @@ for ((rep = 1; rep <= REPEATS; rep++)); do
 	for cfg in tcp c $r2pair c-1k r2-1k $resppair v2 v2-inl; do
 		has "$cfg" && run_config "$cfg" "$rep"
 	done
+	# the counts: rpcrdma2 and the C client next to each other, which
+	# first alternating
+	npair='n-r2 n-c n-r2-1k n-c-1k'
+	((rep % 2)) || npair='n-c n-r2 n-c-1k n-r2-1k'
+	for cfg in $npair; do
+		has "$cfg" && run_counts "$cfg" "$rep"
+	done
 	for vers in $META_VERS; do
 		for cfg in m-tcp m-c m-r2 m-v1 m-v2 m-c-resp m-c-resp0; do
 			has "$cfg" && run_meta "$cfg" "$vers" "$rep"
@@ -476,9 +497,11 @@ done
 # (a mount that would not go away keeps rpcrdma2 busy; the guest powers off)
 ! loaded rpcrdma2 || (tb_rmmod rpcrdma2) || tb_log "rmmod rpcrdma2 failed"
 loaded rpcrdma && { (tb_rmmod rpcrdma) || tb_log "rmmod rpcrdma failed"; }
-tb_log "bench: done ($(($(wc -l <"$RUNS") - 1)) runs recorded)"
+tb_log "bench: done ($(($(wc -l <"$RUNS") - 1)) runs recorded$([ ! -f "$OUT/counts.tsv" ] || echo ", $(($(wc -l <"$OUT/counts.tsv") - 1)) counts runs"))"
 if ((FAILED)); then
 	tb_log "bench: FAILED: $FAILED runs did not produce a number:"
 	awk -F'\t' 'NR > 1 && $5 != "ok" {print "    " $2 " " $3 " repeat " $4 ": " $5}' "$RUNS"
+	[ ! -f "$OUT/counts.tsv" ] ||
+		awk -F'\t' 'NR > 1 && $3 != "ok" {print "    " $1 " repeat " $2 ": " $3}' "$OUT/counts.tsv"
 	exit 1
 fi

@@ -6,7 +6,8 @@
 # plus raw perftest between the same two guests, and metadata workloads
 # (stat, ls -l, create/remove, untar) over NFS/TCP, the C client and
 # rpcrdma2 to svcrdma and rpcrdma2 through the responder in versions 1 and
-# 2, with the client's and the server's CPU time per operation, in one
+# 2, with the client's and the server's CPU time per operation, and on request exact
+# per-RPC event counts of rpcrdma2 and the C client (counts.sh), in one
 # testbed boot; then a table (mean, spread, ratios), a PNG chart and
 # JSON/CSV results.
 # See Documentation/benchmarks.rst.
@@ -31,7 +32,8 @@ and write iodepth 4, direct I/O, NFSv4.1) over NFS/TCP, the C client
 perftest ib_write_bw/ib_read_bw/ib_send_lat, and the metadata workloads
 (tools/testing/bench/meta.sh); N repeats of each.
 
-configurations (--configs; 'fio' and 'meta' stand for their groups):
+configurations (--configs; 'fio', 'meta' and 'counts' stand for their
+groups):
   raw    perftest              m-tcp  metadata over NFS/TCP
   tcp    fio, NFS/TCP          m-c    metadata, C client to svcrdma
   c      fio, C client         m-r2   metadata, rpcrdma2 to svcrdma
@@ -48,6 +50,11 @@ configurations (--configs; 'fio' and 'meta' stand for their groups):
   v2     fio, rpcrdma2 through the responder, version 2 (not in 'fio')
   v2-inl fio, the same with frwr=N: Message Continuation instead of
          chunks (not in 'fio')
+  n-r2, n-c, n-r2-1k, n-c-1k  ('counts', not in the default) exact
+         per-RPC event counts (lock acquisitions, XID lookups, CQ work
+         runs, doorbells, completions, copies, ...) of rpcrdma2 and the
+         C client at the default sizes and at 1 KiB, over a fixed number
+         of READs (tools/testing/bench/counts.sh; report DIR/counts.txt)
 
 options:
   --repeats N        repeats per job (default 3)
@@ -55,7 +62,8 @@ options:
   --ramp S           unmeasured fio warm-up seconds per job (default 2)
   --size SIZE        size of each fio file on the server (default 128m)
   --lat-iters N      ib_send_lat iterations (default 2000)
-  --configs 'LIST'   subset of the above (default: all: 'fio meta')
+  --configs 'LIST'   subset of the above (default: all but 'counts' and
+                     those marked: 'fio meta')
   --jobs 'LIST'      fio jobs of samples/fio/ to run (default: all three:
                      'randread-4k seqread-1m seqwrite-1m')
   --meta-vers 'V..'  NFS versions of the metadata workloads (default 4.1;
@@ -73,6 +81,7 @@ options:
   --responder-baseline BIN  also run responder binary BIN (e.g. a build
                      of an older commit) on port 20052 --v1-only, for
                      c-resp0 and m-c-resp0: before and after in one boot
+  --count-rpcs N     READ RPCs each counts run measures (default 2000)
   --module-baseline KO  also load rpcrdma2 module KO (e.g. a build of an
                      older commit, against the testbed kernel) for r2-0:
                      the module before and after in one boot
@@ -99,15 +108,17 @@ options:
   -h, --help         this text
 
 Writes DIR/bench.txt (the table), DIR/bench.json, DIR/bench.csv,
-DIR/bench.png (and with --profile DIR/hotspots.txt); the raw outputs are
-in DIR/testbed/client/bench/.
+DIR/bench.png (and with --profile DIR/hotspots.txt, with 'counts'
+DIR/counts.txt and counts.json); the raw outputs are in
+DIR/testbed/client/bench/.
 Exit status: the testbed run's, or 1 if any selected configuration has a
 run without a number (the report names them).
 EOF
 }
 
 FIO_CONFIGS='raw tcp c c-1k r2-1k r2 c-resp' META_CONFIGS='m-tcp m-c m-r2 m-v1 m-v2 m-c-resp'
-repeats=3 runtime=10 ramp=2 size=128m lat_iters=2000 configs='fio meta'
+COUNTS_CONFIGS='n-r2 n-c n-r2-1k n-c-1k'
+repeats=3 runtime=10 ramp=2 size=128m lat_iters=2000 configs='fio meta' count_rpcs=2000
 jobs='randread-4k seqread-1m seqwrite-1m'
 meta_vers=4.1 meta_files=3000 meta_dirsize=1000 meta_create=300
 untar_dirs='fs/nfs net/sunrpc' linux_src=''
@@ -120,6 +131,7 @@ while (($#)); do
 	--ramp) ramp=${2:?}; shift 2 ;;
 	--size) size=${2:?}; shift 2 ;;
 	--lat-iters) lat_iters=${2:?}; shift 2 ;;
+	--count-rpcs) count_rpcs=${2:?}; shift 2 ;;
 	--configs) configs=${2:?}; shift 2 ;;
 	--jobs) jobs=${2:?}; shift 2 ;;
 	--meta-vers) meta_vers=${2:?}; shift 2 ;;
@@ -139,7 +151,7 @@ while (($#)); do
 	*) echo "${0##*/}: unknown argument $1" >&2; usage >&2; exit 2 ;;
 	esac
 done
-for v in repeats runtime lat_iters meta_files meta_dirsize meta_create ${timeout:+timeout}; do
+for v in repeats runtime lat_iters count_rpcs meta_files meta_dirsize meta_create ${timeout:+timeout}; do
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] ||
 		{ echo "${0##*/}: --${v//_/-}: not a positive number: ${!v}" >&2; exit 2; }
 done
@@ -155,9 +167,10 @@ for c in $configs; do
 	case $c in
 	fio) expanded+=" $FIO_CONFIGS" ;;
 	meta) expanded+=" $META_CONFIGS" ;;
+	counts) expanded+=" $COUNTS_CONFIGS" ;;
 	v2 | v2-inl | c-resp0 | m-c-resp0 | r2-0) expanded+=" $c" ;;
 	*)
-		[[ " $FIO_CONFIGS $META_CONFIGS " == *" $c "* ]] ||
+		[[ " $FIO_CONFIGS $META_CONFIGS $COUNTS_CONFIGS " == *" $c "* ]] ||
 			{ echo "${0##*/}: unknown config $c" >&2; exit 2; }
 		expanded+=" $c" ;;
 	esac
@@ -203,8 +216,18 @@ fi
 ensure_plotting
 
 report() { # DIR
-	local rc=0
-	"$PY" "$HERE/report.py" "$1" || rc=$?
+	local rc=0 crc=0
+	# (a run of counts configurations only has no line in runs.tsv)
+	if [ "$(wc -l <"$1/testbed/client/bench/runs.tsv")" -gt 1 ] ||
+		[ ! -f "$1/testbed/client/bench/counts.tsv" ]; then
+		"$PY" "$HERE/report.py" "$1" || rc=$?
+	fi
+	# the exact per-RPC counts (configurations n-*): exit 3 if a run has
+	# no numbers, as report.py
+	if [ -f "$1/testbed/client/bench/counts.tsv" ]; then
+		"$PY" "$HERE/counts-report.py" "$1" || crc=$?
+		((rc != 0 || crc == 0)) || rc=$crc
+	fi
 	# --profile with rpcrdma2: where inside the module the time went
 	if compgen -G "$1/testbed/client/bench/fio.*.perf-ips.gz" >/dev/null; then
 		"$PY" "$HERE/hotspots.py" "$1" || log "WARNING: hotspots.py failed (exit $?)"
@@ -290,9 +313,9 @@ results=$(cd "$results" && pwd)
 	[ -z "$mod_base" ] || echo "rpcrdma2.ko baseline (r2-0) $mod_base sha256 $(sha256sum <target/bench/rpcrdma2-baseline.ko | cut -d' ' -f1) built $(date -r "$mod_base" '+%F %T %Z')"
 } >"$results/build-info.txt"
 
-ncfg=0 raw=0 nmeta=0
+ncfg=0 raw=0 nmeta=0 ncounts=0
 for c in $configs; do
-	case $c in raw) raw=1 ;; m-*) nmeta=$((nmeta + 1)) ;; *) ncfg=$((ncfg + 1)) ;; esac
+	case $c in raw) raw=1 ;; m-*) nmeta=$((nmeta + 1)) ;; n-*) ncounts=$((ncounts + 1)) ;; *) ncfg=$((ncfg + 1)) ;; esac
 done
 nmeta=$((nmeta * $(wc -w <<<"$meta_vers")))
 # Bound (about twice the expected time; Documentation/testing.rst,
@@ -311,6 +334,10 @@ if [ -z "$timeout" ]; then
 	# r2-0: two more module switches per repeat (an older build may run
 	# its KUnit suites when loaded)
 	[[ " $configs " == *" r2-0 "* ]] && timeout=$((timeout + repeats * 30))
+	# counts: per run a mount, a warm-up, placing the probes (ftrace
+	# patches the kernel's text for each), the measured READs at about
+	# 25 ms each under the probes, and the reading
+	timeout=$((timeout + repeats * ncounts * (90 + count_rpcs * 25 / 1000)))
 	# --profile: perf writes and reports both guests' data after each run
 	((!profile)) || timeout=$((timeout + repeats * ncfg * njobs * 40))
 	# metadata: per configuration and repeat 6 mounts, the restat pause,
@@ -349,6 +376,7 @@ tools/testing/vm/run.sh --timeout "$timeout" --results "$tb" --server-script "$s
 	tools/testing/bench/guest.sh --repeats "$repeats" --runtime "$runtime" --ramp "$ramp" \
 	--size "$size" --lat-iters "$lat_iters" --configs "$configs" --jobs "$jobs" --meta-vers "$meta_vers" \
 	--meta-files "$meta_files" --meta-dirsize "$meta_dirsize" --meta-create "$meta_create" \
+	--count-rpcs "$count_rpcs" \
 	${mod_base:+--module-baseline target/bench/rpcrdma2-baseline.ko} \
 	$( ((profile)) && echo --profile) || rc=$?
 kill "$loadpid" 2>/dev/null || true
@@ -367,5 +395,8 @@ case $rrc in
 	((rc != 0)) || rc=1 ;;
 *) die "report failed (exit $rrc)" ;;
 esac
-log "results: $results/bench.txt bench.json bench.csv bench.png"
+if [ "$(wc -l <"$tb/client/bench/runs.tsv")" -gt 1 ]; then
+	log "results: $results/bench.txt bench.json bench.csv bench.png"
+fi
+[ ! -f "$tb/client/bench/counts.tsv" ] || log "counts: $results/counts.txt counts.json counts-functions.txt"
 exit "$rc"
