@@ -62,8 +62,8 @@ options:
   --ramp S           unmeasured fio warm-up seconds per job (default 2)
   --size SIZE        size of each fio file on the server (default 128m)
   --lat-iters N      ib_send_lat iterations (default 2000)
-  --configs 'LIST'   subset of the above (default: all but 'counts' and
-                     those marked: 'fio meta')
+  --configs 'LIST'   subset of the above (default: all but those marked:
+                     'counts fio meta')
   --jobs 'LIST'      fio jobs of samples/fio/ to run (default: all three:
                      'randread-4k seqread-1m seqwrite-1m')
   --meta-vers 'V..'  NFS versions of the metadata workloads (default 4.1;
@@ -118,7 +118,7 @@ EOF
 
 FIO_CONFIGS='raw tcp c c-1k r2-1k r2 c-resp' META_CONFIGS='m-tcp m-c m-r2 m-v1 m-v2 m-c-resp'
 COUNTS_CONFIGS='n-r2 n-c n-r2-1k n-c-1k'
-repeats=3 runtime=10 ramp=2 size=128m lat_iters=2000 configs='fio meta' count_rpcs=2000
+repeats=3 runtime=10 ramp=2 size=128m lat_iters=2000 configs='counts fio meta' count_rpcs=2000
 jobs='randread-4k seqread-1m seqwrite-1m'
 meta_vers=4.1 meta_files=3000 meta_dirsize=1000 meta_create=300
 untar_dirs='fs/nfs net/sunrpc' linux_src=''
