@@ -15,6 +15,9 @@
 //! | [`print::ratelimit`] | rate-limited printing (`pr_*_ratelimited`) | the kernel crate's rate-limited print macros, once there |
 //! | [`params`] | parameters in `module!` (the C side declares them in `shim.c`) | `module!` parameters (`rust/kernel/module_param.rs`, after 6.12; needs `bool`) |
 //! | [`init`] | `kernel::init::{PinInit, init_array_from_fn}` are not in `kernel::init` on 7.3 | `pin_init::...` |
+//! | [`fmt`] | 7.3's print macros take `kernel::fmt::Display` for `{}` | `kernel::fmt::Display` impls |
+//! | [`vec`] | `KVec::set_len` (6.12) is `KVec::clear`/`inc_len` on 7.3 | `KVec::clear` |
+//! | [`ib`] | `ib_device_attr` limits are `int` on 6.12, `u32` on 7.3 | `u32` accessors |
 //! | [`rpcrdma2_module!`] | `module!`'s `author:` is `authors: [..]` on 7.3 | `module!` with `authors` |
 //!
 //! Items that differ between 6.12 and 7.3 are chosen by the cfg
@@ -26,6 +29,8 @@
 //! locks) or `PAGE_SIZE` (`kernel::page`).
 
 pub mod errno;
+pub mod fmt;
+pub mod ib;
 pub mod init;
 // The KUnit kit: in the KUnit variant only, before the suites that use its
 // macros.
@@ -34,6 +39,7 @@ pub mod init;
 pub mod kunit;
 pub mod params;
 pub mod print;
+pub mod vec;
 
 /// `module!` with one author: the key is `author` on 6.12 and `authors` (a
 /// list) on 7.3. The values pass through as single tokens (`tt`), which
