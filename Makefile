@@ -29,17 +29,33 @@
 #   make clean           remove the build products
 #   make help            this list
 #
+# KERNEL=next (or another variant of tools/testing/kernel/build.sh): the
+# kernel-side targets (kernel, modules, modules-kunit, clippy, check, ...)
+# build for and run on that testbed kernel, Linux 7.3 for next, with the
+# module in build/next/; KDIR=<dir> builds against any 6.12 or 7.3 tree
+# (clang/LLVM follows the tree's CONFIG_CLANG_VERSION).
 # make install: INSTALL_MOD_PATH= and DESTDIR= stage it under another root.
 # make fuzz: FUZZ_TARGETS chooses the targets.
 
-# Default KDIR: the testbed kernel cached outside the repository; the
-# debug variant's for the *-debug targets.
-KDIR ?= $(shell tools/testing/kernel/build.sh --variant default --kdir)
+# KERNEL: the testbed kernel variant to build for (tools/testing/lib.sh
+# has the table): default (Linux 6.12), debug, next (Linux 7.3). Default
+# KDIR: that variant's kernel, cached outside the repository; the debug
+# variant's for the *-debug targets.
+KERNEL ?= default
+KDIR ?= $(shell tools/testing/kernel/build.sh --variant $(KERNEL) --kdir)
 KDIR_DEBUG ?= $(shell tools/testing/kernel/build.sh --variant debug --kdir)
-LLVM ?= -15
+# clang/LLVM: the version KDIR was built with (6.12's testbed kernel uses
+# clang-15, 7.3's clang-19), -15 without a configured KDIR. A versioned LLVM
+# also picks the libclang bindgen loads.
+ifeq ($(origin LLVM),undefined)
+KDIR_CLANG := $(shell sed -n 's/^CONFIG_CLANG_VERSION=\([1-9][0-9]*\)[0-9]\{4\}$$/\1/p' $(KDIR)/.config 2>/dev/null)
+LLVM := -$(or $(KDIR_CLANG),15)
+endif
 RUSTC ?= /usr/bin/rustc
 BINDGEN ?= $(shell command -v bindgen 2>/dev/null || echo $(HOME)/.cargo/bin/bindgen)
-export LIBCLANG_PATH ?= /usr/lib/llvm-15/lib
+ifneq ($(filter -%,$(LLVM)),)
+export LIBCLANG_PATH := /usr/lib/llvm$(LLVM)/lib
+endif
 
 CLIPPY_DRIVER ?= /usr/bin/clippy-driver
 
@@ -50,13 +66,27 @@ ifneq ($(filter -%,$(LLVM)),)
 KMAKE_LLVM = CC=clang$(LLVM) LD=ld.lld$(LLVM)
 endif
 
-KMAKE = $(MAKE) -C $(KDIR) M=$(CURDIR) LLVM=$(LLVM) $(KMAKE_LLVM) RUSTC=$(RUSTC) BINDGEN=$(BINDGEN)
+# The module for the default kernel is built in the tree (rpcrdma2.ko);
+# for another KERNEL from a copy of the sources in build/KERNEL (Kbuild
+# writes objects next to their sources, so builds for two kernels cannot
+# share a directory; tools/testing/lib.sh module_ko says where the testbed
+# finds each).
+ifeq ($(KERNEL),default)
+MOD_BUILD := .
+else
+MOD_BUILD := build/$(KERNEL)
+endif
+KMAKE = $(MAKE) -C $(KDIR) M=$(abspath $(MOD_BUILD)) LLVM=$(LLVM) $(KMAKE_LLVM) RUSTC=$(RUSTC) \
+	BINDGEN=$(BINDGEN)
 
 # The KUnit variant is built from a copy of the module's sources in
-# KUNIT_BUILD (Kbuild writes objects next to their sources, so the two
-# variants cannot share a directory); the copy keeps mtimes, so rebuilds
-# are incremental.
+# KUNIT_BUILD (build/kunit, or build/kunit-KERNEL); the copy keeps mtimes,
+# so rebuilds are incremental.
+ifeq ($(KERNEL),default)
 KUNIT_BUILD := build/kunit
+else
+KUNIT_BUILD := build/kunit-$(KERNEL)
+endif
 KMAKE_KUNIT = $(MAKE) -C $(KDIR) M=$(CURDIR)/$(KUNIT_BUILD) LLVM=$(LLVM) $(KMAKE_LLVM) RUSTC=$(RUSTC) \
 	BINDGEN=$(BINDGEN) RPCRDMA2_KUNIT=1
 
@@ -81,7 +111,7 @@ define check-kdir
 	@test -f $(1)/Makefile || { echo "error: no kernel build tree at $(1): run 'make $(2)' or pass KDIR=/KDIR_DEBUG=" >&2; exit 1; }
 endef
 
-.PHONY: all modules modules-kunit kunit-tree clippy clippy-kunit install kernel check demo bench \
+.PHONY: all modules modules-kunit mod-tree kunit-tree clippy clippy-kunit install kernel check demo bench \
 	host-test kunit integration fuzz soak clean kernel-debug modules-debug modules-kunit-debug \
 	check-debug check-long help modules-intree
 
@@ -90,12 +120,19 @@ all: modules
 help:
 	@sed -n 's/^#   \(make.*\)/\1/p' $(firstword $(MAKEFILE_LIST))
 
-modules:
-	@test -f $(KDIR)/Makefile || { echo "error: no kernel build tree at KDIR=$(KDIR): run 'make kernel' or pass KDIR=" >&2; exit 1; }
+# mod-tree: KDIR is a kernel build tree, and the copy of the sources in
+# MOD_BUILD is current (for KERNEL other than default).
+mod-tree:
+	@test -f $(KDIR)/Makefile || { echo "error: no kernel build tree at KDIR=$(KDIR): run 'make kernel KERNEL=$(KERNEL)' or pass KDIR=" >&2; exit 1; }
+ifneq ($(MOD_BUILD),.)
+	$(call copy-tree,$(MOD_BUILD))
+endif
+
+modules: mod-tree
 	$(KMAKE) modules
 
 kunit-tree:
-	@test -f $(KDIR)/Makefile || { echo "error: no kernel build tree at KDIR=$(KDIR): run 'make kernel' or pass KDIR=" >&2; exit 1; }
+	@test -f $(KDIR)/Makefile || { echo "error: no kernel build tree at KDIR=$(KDIR): run 'make kernel KERNEL=$(KERNEL)' or pass KDIR=" >&2; exit 1; }
 	$(call copy-tree,$(KUNIT_BUILD))
 
 modules-kunit: kunit-tree
@@ -107,8 +144,7 @@ clippy-kunit: kunit-tree
 
 # clippy-driver must match the kernel's rustc (Debian: rust-web-clippy);
 # .clippy.toml here is the kernel's configuration with the module's MSRV.
-clippy:
-	@test -f $(KDIR)/Makefile || { echo "error: no kernel build tree at KDIR=$(KDIR): run 'make kernel' or pass KDIR=" >&2; exit 1; }
+clippy: mod-tree
 	@test -x $(CLIPPY_DRIVER) || { echo "error: no clippy-driver at $(CLIPPY_DRIVER) (Debian package rust-web-clippy)" >&2; exit 1; }
 	$(KMAKE) CLIPPY=1 CLIPPY_DRIVER=$(CLIPPY_DRIVER) CLIPPY_CONF_DIR=$(CURDIR) modules
 
@@ -124,7 +160,7 @@ install: modules
 	install -D -m 0644 samples/modprobe.d/rpcrdma2.conf $(DESTDIR)$(MODPROBE_D)/rpcrdma2.conf
 
 kernel:
-	tools/testing/kernel/build.sh
+	tools/testing/kernel/build.sh --variant $(KERNEL)
 
 kernel-debug:
 	tools/testing/kernel/build.sh --variant debug
@@ -148,7 +184,7 @@ check-debug:
 	tools/testing/check.sh kernel-debug module-debug kunit-debug integration-debug
 
 check:
-	tools/testing/check.sh
+	tools/testing/check.sh --kernel $(KERNEL)
 
 check-long:
 	tools/testing/check.sh integration-long
@@ -200,6 +236,6 @@ fuzz:
 	fuzz/fuzz.sh long $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 clean:
-	@if test -f $(KDIR)/Makefile; then $(KMAKE) clean; fi
+	@if test -f $(KDIR)/Makefile; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi
 	rm -f rpcrdma/bindings_generated.rs
-	rm -rf $(KUNIT_BUILD) $(DEBUG_BUILD) $(KUNIT_DEBUG_BUILD)
+	rm -rf build

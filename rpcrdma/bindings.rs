@@ -6,9 +6,18 @@
 //! from `rpcrdma/bindings.h`; the output is a build product and is not
 //! committed. Only the wrapper modules (`sunrpc`, `ib`) use these directly.
 
+// Besides clippy::all, the lints 7.3's kernel Makefile adds (cast_lossless,
+// ptr_as_ptr, ...) fire on bindgen's output (bitfield accessors, casts in
+// generated helpers): allowed here, for both kernels.
 #[allow(
     dead_code,
     clippy::all,
+    clippy::as_ptr_cast_mut,
+    clippy::as_underscore,
+    clippy::cast_lossless,
+    clippy::ptr_as_ptr,
+    clippy::ptr_cast_constness,
+    clippy::ref_as_ptr,
     clippy::undocumented_unsafe_blocks,
     missing_docs,
     non_camel_case_types,

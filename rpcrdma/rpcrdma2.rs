@@ -46,7 +46,7 @@ pub mod proto;
 #[cfg(rpcrdma2_kunit)]
 mod tests;
 
-module! {
+rpcrdma2_module! {
     type: Rpcrdma2,
     name: "rpcrdma2",
     author: "The rpcrdma2 developers",

@@ -4,6 +4,9 @@
  *
  * struct xprt_class ends in a flexible array of netid strings terminated by
  * an empty string; that static is easiest (and clearest) in C.
+ *
+ * RPCRDMA2_KERNEL_7_3 (Kbuild: Linux 7.3 or later) selects what differs
+ * from 6.12; Documentation/design.rst, "Linux 7.3", says why.
  */
 #include <linux/module.h>
 #include <linux/sunrpc/clnt.h>
@@ -197,9 +200,18 @@ void rpcrdma2_shim_init_delayed_work(struct delayed_work *dwork,
 	INIT_DELAYED_WORK(dwork, fn);
 }
 
+/*
+ * The connect worker runs on the unbound workqueue for long work, as the C
+ * client's: system_long_wq on 6.12, system_dfl_long_wq on 7.3 (where
+ * system_long_wq is the per-CPU one).
+ */
 void rpcrdma2_shim_queue_delayed_work(struct delayed_work *dwork, unsigned long delay)
 {
+#ifdef RPCRDMA2_KERNEL_7_3
+	queue_delayed_work(system_dfl_long_wq, dwork, delay);
+#else
 	queue_delayed_work(system_long_wq, dwork, delay);
+#endif
 }
 
 void rpcrdma2_shim_cancel_delayed_work(struct delayed_work *dwork)
@@ -265,20 +277,45 @@ bool rpcrdma2_shim_bc_has_service(struct rpc_xprt *xprt)
  * the preallocated requests of the socket transports: marked in use (so
  * that xprt_release() gives it back through ->bc_free_rqst), a transport
  * reference for the request, queued, an idle callback thread woken.
+ * Returns false, the request still the caller's, when there is no service.
+ *
+ * On 7.3 the NFS client clears bc_serv under bc_pa_lock before it destroys
+ * the service (xprt_svc_shutdown_bc()), and xprt_enqueue_bc_request()
+ * queues under that lock: so does this (that function is not used because
+ * without a service it frees the request itself).
  */
+static void rpcrdma2_bc_enqueue(struct rpc_rqst *rqst, struct svc_serv *serv)
+{
+	set_bit(RPC_BC_PA_IN_USE, &rqst->rq_bc_pa_state);
+	xprt_get(rqst->rq_xprt);
+	lwq_enqueue(&rqst->rq_bc_list, &serv->sv_cb_list);
+	svc_pool_wake_idle_thread(&serv->sv_pools[0]);
+}
+
+#ifdef RPCRDMA2_KERNEL_7_3
 bool rpcrdma2_shim_bc_queue(struct rpc_rqst *rqst)
 {
 	struct rpc_xprt *xprt = rqst->rq_xprt;
-	struct svc_serv *serv = READ_ONCE(xprt->bc_serv);
+	struct svc_serv *serv;
+
+	spin_lock(&xprt->bc_pa_lock);
+	serv = xprt->bc_serv;
+	if (serv)
+		rpcrdma2_bc_enqueue(rqst, serv);
+	spin_unlock(&xprt->bc_pa_lock);
+	return serv != NULL;
+}
+#else
+bool rpcrdma2_shim_bc_queue(struct rpc_rqst *rqst)
+{
+	struct svc_serv *serv = READ_ONCE(rqst->rq_xprt->bc_serv);
 
 	if (!serv)
 		return false;
-	set_bit(RPC_BC_PA_IN_USE, &rqst->rq_bc_pa_state);
-	xprt_get(xprt);
-	lwq_enqueue(&rqst->rq_bc_list, &serv->sv_cb_list);
-	svc_pool_wake_idle_thread(&serv->sv_pools[0]);
+	rpcrdma2_bc_enqueue(rqst, serv);
 	return true;
 }
+#endif
 #else
 bool rpcrdma2_shim_rqst_is_bc(struct rpc_rqst *rqst)
 {

@@ -216,7 +216,7 @@ fn frwr_sizing_of_the_device() -> TestResult {
     let Some((caps, s)) = crate::conn::frwr_sizing(&dev) else {
         kernel::kunit::err(format_args!(
             "    # device {} cannot register chunks\n",
-            dev.name()
+            dev.name().to_str().unwrap_or("(not UTF-8)")
         ));
         return Err(TestFailure);
     };

@@ -137,8 +137,17 @@ void rpcrdma2_trace_bc_reply(u32 conn, u32 xid, u32 vers, u32 len,
 	trace_rpcrdma2_bc_reply(conn, xid, vers, len, outcome);
 }
 
-/* The static keys Rust reads (see trace_shim.h). */
-#define KEY(ev) [RPCRDMA2_TP_##ev] = &__tracepoint_rpcrdma2_##ev.key.enabled
+/*
+ * The static keys Rust reads (see trace_shim.h): struct tracepoint holds a
+ * struct static_key on 6.12 and a struct static_key_false (which wraps
+ * one) on 7.3.
+ */
+#ifdef RPCRDMA2_KERNEL_7_3
+#define TP_STATIC_KEY(ev) (&__tracepoint_rpcrdma2_##ev.key.key)
+#else
+#define TP_STATIC_KEY(ev) (&__tracepoint_rpcrdma2_##ev.key)
+#endif
+#define KEY(ev) [RPCRDMA2_TP_##ev] = &TP_STATIC_KEY(ev)->enabled
 const atomic_t *const rpcrdma2_trace_keys[RPCRDMA2_TP_COUNT] = {
 	KEY(connect), KEY(connect_error), KEY(disconnect), KEY(pvtdata),
 	KEY(version), KEY(connprop), KEY(credits), KEY(marshal), KEY(reply),

@@ -7,6 +7,7 @@
 //! the send path does not allocate.
 
 use crate::backchannel::Backchannel;
+use crate::compat::init::PinInit;
 use crate::conn::why::Why;
 use crate::conn::{Conn, ConnStats, ProtoState};
 use crate::proto;
@@ -24,7 +25,6 @@ use core::sync::atomic::{
     Ordering::{Relaxed, SeqCst},
 };
 use kernel::alloc::{flags::GFP_KERNEL, KBox, KVec};
-use kernel::init::PinInit;
 use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::sync::{Arc, SpinLock};

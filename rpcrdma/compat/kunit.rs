@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! KUnit suites in Rust for Linux 6.12.
+//! KUnit suites in Rust for Linux 6.12 (and 7.3, with the same suites).
 //!
 //! 6.12 has no `#[kunit_tests]` (it arrived in 6.15), so [`kunit_suite!`]
 //! builds what `kunit_test_suites()` builds in C: a zero-terminated
 //! `kunit_case` array, a `kunit_suite` pointing at it, and a pointer to the
 //! suite in the `.kunit_test_suites` section, which KUnit runs when the
 //! module is loaded and reports as KTAP in the kernel log.
+//!
+//! On 7.3 (`rpcrdma2_kernel_7_3`) only `generate_params` differs: it takes
+//! the running test first; the structures' new fields stay zero, as a C
+//! designated initialiser leaves them.
 //!
 //! A test case is a plain `fn() -> TestResult`. The [`kassert!`] and
 //! [`kassert_eq!`] macros print a KUnit-style failure message and return
@@ -202,7 +206,24 @@ macro_rules! kunit_table_suite {
             ///
             /// Called by KUnit with its previous parameter and a
             /// `KUNIT_PARAM_DESC_SIZE` buffer.
+            #[cfg(not(rpcrdma2_kernel_7_3))]
             unsafe extern "C" fn params(
+                prev: *const core::ffi::c_void,
+                desc: *mut kernel::ffi::c_char,
+            ) -> *const core::ffi::c_void {
+                // SAFETY: KUnit honours `table_next`'s contract.
+                unsafe { $crate::compat::kunit::table_next(TABLE, prev, desc) }
+            }
+
+            /// `generate_params` over the table (7.3 passes the test first).
+            ///
+            /// # Safety
+            ///
+            /// Called by KUnit with its previous parameter and a
+            /// `KUNIT_PARAM_DESC_SIZE` buffer.
+            #[cfg(rpcrdma2_kernel_7_3)]
+            unsafe extern "C" fn params(
+                _test: *mut kunit,
                 prev: *const core::ffi::c_void,
                 desc: *mut kernel::ffi::c_char,
             ) -> *const core::ffi::c_void {

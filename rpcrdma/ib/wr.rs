@@ -13,10 +13,10 @@ use super::dma::DmaBuf;
 use super::mr::Mr;
 use super::verbs::Pd;
 use crate::bindings;
+use crate::compat::init::init_array_from_fn;
 use core::convert::Infallible;
 use core::marker::PhantomData;
 use kernel::alloc::Flags;
-use kernel::init::init_array_from_fn;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 

@@ -20,10 +20,10 @@
 use super::rqst::Rqst;
 use super::xprt::{spin_lock, spin_unlock, Xprt};
 use crate::bindings;
+use crate::compat::init::PinInit;
 use core::pin::Pin;
 use core::ptr::{addr_of_mut, NonNull};
 use kernel::alloc::{flags::GFP_KERNEL, KBox};
-use kernel::init::PinInit;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 

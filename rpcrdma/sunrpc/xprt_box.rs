@@ -18,10 +18,10 @@ use super::transport::destroy;
 use super::transport::{connect_worker, keepalive_worker, OpsTable, Transport};
 use super::xprt::{spin_lock, spin_unlock, Xprt};
 use crate::bindings;
+use crate::compat::init::PinInit;
 use core::marker::PhantomData;
 use core::ptr::{addr_of_mut, NonNull};
 use core::sync::atomic::{AtomicUsize, Ordering};
-use kernel::init::PinInit;
 use kernel::prelude::*;
 use kernel::types::Opaque;
 

@@ -9,16 +9,32 @@
 #                            long tier of the integration tests, and the debug
 #                            kernel's: kernel-debug module-debug kunit-debug
 #                            integration-debug)
+#   check.sh --kernel NAME [PHASE...]
+#                            make check's phases (and integration-long) on
+#                            another testbed kernel variant: next (Linux 7.3;
+#                            make check KERNEL=next); its module and KUnit
+#                            variant are build/NAME/ and build/kunit-NAME/
 #
 # A phase whose prerequisite phase failed is reported as failed too (never
 # silently skipped).  Ends with a "N passed, N failed" line; exits non-zero
 # if anything failed.
 
 set -uo pipefail
-# The phases name their kernel variant themselves.
-export RPCRDMA2_KERNEL_VARIANT=default
+# make check's phases run on the kernel variant --kernel names (default:
+# default); the *-debug phases name theirs themselves.
+kernel=default
+if [ "${1:-}" = --kernel ]; then
+	kernel=${2:?--kernel needs a kernel variant}
+	shift 2
+fi
+export RPCRDMA2_KERNEL_VARIANT=$kernel
 . "$(dirname "$0")/lib.sh"
 cd "$RPCRDMA2_TOP"
+variant_known "$kernel" || die "no kernel variant '$kernel' (have: ${RPCRDMA2_KERNEL_VARIANTS[*]})"
+[ "$kernel" != debug ] || die "the debug kernel has its own phases: check.sh kernel-debug module-debug kunit-debug integration-debug"
+# Where the module for this kernel is built (Makefile MOD_BUILD, KUNIT_BUILD).
+if [ "$kernel" = default ]; then mod_build=. kunit_build=build/kunit
+else mod_build=build/$kernel kunit_build=build/kunit-$kernel; fi
 
 # The kernel phase comes first: it installs the toolchain and unpacks the
 # kernel source, whose tools/testing/kunit/kunit.py the host phase's KTAP
@@ -66,22 +82,24 @@ phase_host() {
 }
 
 phase_kernel() {
-	tools/testing/kernel/build.sh >/dev/null
+	tools/testing/kernel/build.sh --variant "$kernel" >/dev/null
 }
 
 phase_module() {
+	local ko
+	ko=$(module_ko "$kernel")
 	step "module prerequisites (Debian packages, lib.sh MODULE_DEBS)" ensure_debs "${MODULE_DEBS[@]}"
-	step "module under clippy (kernel lints)" make -s clippy
-	step "module" make -s modules
-	[ -f rpcrdma2.ko ] || die "make modules produced no rpcrdma2.ko"
-	step "module stack frames" tools/testing/stack-check.sh rpcrdma/rpcrdma2.o
+	step "module under clippy (kernel lints)" make -s KERNEL="$kernel" clippy
+	step "module" make -s KERNEL="$kernel" modules
+	[ -f "$ko" ] || die "make modules produced no $ko"
+	step "module stack frames" tools/testing/stack-check.sh "$mod_build/rpcrdma/rpcrdma2.o"
 	# The production module carries no test code (Kbuild, RPCRDMA2_KUNIT).
 	step "no KUnit suites in the production module" \
-		bash -c '! nm rpcrdma2.ko | grep -E "kunit|selftest|listen"'
-	# The KUnit variant the kunit phase loads (build/kunit/rpcrdma2.ko).
-	step "KUnit variant under clippy (kernel lints)" make -s clippy-kunit
-	step "KUnit variant" make -s modules-kunit
-	step "KUnit variant stack frames" tools/testing/stack-check.sh build/kunit/rpcrdma/rpcrdma2.o
+		bash -c '! nm "$1" | grep -E "kunit|selftest|listen"' _ "$ko"
+	# The KUnit variant the kunit phase loads (module_ko VARIANT kunit).
+	step "KUnit variant under clippy (kernel lints)" make -s KERNEL="$kernel" clippy-kunit
+	step "KUnit variant" make -s KERNEL="$kernel" modules-kunit
+	step "KUnit variant stack frames" tools/testing/stack-check.sh "$kunit_build/rpcrdma/rpcrdma2.o"
 	step "make install (staged)" tools/testing/install-check.sh
 	step "dkms build" tools/testing/dkms-check.sh
 	# Kconfig's SUNRPC_XPRT_RDMA2 holds in the testbed kernel's tree (the
@@ -101,8 +119,8 @@ phase_integration() {
 # Run alone (make check-long) it builds what it needs first: the kernel
 # and the module are cache hits or an up-to-date make after make check.
 phase_integration_long() {
-	tools/testing/kernel/build.sh >/dev/null || die "the testbed kernel did not build"
-	step "module" make -s modules
+	tools/testing/kernel/build.sh --variant "$kernel" >/dev/null || die "the testbed kernel did not build"
+	step "module" make -s KERNEL="$kernel" modules
 	tools/testing/integration/run-all.sh --tier long
 }
 

@@ -22,7 +22,7 @@ krel=$(cat "$kroot/kernelrelease")
 rm -rf "$STAGE"
 mkdir -p "$STAGE/lib/modules"
 cp -a "$kroot/mods/lib/modules/$krel" "$STAGE/lib/modules/"
-make -s install INSTALL_MOD_PATH="$STAGE" DESTDIR="$STAGE" >/dev/null
+make -s install KERNEL="$RPCRDMA2_KERNEL_VARIANT" INSTALL_MOD_PATH="$STAGE" DESTDIR="$STAGE" >/dev/null
 
 mod=$STAGE/lib/modules/$krel/updates/rpcrdma2.ko
 [ -f "$mod" ] || die "make install did not install $mod"

@@ -5,17 +5,65 @@
 RPCRDMA2_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 RPCRDMA2_CACHE=${RPCRDMA2_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rpcrdma2}
 
-# Toolchain the testbed kernel and the module are built with (README.md,
-# "Building against your own kernel").
-RPCRDMA2_LLVM=${RPCRDMA2_LLVM:--15}
+# The testbed kernel variant (tools/testing/kernel/build.sh --variant):
+# "default" (Linux 6.12), "debug" (6.12 with KASAN, lockdep, kmemleak, ...)
+# or "next" (Linux 7.3, the newest kernel Debian ships: linux-source-7.3
+# from trixie-backports). build.sh, vm/run.sh, integration/run-all.sh and
+# kunit/run.sh all follow this variable.
+export RPCRDMA2_KERNEL_VARIANT=${RPCRDMA2_KERNEL_VARIANT:-default}
+RPCRDMA2_KERNEL_VARIANTS=(default debug next)
+
+# variant_known VARIANT: whether VARIANT is one of RPCRDMA2_KERNEL_VARIANTS.
+variant_known() {
+	local v
+	for v in "${RPCRDMA2_KERNEL_VARIANTS[@]}"; do [ "$v" = "$1" ] && return 0; done
+	return 1
+}
+
+# variant_source VARIANT: the Debian package with the variant's kernel
+# source (/usr/src/<package>.tar.xz).
+variant_source() {
+	case $1 in
+	next) echo linux-source-7.3 ;;
+	*) echo linux-source-6.12 ;;
+	esac
+}
+
+# variant_fragment VARIANT: the configuration fragment the variant adds on
+# top of config.fragment (tools/testing/kernel/), or nothing.
+variant_fragment() {
+	case $1 in
+	debug) echo debug.fragment ;;
+	esac
+}
+
+# variant_llvm VARIANT: the clang/LLVM suffix the variant's kernel (and so
+# the module built for it) is compiled with: 6.12 with clang-15, 7.3 with
+# clang-19 (7.3 needs LLVM 17 or later; Debian 12 has 15, 16 and 19).
+variant_llvm() {
+	case $1 in
+	next) echo -19 ;;
+	*) echo -15 ;;
+	esac
+}
+
+# Toolchain the testbed kernel and the module are built with: Debian's
+# rustc and bindgen-cli for every variant, clang/LLVM by variant
+# (RPCRDMA2_LLVM overrides it; libclang, which bindgen loads, always
+# matches clang).
 RPCRDMA2_RUSTC=${RPCRDMA2_RUSTC:-/usr/bin/rustc}
 RPCRDMA2_BINDGEN=${RPCRDMA2_BINDGEN:-$(command -v bindgen 2>/dev/null || echo "$HOME/.cargo/bin/bindgen")}
-export LIBCLANG_PATH=${LIBCLANG_PATH:-/usr/lib/llvm-15/lib}
+RPCRDMA2_LLVM_SET=${RPCRDMA2_LLVM:-}
 
-# The testbed kernel variant (tools/testing/kernel/build.sh --variant):
-# "default", or "debug" (KASAN, lockdep, kmemleak, ...). build.sh, vm/run.sh,
-# integration/run-all.sh and kunit/run.sh all follow this variable.
-export RPCRDMA2_KERNEL_VARIANT=${RPCRDMA2_KERNEL_VARIANT:-default}
+# variant_toolchain VARIANT: set RPCRDMA2_LLVM and, for a versioned LLVM
+# (-N), LIBCLANG_PATH for it.
+variant_toolchain() {
+	RPCRDMA2_LLVM=${RPCRDMA2_LLVM_SET:-$(variant_llvm "$1")}
+	case $RPCRDMA2_LLVM in
+	-[0-9]*) export LIBCLANG_PATH=/usr/lib/llvm$RPCRDMA2_LLVM/lib ;;
+	esac
+}
+variant_toolchain "$RPCRDMA2_KERNEL_VARIANT"
 
 # module_ko VARIANT [kunit]: the rpcrdma2.ko built for that kernel variant,
 # relative to the repository (Makefile): the production module is

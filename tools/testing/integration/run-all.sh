@@ -47,8 +47,8 @@ while (($#)); do
 done
 
 variant=$RPCRDMA2_KERNEL_VARIANT
-[ "$variant" = default ] || [ -f "$RPCRDMA2_TOP/tools/testing/kernel/$variant.fragment" ] ||
-	{ echo "${0##*/}: no kernel variant '$variant'" >&2; exit 2; }
+variant_known "$variant" ||
+	{ echo "${0##*/}: no kernel variant '$variant' (have: ${RPCRDMA2_KERNEL_VARIANTS[*]})" >&2; exit 2; }
 export RPCRDMA2_KERNEL_VARIANT=$variant
 case $tier in
 "" | check | long) ;;

@@ -8,15 +8,20 @@
 # The suites are in the module's KUnit variant, build/kunit/rpcrdma2.ko
 # (make modules-kunit); the production rpcrdma2.ko has none.  With
 # RPCRDMA2_KERNEL_VARIANT=debug the debug kernel boots and
-# build/kunit-debug/rpcrdma2.ko (make modules-kunit-debug) is loaded.
+# build/kunit-debug/rpcrdma2.ko (make modules-kunit-debug) is loaded; with
+# =next Linux 7.3 and build/kunit-next/rpcrdma2.ko (make KERNEL=next
+# modules-kunit).
 
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib.sh"
 
 ko=$(module_ko "$RPCRDMA2_KERNEL_VARIANT" kunit)
-target=modules-kunit
-[ "$RPCRDMA2_KERNEL_VARIANT" = default ] || target+=-$RPCRDMA2_KERNEL_VARIANT
+case $RPCRDMA2_KERNEL_VARIANT in
+default) target=modules-kunit ;;
+debug) target=modules-kunit-debug ;;
+*) target="KERNEL=$RPCRDMA2_KERNEL_VARIANT modules-kunit" ;;
+esac
 [ -f "$RPCRDMA2_TOP/$ko" ] ||
 	die "$ko (the KUnit variant for the $RPCRDMA2_KERNEL_VARIANT kernel) is not built: run 'make $target'"
 results=$(mktemp -d "${TMPDIR:-/tmp}/rpcrdma2-kunit.XXXXXX")

@@ -60,9 +60,10 @@ options:
                             before the client starts (may start daemons)
   --cmd 'COMMAND'           run COMMAND (bash) as the client script
   --shell                   interactive root shell on the client's console
-  --variant NAME            testbed kernel variant: default or debug (KASAN,
-                            lockdep, kmemleak); also picks the rpcrdma2.ko
-                            built for it (RPCRDMA2_KERNEL_VARIANT)
+  --variant NAME            testbed kernel variant: default, debug (KASAN,
+                            lockdep, kmemleak) or next (Linux 7.3); also
+                            picks the rpcrdma2.ko built for it
+                            (RPCRDMA2_KERNEL_VARIANT)
   --kernel DIR              kernel cache entry with bzImage, kernelrelease,
                             mods/ and build/ (default: build.sh --kdir's parent)
   --append 'ARGS'           extra kernel command line for both guests
@@ -135,9 +136,8 @@ rxe | siw) ;;
 esac
 # The device both guests create on eth0 (tools/testing/vm/guest/stage2.sh).
 readonly RDMA_DEV=${provider}0
-[ "$RPCRDMA2_KERNEL_VARIANT" = default ] ||
-	[ -f "$RPCRDMA2_TOP/tools/testing/kernel/$RPCRDMA2_KERNEL_VARIANT.fragment" ] ||
-	{ echo "${0##*/}: no kernel variant '$RPCRDMA2_KERNEL_VARIANT'" >&2; exit 2; }
+variant_known "$RPCRDMA2_KERNEL_VARIANT" ||
+	{ echo "${0##*/}: no kernel variant '$RPCRDMA2_KERNEL_VARIANT' (have: ${RPCRDMA2_KERNEL_VARIANTS[*]})" >&2; exit 2; }
 # build.sh (below) reads it too.
 export RPCRDMA2_KERNEL_VARIANT
 # The debug kernel runs many times slower under TCG (Documentation/
