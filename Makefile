@@ -8,6 +8,7 @@
 #   make modules         the same; KDIR=<dir> builds against your own kernel build tree
 #   make modules-kunit   the KUnit variant (suites, self-tests, test-only code): build/kunit/rpcrdma2.ko
 #   make kunit-tree      copy the module's sources to build/kunit/ (the first step of modules-kunit)
+#   make mod-tree        check KDIR; for KERNEL other than default copy the sources to build/KERNEL/ (the first step of modules)
 #   make clippy          the module under clippy with the kernel's lints
 #   make clippy-kunit    the KUnit variant under clippy
 #   make install         rpcrdma2.ko into /lib/modules/<release>/updates/, depmod, the modprobe.d snippet
