@@ -602,6 +602,6 @@ impl<H: CmHandler> Drop for CmId<H> {
         // handler call runs or will run.
         unsafe { bindings::rdma_destroy_id(self.id.as_ptr()) };
         // SAFETY: the id is gone, so nothing else uses the context.
-        drop(unsafe { <Arc<IdCtx<H>> as ForeignOwnable>::from_foreign(self.foreign) });
+        drop(unsafe { <Arc<IdCtx<H>> as ForeignOwnable>::from_foreign(self.foreign.cast_mut()) });
     }
 }

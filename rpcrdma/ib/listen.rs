@@ -233,7 +233,9 @@ impl Drop for Listener {
         // SAFETY: no id uses `foreign` any more: the listener and every
         // queued request are destroyed; dequeued requests hold their own
         // `Arc`.
-        drop(unsafe { <Arc<ListenInner> as ForeignOwnable>::from_foreign(self.foreign) });
+        drop(unsafe {
+            <Arc<ListenInner> as ForeignOwnable>::from_foreign(self.foreign.cast_mut())
+        });
     }
 }
 

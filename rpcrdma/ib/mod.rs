@@ -120,31 +120,31 @@ impl Device {
     pub fn max_qp_rd_atom(&self) -> i32 {
         // SAFETY: the device is valid; `attrs` is set before registration
         // and not changed afterwards.
-        unsafe { (*self.as_ptr()).attrs.max_qp_rd_atom }
+        crate::compat::ib::attr_i32(unsafe { (*self.as_ptr()).attrs.max_qp_rd_atom })
     }
 
     /// `ib_device_attr::max_qp_wr`: the largest work queue the device offers.
     pub fn max_qp_wr(&self) -> i32 {
         // SAFETY: as in `max_qp_rd_atom`.
-        unsafe { (*self.as_ptr()).attrs.max_qp_wr }
+        crate::compat::ib::attr_i32(unsafe { (*self.as_ptr()).attrs.max_qp_wr })
     }
 
     /// `ib_device_attr::max_send_sge`.
     pub fn max_send_sge(&self) -> i32 {
         // SAFETY: as in `max_qp_rd_atom`.
-        unsafe { (*self.as_ptr()).attrs.max_send_sge }
+        crate::compat::ib::attr_i32(unsafe { (*self.as_ptr()).attrs.max_send_sge })
     }
 
     /// `ib_device_attr::max_recv_sge`.
     pub fn max_recv_sge(&self) -> i32 {
         // SAFETY: as in `max_qp_rd_atom`.
-        unsafe { (*self.as_ptr()).attrs.max_recv_sge }
+        crate::compat::ib::attr_i32(unsafe { (*self.as_ptr()).attrs.max_recv_sge })
     }
 
     /// `ib_device_attr::max_cqe`.
     pub fn max_cqe(&self) -> i32 {
         // SAFETY: as in `max_qp_rd_atom`.
-        unsafe { (*self.as_ptr()).attrs.max_cqe }
+        crate::compat::ib::attr_i32(unsafe { (*self.as_ptr()).attrs.max_cqe })
     }
 
     /// Whether the device does "virtual DMA" (software devices such as

@@ -74,7 +74,7 @@ pub(super) fn device_and_ip() -> core::result::Result<(DeviceRef, [u8; 4]), Fail
         Err(e) => {
             kernel::kunit::err(format_args!(
                 "    # RDMA device {} has no IPv4 address on its port 1 netdev ({:?})\n",
-                dev.name(),
+                dev.name().to_str().unwrap_or("(not UTF-8)"),
                 e
             ));
             return Err(Failure);

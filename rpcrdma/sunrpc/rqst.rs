@@ -412,9 +412,7 @@ impl<'a> TxRqst<'a> {
                 if npages > pages.capacity() {
                     return Err(ENOMEM);
                 }
-                // SAFETY: 0 is within the capacity; `PageSeg` is `Copy`, so
-                // the old entries need no drop.
-                unsafe { pages.set_len(0) };
+                crate::compat::vec::clear(pages);
                 let segs = pages;
                 let mut left = len;
                 while left > 0 {

@@ -215,7 +215,7 @@ impl<T: Transport> XprtBox<T> {
             // (`timeout` is plain data, zeroed by xprt_alloc, unused until
             // set_connect_timeout.)
             // In place: the box never moves until xprt_free().
-            init.__pinned_init(addr_of_mut!((*this).data))?;
+            crate::compat::init::pinned_init(init, addr_of_mut!((*this).data))?;
             // A promoted constant: `'static`, like the C transports' tables.
             let ops: &'static bindings::rpc_xprt_ops = &OpsTable::<T>::OPS;
             (*x).ops = ops;
