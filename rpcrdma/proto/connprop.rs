@@ -69,11 +69,15 @@ pub const PROBE_XID: u32 = 0x434f_4e50;
 
 /// How long the connect worker waits for an answer to the CONNPROP
 /// probe before giving up on it for this server. A server answers on
-/// receipt (microseconds on RDMA); a false timeout costs little (this
-/// transport then probes with RPCs, which every server answers), while
-/// the wait delays every mount of a server that does not answer, and a
-/// soft mount's first RPC may time out meanwhile: one second.
-pub const PROBE_TIMEOUT_MS: u32 = 1000;
+/// receipt, but a reliable connection recovers a lost packet only when
+/// its local ACK timeout fires: rdma_cm gives a RoCE QP a packet lifetime
+/// of 2^16 x 4.096 us and an ACK timeout of twice that (0.54 s), and the
+/// probe or its answer may each need a retransmission. A false timeout
+/// drops a good connection; a long one delays only the mounts of a server
+/// that never answers CONNPROP (once per transport: it then probes with
+/// RPCs) and must stay well below a soft mount's RPC timeout (60 s for
+/// RDMA): four seconds.
+pub const PROBE_TIMEOUT_MS: u32 = 4000;
 
 /// Largest property set reassembled from continued messages, in bytes.
 pub const MAX_SET_LEN: u32 = 65536;
