@@ -57,8 +57,6 @@ const SLOT_BUF_SIZE: usize = 2048;
 /// Per-request state after each `rpc_rqst`.
 #[pin_data]
 pub struct Slot {
-    /// Position in [`RdmaXprt::slots`].
-    index: u16,
     /// Call and Reply encode/decode buffers (`rq_buffer`, `rq_rbuffer`).
     /// Only the task that owns the slot uses them; the lock documents and
     /// enforces that without unsafe code.
@@ -206,10 +204,12 @@ impl RdmaXprt {
                 recv: KVec::from_elem(0, SLOT_BUF_SIZE, GFP_KERNEL)?,
             };
             slots.push(
-                SlotBox::<Slot>::new(pin_init!(Slot {
+                SlotBox::<Slot>::new(
                     index,
-                    bufs <- new_spinlock!(bufs, "rpcrdma2_slot_bufs"),
-                }))?,
+                    pin_init!(Slot {
+                        bufs <- new_spinlock!(bufs, "rpcrdma2_slot_bufs"),
+                    }),
+                )?,
                 GFP_KERNEL,
             )?;
         }
@@ -374,7 +374,7 @@ impl Transport for RdmaXprt {
         // timeout): invalidate them before its memory is reused. A
         // connection that is gone took its MRs with it (deregistered).
         if let Some(conn) = this.data.current_conn() {
-            conn.release(slot.data.index);
+            conn.release(slot.index());
             crate::fault::delay_if(crate::fault::Point::HoldConn, 2000);
         }
     }
@@ -396,7 +396,7 @@ impl Transport for RdmaXprt {
             Self::close(this);
             return Err(crate::compat::errno::enotconn());
         }
-        match conn.send(&rqst, slot.data.index, &this.data.conn_stats) {
+        match conn.send(&rqst, slot.index(), &this.data.conn_stats) {
             Ok(()) => {}
             Err(e) if e == crate::compat::errno::enobufs() => {
                 this.data.stats.empty_sendq.fetch_add(1, Relaxed);

@@ -161,17 +161,18 @@ impl QpState {
     ) {
         let len = u32::try_from(payload.len()).unwrap_or(u32::MAX);
         trace::piece(self.id, xid, c"reply", offset, len, last.is_none());
-        let placed = self.xprt.with_rqst(xid.to_be(), |rqst| {
+        let rqst = self.xprt.find_reply(xid.to_be());
+        let placed = rqst.as_ref().map(|rqst| {
             rqst.write_reply_at(offset, payload)
                 .map_err(|e| (e, rqst.reply_buflen()))
         });
-        match placed {
-            Some(Ok(())) => {
+        match (placed, rqst) {
+            (Some(Ok(())), Some(rqst)) => {
                 self.stats.reply_bytes.fetch_add(u64::from(len), Relaxed);
                 match last {
                     Some(total) => {
                         let n = i32::try_from(total).unwrap_or(i32::MAX);
-                        self.end_rpc(qp, xid, Finish::Complete(n), inv);
+                        self.end_rpc(qp, rqst, xid, Finish::Complete(n), inv);
                     }
                     None if inv.is_some() => {
                         // Send With Invalidate belongs on the last piece:
@@ -181,7 +182,7 @@ impl QpState {
                     None => {}
                 }
             }
-            Some(Err((e, buflen))) => {
+            (Some(Err((e, buflen))), Some(rqst)) => {
                 self.stats.too_big.fetch_add(1, Relaxed);
                 if crate::compat::print::ratelimit() {
                     pr_err!(
@@ -196,9 +197,9 @@ impl QpState {
                     self.proto.lock().abandon_continuation(xid);
                 }
                 trace::reply(self.id, xid, Some(Protocol::V2), c"fail", 0, e.to_errno());
-                self.end_rpc(qp, xid, Finish::Fail(e.to_errno()), inv);
+                self.end_rpc(qp, rqst, xid, Finish::Fail(e.to_errno()), inv);
             }
-            None => {
+            _ => {
                 pr_debug!("reply: no request waits for xid {:#010x}\n", xid);
                 if last.is_none() {
                     self.proto.lock().abandon_continuation(xid);

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! A connection's FRWR bookkeeping for chunks: the registrations of each
-//! request slot ([`Regs`], in a [`RegTable`] that finds a reply's slot by
-//! XID in O(1)), the MR pool, and the asynchronous
+//! request slot ([`Regs`], in a [`RegTable`] indexed by the slot a reply's
+//! request names, [`ReplyRqst::slot`]), the MR pool, and the asynchronous
 //! invalidation that ends an RPC once its MRs are safe (C: `frwr_unmap_async`
 //! then `rpcrdma_complete_rqst`). The mapping itself is in `Conn::send`
 //! and `ib::mr`.
 
 use super::*;
 use crate::proto::reqlife::{Action, Event, Life, Phase};
-use crate::proto::xidmap::{self, XidEntry};
+use crate::sunrpc::rqst::ReplyRqst;
 use crate::xdr::chunk::Segment;
 
 /// Inline Reply bytes that follow a Write chunk's payload, and the offset
@@ -28,6 +28,15 @@ pub(super) enum Finish {
     Retry,
 }
 
+/// How an RPC whose reply arrived ends, and its request, pinned since the
+/// reply handler found it (C keeps `rl_kref`'s pin the same way): what a
+/// slot's [`Life`] holds from the reply until its MRs are invalidated.
+/// Dropping it unpins the request without completing it.
+pub(super) struct Ending {
+    pub(super) how: Finish,
+    pub(super) rqst: ReplyRqst,
+}
+
 /// The registration table, locked.
 type RegGuard<'a> =
     kernel::sync::lock::Guard<'a, RegTable, kernel::sync::lock::spinlock::SpinLockBackend>;
@@ -40,7 +49,7 @@ pub(super) struct Regs {
     /// whether LOCAL_INVs are outstanding and one failed, whether
     /// `Conn::release` is taking the MRs back. Changed only through
     /// [`Life::step`] (and [`Life::reset`] by [`RegTable`]).
-    pub(super) life: Life<Finish>,
+    pub(super) life: Life<Ending>,
     /// Its XID (host order).
     pub(super) xid: u32,
     pub(super) plan: Option<ChunkPlan>,
@@ -141,15 +150,13 @@ impl Regs {
     }
 }
 
-/// The registrations of every request slot, and which slot each active
-/// XID is in (`proto::xidmap`, twice as many entries as slots): a reply
-/// finds its registrations without scanning the slots. Dereferences to
-/// the slots; an RPC becomes active and inactive only through
-/// [`RegTable::activate`] and [`RegTable::deactivate`], which keep the
-/// two in step.
+/// The registrations of every request slot, indexed by the slot's
+/// position in the transport's pool: a reply reaches them through the
+/// request SUNRPC found for it ([`ReplyRqst::slot`]), without a lookup of
+/// its own. Dereferences to the slots; an RPC becomes active and inactive
+/// only through [`RegTable::activate`] and [`RegTable::deactivate`].
 pub(super) struct RegTable {
     slots: KVec<Regs>,
-    by_xid: KVec<XidEntry>,
 }
 
 impl RegTable {
@@ -159,30 +166,21 @@ impl RegTable {
         for _ in 0..n {
             slots.push(Regs::new(mrs_per_rpc)?, GFP_KERNEL)?;
         }
-        let entries = n.checked_mul(2).ok_or(EINVAL)?;
-        let mut by_xid = KVec::with_capacity(entries, GFP_KERNEL)?;
-        for _ in 0..entries {
-            by_xid.push(XidEntry::default(), GFP_KERNEL)?;
-        }
-        Ok(RegTable { slots, by_xid })
+        Ok(RegTable { slots })
     }
 
-    /// The slot of active RPC `xid` (host order).
-    pub(super) fn find(&self, xid: u32) -> Option<usize> {
-        let i = usize::from(xidmap::get(&self.by_xid, xid)?);
+    /// The registrations of `slot` if they are RPC `xid`'s (host order)
+    /// and active.
+    pub(super) fn of(&mut self, slot: usize, xid: u32) -> Option<&mut Regs> {
         self.slots
-            .get(i)
-            .is_some_and(|r| r.life.is_active() && r.xid == xid)
-            .then_some(i)
+            .get_mut(slot)
+            .filter(|r| r.life.is_active() && r.xid == xid)
     }
 
     /// Makes `slot` hold the registrations of RPC `xid` from now on
     /// (cleared; what it held before is forgotten).
     pub(super) fn activate(&mut self, slot: usize, xid: u32) -> Option<&mut Regs> {
         self.deactivate(slot);
-        let tag = u16::try_from(slot).ok()?;
-        // At most one active RPC per slot: the table never fills.
-        xidmap::insert(&mut self.by_xid, xid, tag).ok()?;
         let r = self.slots.get_mut(slot)?;
         // Idle after `deactivate`: never refused.
         r.life.step(Event::Activate).ok()?;
@@ -190,17 +188,11 @@ impl RegTable {
         Some(r)
     }
 
-    /// Clears `slot`: its RPC, if any, is no longer found by XID. (Also
-    /// after [`Event::Drain`] made it idle: the XID's entry is removed
-    /// if it still names this slot.)
+    /// Clears `slot`: its RPC, if any, has no registrations any more.
     pub(super) fn deactivate(&mut self, slot: usize) {
-        let Some(r) = self.slots.get_mut(slot) else {
-            return;
-        };
-        if xidmap::get(&self.by_xid, r.xid) == u16::try_from(slot).ok() {
-            xidmap::remove(&mut self.by_xid, r.xid);
+        if let Some(r) = self.slots.get_mut(slot) {
+            r.reset();
         }
-        r.reset();
     }
 }
 
@@ -294,10 +286,12 @@ impl QpState {
         }
     }
 
-    /// Ends request `xid` (host order) as `f` says, if it still waits,
-    /// after writing a deferred Reply `tail` (see [`Regs::tail`]).
-    pub(super) fn finish(&self, xid: u32, f: Finish, tail: Option<Tail>) {
-        let _ = self.xprt.with_rqst(xid.to_be(), |rqst| match f {
+    /// Ends the request of `e` as it says, after writing a deferred Reply
+    /// `tail` (see [`Regs::tail`]): completes and unpins it under one
+    /// `queue_lock`.
+    pub(super) fn finish(&self, e: Ending, tail: Option<Tail>) {
+        let rqst = e.rqst;
+        match e.how {
             Finish::Complete(len) => match tail {
                 Some((at, bytes)) => match rqst.write_reply_at(at, &bytes) {
                     Ok(()) => rqst.complete(len),
@@ -312,63 +306,76 @@ impl QpState {
                 rqst.allow_resend();
                 rqst.retry(EAGAIN.to_errno());
             }
-        });
+        }
     }
 
-    /// RPC `xid` (host order) has its MRs mapped for a transmission whose
-    /// REG_MRs and Send are not posted yet ([`Life::Mapped`]): a reply
-    /// with its XID now answers an earlier transmission. Once true for a
-    /// reply it stays true for it (the reply was received before the
-    /// post); [`QpState::end_rpc`] decides again under the lock.
-    pub(super) fn unposted(&self, xid: u32) -> bool {
-        let g = self.regs.lock();
-        g.find(xid)
-            .and_then(|i| g.get(i))
+    /// RPC `xid` (host order), in request slot `slot`, has its MRs mapped
+    /// for a transmission whose REG_MRs and Send are not posted yet
+    /// ([`Life::Mapped`]): a reply with its XID now answers an earlier
+    /// transmission. Once true for a reply it stays true for it (the reply
+    /// was received before the post); [`QpState::end_rpc`] decides again
+    /// under the lock.
+    pub(super) fn unposted(&self, slot: usize, xid: u32) -> bool {
+        self.regs
+            .lock()
+            .of(slot, xid)
             .is_some_and(|r| r.life.phase() == Phase::Mapped)
     }
 
-    /// Ends RPC `xid` as `f` says once its MRs, if it has any, are
+    /// Ends RPC `xid`, whose request the reply handler found and pinned
+    /// (`rqst`), as `how` says once its MRs, if it has any, are
     /// invalidated (C: `frwr_unmap_async`, then `rpcrdma_complete_rqst`).
     /// A reply before the RPC's current transmission is posted is stale
     /// ([`Action::Stale`]): it ends nothing and invalidates nothing.
     ///
-    /// The registration table is locked once for finding the slot, the
-    /// reply's step and, if the MRs are all back, the start of their
-    /// invalidation ([`QpState::start_inv_locked`]); again only per MR
-    /// that goes back to the pool.
-    pub(super) fn end_rpc(&self, qp: &Qp<ConnQp>, xid: u32, f: Finish, inv: Option<u32>) {
+    /// The registration table is locked once for the reply's step and, if
+    /// the MRs are all back, the start of their invalidation
+    /// ([`QpState::start_inv_locked`]); again only per MR that goes back
+    /// to the pool.
+    pub(super) fn end_rpc(
+        &self,
+        qp: &Qp<ConnQp>,
+        rqst: ReplyRqst,
+        xid: u32,
+        how: Finish,
+        inv: Option<u32>,
+    ) {
+        let slot = usize::from(rqst.slot());
+        let e = Ending { how, rqst };
         let mut g = self.regs.lock();
-        let Some(slot) = g.find(xid) else {
+        let Some(r) = g.of(slot, xid) else {
             drop(g);
             if inv.is_some() {
                 self.remote_inv_foreign(xid, inv);
             }
-            self.finish(xid, f, None);
+            self.finish(e, None);
             return;
         };
-        let a = match g.get_mut(slot) {
-            Some(r) => {
-                // Parked while REG_MRs are in the Send queue, ignored
-                // while `Conn::release` takes the MRs back, stale
-                // before the post.
-                let a = r.life.step(Event::Reply(f));
-                // A stale reply's remote invalidation was of an earlier
-                // transmission's MR: this one's are re-keyed when mapped
-                // (`Mr::map_*`), and their REG_MRs, posted after this
-                // reply was received, register them again. It must not
-                // spare one of them a LOCAL_INV.
-                if !matches!(a, Ok(Action::Stale)) {
-                    r.remote_rkey = inv;
-                }
-                a
-            }
-            None => Ok(Action::Nothing),
-        };
+        // Parked while REG_MRs are in the Send queue, ignored while
+        // `Conn::release` takes the MRs back, stale before the post.
+        let a = r.life.step(Event::Reply(e));
+        // A stale reply's remote invalidation was of an earlier
+        // transmission's MR: this one's are re-keyed when mapped
+        // (`Mr::map_*`), and their REG_MRs, posted after this reply was
+        // received, register them again. It must not spare one of them
+        // a LOCAL_INV.
+        if !matches!(a, Ok(Action::Stale)) {
+            r.remote_rkey = inv;
+        }
         match a {
             Ok(Action::StartInvalidation) => self.start_inv_locked(qp, g, slot),
             Ok(Action::Stale) => {
                 drop(g);
                 self.stale_reply(xid, inv)
+            }
+            // An active slot takes every reply (cannot happen): end the
+            // RPC without its MRs, as if it had none.
+            Err(crate::proto::reqlife::Illegal {
+                event: Event::Reply(e),
+                ..
+            }) => {
+                drop(g);
+                self.finish(e, None);
             }
             _ => {}
         }
@@ -391,10 +398,10 @@ impl QpState {
         if n == 0 {
             // Remotely invalidated (or never registered): the RPC ends
             // now, its MRs drained under the same lock.
-            let (xid, f, tail) = self.drain_locked(g, slot);
+            let (xid, e, tail) = self.drain_locked(g, slot);
             self.count_inv(xid, 0, remote);
-            if let Some(f) = f {
-                self.finish(xid, f, tail);
+            if let Some(e) = e {
+                self.finish(e, tail);
             }
             return;
         }
@@ -454,7 +461,7 @@ impl QpState {
 
     /// Takes everything out of `slot` (MRs to the pool) and resets it;
     /// returns the XID and how the RPC was to end.
-    pub(super) fn drain_slot(&self, slot: usize) -> (u32, Option<Finish>, Option<Tail>) {
+    pub(super) fn drain_slot(&self, slot: usize) -> (u32, Option<Ending>, Option<Tail>) {
         self.drain_locked(self.regs.lock(), slot)
     }
 
@@ -465,7 +472,7 @@ impl QpState {
         &'a self,
         mut g: RegGuard<'a>,
         slot: usize,
-    ) -> (u32, Option<Finish>, Option<Tail>) {
+    ) -> (u32, Option<Ending>, Option<Tail>) {
         while let Some(mr) = g.get_mut(slot).and_then(|r| r.take()) {
             drop(g);
             self.put_mr(mr);
@@ -530,9 +537,9 @@ impl QpState {
             }
         }
         if last {
-            let (xid, f, tail) = self.drain_slot(slot);
-            if let Some(f) = f {
-                self.finish(xid, f, tail);
+            let (_, e, tail) = self.drain_slot(slot);
+            if let Some(e) = e {
+                self.finish(e, tail);
             }
         }
     }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Recovery from the responder's transport errors: what each RPC of the
-//! connection has tried ([`RecoveryTable`], by request slot), the decision
+//! connection has tried ([`RecoveryTable`], by request slot, which the
+//! reply's request names), the decision
 //! of [`proto::recovery::decide`] for an `RDMA_ERROR` / `RDMA2_ERROR`, and
 //! carrying it out: the RPC is sent again (same XID, on this connection)
 //! once its MRs are invalidated, or fails with the decision's errno.
@@ -12,6 +13,7 @@
 
 use super::*;
 use crate::proto::recovery::{self, Recovery, Sent, State};
+use crate::sunrpc::rqst::ReplyRqst;
 use crate::xdr::header::ErrorBody;
 
 /// One request slot's RPC and what it tried.
@@ -53,33 +55,32 @@ impl RecoveryTable {
         }
     }
 
-    /// The slot of RPC `xid` (a scan: only after a transport error).
-    fn find(&self, xid: u32) -> Option<usize> {
-        self.entries.iter().position(|e| e.xid == xid)
+    /// The entry of `slot` if its RPC is `xid`.
+    fn of(&mut self, slot: usize, xid: u32) -> Option<&mut Entry> {
+        self.entries.get_mut(slot).filter(|e| e.xid == xid)
     }
 }
 
 impl QpState {
-    /// Decides what to do with RPC `xid`, refused with `body` in version
-    /// `protocol`; `None` if no request waits for it. A resend's new state
-    /// is stored for its next transmission.
+    /// Decides what to do with RPC `xid` (request `rqst`), refused with
+    /// `body` in version `protocol`. A resend's new state is stored for
+    /// its next transmission.
     pub(super) fn recovery_for(
         &self,
+        rqst: &ReplyRqst,
         xid: u32,
         protocol: Protocol,
         body: &ErrorBody,
     ) -> Option<Recovery> {
+        let slot = usize::from(rqst.slot());
         // How the refused transmission was sent: its chunk plan (none:
         // inline), and the RPC's receive buffer.
-        let plan = {
-            let g = self.regs.lock();
-            g.find(xid).and_then(|i| g.get(i)).and_then(|r| r.plan)
-        };
-        let rpc = proto::Rpc::from(self.xprt.with_rqst(xid.to_be(), |rqst| rqst.shape())?);
+        let plan = self.regs.lock().of(slot, xid).and_then(|r| r.plan);
+        let rpc = proto::Rpc::from(rqst.shape());
         let chunks = self.chunking().is_some() && self.proto.lock().config().max_segs > 0;
         let sent = Sent::of(plan.as_ref(), &rpc, chunks);
         let mut g = self.recovery.lock();
-        let Some(slot) = g.find(xid) else {
+        let Some(e) = g.of(slot, xid) else {
             // Every Call sent on this connection has an entry; without
             // one a resend could not carry its hints, so it would be
             // refused the same way again: fail instead.
@@ -88,7 +89,6 @@ impl QpState {
                 why: recovery::Why::Permanent,
             });
         };
-        let e = g.entries.get_mut(slot)?;
         let r = recovery::decide(protocol, body, &sent, &e.state);
         if let Recovery::Resend { state, .. } = r {
             e.state = state;
@@ -100,9 +100,11 @@ impl QpState {
     /// after the error `body` of version `protocol`: counted, logged, and
     /// once its MRs are invalidated the RPC is completed for SUNRPC to
     /// transmit it again on this connection.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn resend_after_error(
         &self,
         qp: &Qp<ConnQp>,
+        rqst: ReplyRqst,
         xid: u32,
         protocol: Protocol,
         body: &ErrorBody,
@@ -122,6 +124,6 @@ impl QpState {
                 );
             }
         }
-        self.end_rpc(qp, xid, Finish::Retry, inv);
+        self.end_rpc(qp, rqst, xid, Finish::Retry, inv);
     }
 }

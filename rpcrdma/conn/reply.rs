@@ -6,37 +6,26 @@
 //! disconnect; the RPC ends through `frwr` once its MRs are invalidated.
 
 use super::*;
+use crate::sunrpc::rqst::ReplyRqst;
 
 impl QpState {
-    /// Copies an inline reply into request `xid` and ends it.
+    /// Copies an inline reply into request `rqst` (RPC `xid`) and ends it.
     pub(super) fn deliver_inline(
         &self,
         qp: &Qp<ConnQp>,
+        rqst: ReplyRqst,
         xid: u32,
         payload: &[u8],
         inv: Option<u32>,
     ) {
-        let copied = self
-            .xprt
-            .with_rqst(xid.to_be(), |rqst| rqst.copy_reply(payload));
-        let f = match copied {
-            None => {
-                // A late reply for an RPC that was already
-                // retransmitted or abandoned: nothing waits for it.
-                pr_debug!(
-                    "reply: no request waits for xid {:#010x}
-",
-                    xid
-                );
-                return;
-            }
-            Some(Ok(())) => {
+        let f = match rqst.copy_reply(payload) {
+            Ok(()) => {
                 self.stats
                     .reply_bytes
                     .fetch_add(payload.len() as u64, Relaxed);
                 Finish::Complete(payload.len() as i32)
             }
-            Some(Err(e)) => {
+            Err(e) => {
                 self.stats.too_big.fetch_add(1, Relaxed);
                 if crate::compat::print::ratelimit() {
                     pr_err!(
@@ -48,21 +37,21 @@ impl QpState {
                 Finish::Fail(e.to_errno())
             }
         };
-        self.end_rpc(qp, xid, f, inv);
+        self.end_rpc(qp, rqst, xid, f, inv);
     }
 
     /// Keeps a copy of the inline bytes that follow a Write chunk's
     /// payload (none with Linux's NFS client, whose COMPOUNDs end with
-    /// READ) for [`QpState::finish`] to write at offset `at`.
-    pub(super) fn defer_tail(&self, xid: u32, at: u32, tail: &[u8]) -> Result {
+    /// READ) for [`QpState::finish`] to write at offset `at`: with the
+    /// registrations of RPC `xid` in request slot `slot`.
+    pub(super) fn defer_tail(&self, slot: usize, xid: u32, at: u32, tail: &[u8]) -> Result {
         if tail.is_empty() {
             return Ok(());
         }
         let mut v = KVec::with_capacity(tail.len(), GFP_NOWAIT)?;
         v.extend_from_slice(tail, GFP_NOWAIT)?;
         let mut g = self.regs.lock();
-        let i = g.find(xid).ok_or(EINVAL)?;
-        let r = g.get_mut(i).ok_or(EINVAL)?;
+        let r = g.of(slot, xid).ok_or(EINVAL)?;
         r.tail = Some((at, v));
         Ok(())
     }
@@ -106,19 +95,21 @@ impl QpState {
     }
 
     /// A reply that uses chunks: checks it against what RPC `xid`
-    /// registered, then ends the RPC.
+    /// (request `rqst`) registered, then ends the RPC.
     pub(super) fn deliver_chunked(
         &self,
         qp: &Qp<ConnQp>,
+        rqst: ReplyRqst,
         xid: u32,
         h: &crate::xdr::header::Header<'_>,
         inv: Option<u32>,
     ) {
+        let slot = usize::from(rqst.slot());
         // Check the reply against the registration and the remotely
         // invalidated rkey against the RPC's MRs.
         let checked = {
-            let g = self.regs.lock();
-            g.find(xid).and_then(|i| g.get(i)).and_then(|r| {
+            let mut g = self.regs.lock();
+            g.of(slot, xid).and_then(|r| {
                 // Borrowed: a copy of the plan (its 32 ranges, about 500
                 // bytes) per reply showed in the profile as memcpy.
                 let plan = r.plan.as_ref()?;
@@ -137,7 +128,7 @@ impl QpState {
         };
         let f = match checked {
             Some(Ok(ReplyData::Inline { payload })) => {
-                return self.deliver_inline(qp, xid, payload, inv);
+                return self.deliver_inline(qp, rqst, xid, payload, inv);
             }
             Some(Ok(ReplyData::Long { len })) => {
                 self.stats.rdma_reply.fetch_add(u64::from(len), Relaxed);
@@ -148,40 +139,31 @@ impl QpState {
                 written,
                 tail,
                 ..
-            })) => {
-                let placed = self.xprt.with_rqst(xid.to_be(), |rqst| {
-                    rqst.place_written(head, written, tail.len() as u32)
-                });
-                match placed {
-                    None => {
-                        pr_debug!("reply: no request waits for xid {:#010x}\n", xid);
-                        // Its MRs (if still registered) go with the slot.
-                        Finish::Fail(EIO.to_errno())
+            })) => match rqst.place_written(head, written, tail.len() as u32) {
+                Ok((at, len)) => match self.defer_tail(slot, xid, at, tail) {
+                    Ok(()) => {
+                        self.stats.rdma_reply.fetch_add(u64::from(written), Relaxed);
+                        self.stats
+                            .reply_bytes
+                            .fetch_add((head.len() + tail.len()) as u64, Relaxed);
+                        Finish::Complete(i32::try_from(len).unwrap_or(i32::MAX))
                     }
-                    Some(Ok((at, len))) => match self.defer_tail(xid, at, tail) {
-                        Ok(()) => {
-                            self.stats.rdma_reply.fetch_add(u64::from(written), Relaxed);
-                            self.stats
-                                .reply_bytes
-                                .fetch_add((head.len() + tail.len()) as u64, Relaxed);
-                            Finish::Complete(i32::try_from(len).unwrap_or(i32::MAX))
-                        }
-                        Err(e) => {
-                            if crate::compat::print::ratelimit() {
-                                pr_err!(
+                    Err(e) => {
+                        if crate::compat::print::ratelimit() {
+                            pr_err!(
                                     "reply: xid {:#010x}: no memory for {} inline bytes after the payload ({:?})\n",
                                     xid,
                                     tail.len(),
                                     e
                                 );
-                            }
-                            Finish::Fail(e.to_errno())
                         }
-                    },
-                    Some(Err(e)) => {
-                        self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
-                        if crate::compat::print::ratelimit() {
-                            pr_err!(
+                        Finish::Fail(e.to_errno())
+                    }
+                },
+                Err(e) => {
+                    self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
+                    if crate::compat::print::ratelimit() {
+                        pr_err!(
                                 "reply: xid {:#010x}: {} written bytes with {} + {} inline do not fit the receive buffer ({:?})\n",
                                 xid,
                                 written,
@@ -189,11 +171,10 @@ impl QpState {
                                 tail.len(),
                                 e
                             );
-                        }
-                        Finish::Fail(e.to_errno())
                     }
+                    Finish::Fail(e.to_errno())
                 }
-            }
+            },
             None => {
                 // Chunks for an RPC that registered none are the
                 // responder's error.
@@ -224,7 +205,7 @@ impl QpState {
             // RPC (unoffered, overrunning, or not fitting): say so.
             trace::reply(self.id, xid, Some(h.protocol), c"fail", 0, errno);
         }
-        self.end_rpc(qp, xid, f, inv);
+        self.end_rpc(qp, rqst, xid, f, inv);
     }
 
     /// Fires the tracepoints of a received message (`recovery`: what is
@@ -319,24 +300,38 @@ impl QpState {
             // The connect worker waits for this (Conn::probe).
             self.cm.probe_answered();
         }
+        // The request a reply is for: looked up once (SUNRPC's receive
+        // queue, under its `queue_lock`) and pinned until the RPC ends;
+        // what the transport keeps for it is reached through its slot.
+        let mut rqst = match out.reply {
+            Reply::Deliver { xid, .. }
+            | Reply::Chunked { xid, .. }
+            | Reply::Fail { xid, .. }
+            | Reply::Resend { xid } => self.xprt.find_reply(xid.to_be()),
+            _ => None,
+        };
         // A reply while the RPC's current transmission is not posted yet
         // answers an earlier one: dropped before it reaches the request,
         // its registrations or its recovery state (`end_rpc` decides
         // again under the lock, for a transmission that starts meanwhile).
-        let stale = match out.reply {
-            Reply::Deliver { xid, .. } | Reply::Chunked { xid, .. } | Reply::Fail { xid, .. } => {
-                self.unposted(xid)
-            }
+        let stale = match (&out.reply, &rqst) {
+            (
+                Reply::Deliver { xid, .. } | Reply::Chunked { xid, .. } | Reply::Fail { xid, .. },
+                Some(r),
+            ) => self.unposted(usize::from(r.slot()), *xid),
             _ => false,
         };
         // A transport error: resend the RPC or fail it (recovery.rs).
-        let recovery = match out.reply {
+        let recovery = match (&out.reply, &rqst) {
             _ if stale => None,
-            Reply::Fail {
-                xid,
-                cause: proto::Cause::RdmaError { protocol, body },
-                ..
-            } => self.recovery_for(xid, protocol, &body),
+            (
+                Reply::Fail {
+                    xid,
+                    cause: proto::Cause::RdmaError { protocol, body },
+                    ..
+                },
+                Some(r),
+            ) => self.recovery_for(r, *xid, *protocol, body),
             _ => None,
         };
         self.trace_received(data, &out, vers, settled, recovery.as_ref(), stale);
@@ -357,15 +352,21 @@ impl QpState {
             {
                 self.stale_reply(xid, inv)
             }
-            Reply::Deliver { xid, payload } => self.deliver_inline(qp, xid, payload, inv),
-            Reply::Chunked { xid, header } => self.deliver_chunked(qp, xid, &header, inv),
+            Reply::Deliver { xid, payload } => match rqst.take() {
+                Some(r) => self.deliver_inline(qp, r, xid, payload, inv),
+                None => no_request(xid),
+            },
+            Reply::Chunked { xid, header } => match rqst.take() {
+                Some(r) => self.deliver_chunked(qp, r, xid, &header, inv),
+                None => no_request(xid),
+            },
             Reply::Fail {
                 xid,
                 cause: proto::Cause::RdmaError { protocol, body },
                 ..
             } if matches!(recovery, Some(proto::Recovery::Resend { .. })) => {
-                if let Some(r) = &recovery {
-                    self.resend_after_error(qp, xid, protocol, &body, r, inv);
+                if let (Some(r), Some(rq)) = (&recovery, rqst.take()) {
+                    self.resend_after_error(qp, rq, xid, protocol, &body, r, inv);
                 }
             }
             Reply::Piece {
@@ -421,18 +422,21 @@ impl QpState {
                         }
                     }
                 }
-                self.end_rpc(qp, xid, Finish::Fail(errno.to_kernel()), inv);
+                match rqst.take() {
+                    Some(r) => self.end_rpc(qp, r, xid, Finish::Fail(errno.to_kernel()), inv),
+                    None => no_request(xid),
+                }
             }
-            Reply::Resend { xid } => {
+            Reply::Resend { .. } => {
                 pr_info!(
                     "server answered the RPC-over-RDMA version 2 probe with ERR_VERS: continuing in version 1\n"
                 );
-                let _ = self.xprt.with_rqst(xid.to_be(), |rqst| {
+                if let Some(r) = rqst.take() {
                     // The probe was not executed: send it again, in v1, on
                     // this same connection.
-                    rqst.allow_resend();
-                    rqst.retry(EAGAIN.to_errno());
-                });
+                    r.allow_resend();
+                    r.retry(EAGAIN.to_errno());
+                }
             }
             Reply::ReverseCall { xid, payload } => {
                 if self
@@ -467,4 +471,12 @@ impl QpState {
         }
         out.post_receives
     }
+}
+
+/// A reply for an RPC that no request waits for any more (it timed out,
+/// was interrupted, or is being sent again): nothing to deliver. Its MRs,
+/// if any, are invalidated when its slot is released or sent from again
+/// (`Conn::release`).
+fn no_request(xid: u32) {
+    pr_debug!("reply: no request waits for xid {:#010x}\n", xid);
 }

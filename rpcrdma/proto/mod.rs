@@ -30,7 +30,6 @@
 //! * [`conn`]: [`Transport`], which ties them together and is what the
 //!   glue calls (its send side in [`conn::send`], its receive side in
 //!   [`conn::receive`], its counters in [`conn::stats`]);
-//! * [`xidmap`]: XID → request slot in O(1), for the reply handler;
 //! * [`reqlife`]: the registration lifecycle of a request slot (when
 //!   its MRs are invalidated, when the RPC ends, when a release may take
 //!   the MRs back);
@@ -86,7 +85,6 @@ pub mod signal;
 // KUnit variant (Kbuild's RPCRDMA2_KUNIT), never in the production module.
 #[cfg(any(not(CONFIG_RUST), rpcrdma2_kunit))]
 pub mod selftest;
-pub mod xidmap;
 
 pub use self::chunks::lists::CallChunks;
 pub use self::chunks::reply::{Invalidated, ReplyData, ReplyError};

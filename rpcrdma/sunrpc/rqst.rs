@@ -11,7 +11,7 @@
 
 use super::xprt::{spin_lock, spin_unlock, Xprt};
 use crate::bindings;
-use core::ptr::addr_of_mut;
+use core::ptr::{addr_of_mut, NonNull};
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
@@ -96,7 +96,7 @@ pub struct XdrRange {
 /// `Rqst` for the read-only accessors below. [`TxRqst`]: being
 /// transmitted (`send_request`; [`BcTxRqst`] for a backchannel reply);
 /// [`ReplyRqst`]: found by XID and pinned
-/// for a reply ([`Xprt::with_rqst`]); [`BufRqst`]: its buffers being set
+/// for a reply; [`BufRqst`]: its buffers being set
 /// up (`buf_alloc`). What changes the request is on the handle of the
 /// context it is sound in.
 ///
@@ -553,33 +553,82 @@ impl core::ops::Deref for BcTxRqst<'_> {
 }
 
 /// A request a reply arrived for: found by XID on its transport's receive
-/// queue and pinned; only [`Xprt::with_rqst`] makes one.
+/// queue and pinned (`xprt_pin_rqst`), as the C transports' reply
+/// handlers do; only [`crate::sunrpc::xprt_box::XprtRef::find_reply`]
+/// makes one. The handle owns the pin: [`ReplyRqst::complete`] (and
+/// [`ReplyRqst::fail`], [`ReplyRqst::retry`]) complete the request and
+/// unpin it under one `queue_lock`; dropping the handle only unpins it.
+/// It may be kept past the reply handler (while the RPC's MRs are
+/// invalidated): the request's task waits for the unpin before it
+/// encodes, transmits again or releases the request.
 ///
 /// # Invariants
 ///
-/// `rqst` was found by `xprt_lookup_rqst` on `xprt` and is pinned
-/// (`xprt_pin_rqst`) for the handle's lifetime: it stays alive, its task
-/// waits for the reply and does not encode, free or release it, and no
-/// one else writes its receive buffer until it is completed.
-pub struct ReplyRqst<'a> {
-    rqst: &'a Rqst,
-    xprt: &'a Xprt,
+/// `rqst` is a forward request found by `xprt_lookup_rqst` on its
+/// transport `(*rqst).rq_xprt` and pinned once for the handle: it stays
+/// alive (and so does the transport its task references), its task waits
+/// for the reply and does not encode, free or release it, and no one else
+/// writes its receive buffer until it is completed. It is the `rpc_rqst`
+/// of a [`super::slot::SlotBox`] at position `index` of its pool.
+pub struct ReplyRqst {
+    rqst: NonNull<bindings::rpc_rqst>,
+    index: u16,
 }
 
-impl<'a> ReplyRqst<'a> {
+// SAFETY: the pinned request may be completed or unpinned from any
+// context that may take `queue_lock` (a spinlock, taken with bottom
+// halves enabled as the C reply handlers do).
+unsafe impl Send for ReplyRqst {}
+// SAFETY: `&ReplyRqst` gives only reads of the request's stable fields
+// and writes of its receive buffer, which the pin makes the handle's.
+unsafe impl Sync for ReplyRqst {}
+
+impl ReplyRqst {
     /// # Safety
     ///
-    /// `rqst` was found on `xprt` by `xprt_lookup_rqst` and stays pinned
-    /// for `'a`.
-    pub(super) unsafe fn new(rqst: &'a Rqst, xprt: &'a Xprt) -> Self {
+    /// `rqst` was found by `xprt_lookup_rqst` on its transport and pinned
+    /// once for this handle (the pin is the handle's to drop); it is the
+    /// `rpc_rqst` of a `SlotBox` at position `index` of its pool.
+    pub(super) unsafe fn new(rqst: NonNull<bindings::rpc_rqst>, index: u16) -> Self {
         // INVARIANT: per the caller.
-        ReplyRqst { rqst, xprt }
+        ReplyRqst { rqst, index }
+    }
+
+    fn rqst(&self) -> &Rqst {
+        // SAFETY: alive while pinned (type invariant).
+        unsafe { Rqst::from_raw(self.rqst.as_ptr()) }
+    }
+
+    /// The position of the request's slot in its pool
+    /// ([`super::slot::SlotBox::index`]): what the transport keeps per
+    /// request is found from it without a lookup.
+    pub fn slot(&self) -> u16 {
+        self.index
+    }
+
+    /// Takes `queue_lock` of the request's transport, runs `f` on the
+    /// request, unpins it and releases the lock; the handle is used up.
+    fn end(self, f: impl FnOnce(*mut bindings::rpc_rqst)) {
+        let rq = self.rqst.as_ptr();
+        core::mem::forget(self);
+        // SAFETY: the request is alive and pinned (type invariant), so its
+        // transport is alive; `xprt_complete_rqst` and `xprt_unpin_rqst`
+        // require `queue_lock`, held across both. The pin is this
+        // handle's, given up here once (the handle is forgotten, so its
+        // `Drop` does not unpin again).
+        unsafe {
+            let lock = addr_of_mut!((*(*rq).rq_xprt).queue_lock);
+            spin_lock(lock);
+            f(rq);
+            bindings::xprt_unpin_rqst(rq);
+            spin_unlock(lock);
+        }
     }
 
     /// As [`TxRqst::shape`]: a pinned request is not encoded again
     /// (`call_encode` first dequeues it, which waits for the unpin).
     pub fn shape(&self) -> RqstShape {
-        self.rqst.shape()
+        self.rqst().shape()
     }
 
     /// Starts assembling a Reply whose payload the responder wrote into
@@ -636,20 +685,15 @@ impl<'a> ReplyRqst<'a> {
     /// (`rq_private_buf`, which shares its memory with `rq_rcv_buf`).
     /// Fails with `EMSGSIZE` if it does not fit.
     pub fn copy_reply(&self, data: &[u8]) -> Result {
-        self.rqst.write_reply_at(0, data)
+        self.rqst().write_reply_at(0, data)
     }
 
     /// Completes the request with a reply of `len` bytes (or a negative
-    /// errno as status), waking its task. Takes `queue_lock`.
+    /// errno as status), waking its task, and unpins it: one `queue_lock`.
     pub fn complete(self, len: i32) {
-        // SAFETY: the rqst is alive and pinned (type invariant); `xprt_complete_rqst`
-        // requires `queue_lock`, held across the call.
-        unsafe {
-            let lock = addr_of_mut!((*self.xprt.as_raw()).queue_lock);
-            spin_lock(lock);
-            bindings::xprt_complete_rqst((*self.raw()).rq_task, len);
-            spin_unlock(lock);
-        }
+        // SAFETY: `end` holds `queue_lock` and the request is pinned, so
+        // its task is alive and waits for the reply.
+        self.end(|rq| unsafe { bindings::xprt_complete_rqst((*rq).rq_task, len) });
     }
 
     /// Ends the RPC with the transport error `errno` (a bad or
@@ -688,9 +732,13 @@ impl<'a> ReplyRqst<'a> {
     /// the previous one without executing it (the v2 probe answered by
     /// ERR_VERS), so credit accounting is not at stake.
     pub fn allow_resend(&self) {
-        // SAFETY: the rqst is alive and pinned (type invariant); its task waits for the
-        // reply, so no transmission races with this store.
-        unsafe { (*self.raw()).rq_connect_cookie = self.xprt.connect_cookie().wrapping_sub(1) };
+        // SAFETY: the rqst is alive and pinned (type invariant), and so is
+        // its transport; its task waits for the reply, so no transmission
+        // races with this store.
+        unsafe {
+            let x = &*(*self.raw()).rq_xprt.cast::<Xprt>();
+            (*self.raw()).rq_connect_cookie = x.connect_cookie().wrapping_sub(1);
+        }
     }
 
     /// Writes `bytes` at offset `at` of the Reply (`rq_private_buf`,
@@ -698,15 +746,31 @@ impl<'a> ReplyRqst<'a> {
     /// end.
     pub fn write_reply_at(&self, at: u32, bytes: &[u8]) -> Result {
         // Pinned, and completed at most once (type invariant).
-        self.rqst.write_reply_at(at, bytes)
+        self.rqst().write_reply_at(at, bytes)
     }
 }
 
-impl core::ops::Deref for ReplyRqst<'_> {
+impl Drop for ReplyRqst {
+    /// Unpins the request without completing it (the reply was dropped,
+    /// or the RPC is sent again or abandoned another way).
+    fn drop(&mut self) {
+        let rq = self.rqst.as_ptr();
+        // SAFETY: alive and pinned by this handle (type invariant), so is
+        // its transport; `xprt_unpin_rqst` requires `queue_lock`.
+        unsafe {
+            let lock = addr_of_mut!((*(*rq).rq_xprt).queue_lock);
+            spin_lock(lock);
+            bindings::xprt_unpin_rqst(rq);
+            spin_unlock(lock);
+        }
+    }
+}
+
+impl core::ops::Deref for ReplyRqst {
     type Target = Rqst;
 
     fn deref(&self) -> &Rqst {
-        self.rqst
+        self.rqst()
     }
 }
 

@@ -22,7 +22,7 @@ use super::xprt::{spin_lock, spin_unlock, Xprt};
 use crate::bindings;
 use crate::compat::init::PinInit;
 use core::pin::Pin;
-use core::ptr::{addr_of_mut, NonNull};
+use core::ptr::{addr_of, addr_of_mut, NonNull};
 use kernel::alloc::{flags::GFP_KERNEL, KBox};
 use kernel::prelude::*;
 use kernel::types::Opaque;
@@ -60,14 +60,21 @@ impl Task {
     }
 }
 
-/// A request slot: an `rpc_rqst` followed by the transport's state `S`.
+/// A request slot: an `rpc_rqst`, the slot's position in its pool, then
+/// the transport's state `S`.
 ///
 /// Pinned: SUNRPC holds pointers to the `rpc_rqst` while a task owns it.
 /// While no task holds it, the transport holds it as a [`FreeSlot`].
+///
+/// `#[repr(C)]` with `rqst` and `index` first: their offsets do not
+/// depend on `S`, so a request found by XID maps back to its slot's index
+/// without knowing the transport's type ([`SlotBox::index_of`]).
 #[repr(C)]
 #[pin_data]
 pub struct SlotBox<S> {
     rqst: Opaque<bindings::rpc_rqst>,
+    /// Position in the transport's pool (a tag, as `blk_mq`'s).
+    index: u16,
     /// The transport's per-request state.
     #[pin]
     pub data: S,
@@ -81,18 +88,39 @@ unsafe impl<S: Send> Send for SlotBox<S> {}
 unsafe impl<S: Sync> Sync for SlotBox<S> {}
 
 impl<S> SlotBox<S> {
-    /// Allocates a pinned slot with a zeroed `rpc_rqst`.
-    pub fn new<E>(data: impl PinInit<S, E>) -> Result<Pin<KBox<Self>>>
+    /// Allocates a pinned slot with a zeroed `rpc_rqst`, at position
+    /// `index` of its pool.
+    pub fn new<E>(index: u16, data: impl PinInit<S, E>) -> Result<Pin<KBox<Self>>>
     where
         Error: From<E>,
     {
         KBox::try_pin_init(
             try_pin_init!(SlotBox {
                 rqst: Opaque::new(bindings::rpc_rqst::default()),
+                index,
                 data <- data,
             }? Error),
             GFP_KERNEL,
         )
+    }
+
+    /// The slot's position in its pool.
+    pub fn index(&self) -> u16 {
+        self.index
+    }
+
+    /// The pool position of the slot whose `rpc_rqst` is `rq`, whatever
+    /// the transport's state type.
+    ///
+    /// # Safety
+    ///
+    /// `rq` is the `rpc_rqst` of a live `SlotBox` (of any `S`).
+    pub(super) unsafe fn index_of(rq: *mut bindings::rpc_rqst) -> u16 {
+        // SAFETY: `index` follows `rqst` in the `#[repr(C)]` box, at an
+        // offset that does not depend on `S`; `SlotBox<()>` has it there
+        // too, and the slot is alive (per the caller). Only that field is
+        // read (through a raw pointer, no reference to the whole box).
+        unsafe { *addr_of!((*rq.cast::<SlotBox<()>>()).index) }
     }
 
     /// The slot's request, for the trampolines that hand it to the

@@ -9,7 +9,6 @@
 //! [`super::transport`], and the transport's allocation in
 //! [`super::xprt_box`].
 
-use super::rqst::{ReplyRqst, Rqst};
 use crate::bindings;
 use core::ptr::addr_of_mut;
 use kernel::prelude::*;
@@ -227,36 +226,6 @@ impl Xprt {
             }
         }
         false
-    }
-
-    /// Finds the request waiting for `xid` (network byte order) and runs
-    /// `f` on it with the request pinned and `queue_lock` released, as the
-    /// reply handlers of the C transports do. Returns `None` if no request
-    /// waits for `xid`. The [`ReplyRqst`] `f` gets is the only way to
-    /// one: it proves the request found and pinned, and cannot leave `f`.
-    pub fn with_rqst<R>(&self, xid: u32, f: impl FnOnce(ReplyRqst<'_>) -> R) -> Option<R> {
-        let x = self.as_raw();
-        // SAFETY: the xprt is alive. `xprt_lookup_rqst` and
-        // `xprt_pin_rqst` require `queue_lock`; the pinned request stays
-        // valid until `xprt_unpin_rqst`, which also needs the lock.
-        unsafe {
-            let lock = addr_of_mut!((*x).queue_lock);
-            spin_lock(lock);
-            let rq = bindings::xprt_lookup_rqst(x, xid);
-            if rq.is_null() {
-                spin_unlock(lock);
-                return None;
-            }
-            bindings::xprt_pin_rqst(rq);
-            spin_unlock(lock);
-            // The handle borrows `rq` for the call of `f` only, while it
-            // is pinned.
-            let ret = f(ReplyRqst::new(Rqst::from_raw(rq), self));
-            spin_lock(lock);
-            bindings::xprt_unpin_rqst(rq);
-            spin_unlock(lock);
-            Some(ret)
-        }
     }
 }
 

@@ -12,7 +12,8 @@
 //! [`XprtBox::create`] and dropped in place by the `destroy` trampoline
 //! (in [`super::transport`]), never by Rust's allocator.
 
-use super::slot::Task;
+use super::rqst::ReplyRqst;
+use super::slot::{SlotBox, Task};
 #[cfg(rpcrdma2_kunit)]
 use super::transport::destroy;
 use super::transport::{connect_worker, keepalive_worker, OpsTable, Transport};
@@ -72,6 +73,36 @@ impl core::ops::Deref for XprtRef {
     fn deref(&self) -> &Xprt {
         // SAFETY: by the type invariant the transport is alive.
         unsafe { &*self.0.as_ptr().cast::<Xprt>() }
+    }
+}
+
+impl XprtRef {
+    /// Finds the request waiting for `xid` (network byte order) and pins
+    /// it, under one `queue_lock`, as the reply handlers of the C
+    /// transports do; `None` if no request waits for `xid`. The
+    /// [`ReplyRqst`] owns the pin: completing it unpins it under the same
+    /// lock as the completion.
+    pub fn find_reply(&self, xid: u32) -> Option<ReplyRqst> {
+        let x = self.as_raw();
+        // SAFETY: the transport is alive (type invariant).
+        // `xprt_lookup_rqst` and `xprt_pin_rqst` require `queue_lock`.
+        // The receive queue of an `XprtBox`'s transport holds forward
+        // requests only (backchannel requests are never queued for a
+        // reply), and every forward request of it has a slot its
+        // `alloc_slot` lent from its pool of `SlotBox`es, which is alive
+        // while the request is queued: the index read is of a live slot.
+        unsafe {
+            let lock = addr_of_mut!((*x).queue_lock);
+            spin_lock(lock);
+            let rq = NonNull::new(bindings::xprt_lookup_rqst(x, xid));
+            if let Some(rq) = rq {
+                bindings::xprt_pin_rqst(rq.as_ptr());
+            }
+            spin_unlock(lock);
+            let rq = rq?;
+            // The pin is the handle's.
+            Some(ReplyRqst::new(rq, SlotBox::<()>::index_of(rq.as_ptr())))
+        }
     }
 }
 

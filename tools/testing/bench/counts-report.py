@@ -70,22 +70,6 @@ FUNCS = [
     ("rxe_xmit_packet (packets sent)", ["rxe_xmit_packet"]),
     ("rxe_rcv (packets received)", ["rxe_rcv"]),
 ]
-# rpcrdma2's own XID table (rpcrdma/proto/xidmap.rs) cannot be probed
-# (counts.sh): counted by reading, from the replies and the replies with
-# chunks the run measured
-R2_XID_READING = (
-    "rpcrdma2's XID table (rpcrdma/proto/xidmap.rs) is counted by reading: its Rust "
-    "functions have no fentry, and a kprobe event refuses such a function; xidmap::get, "
-    "::insert and RegTable::find (conn/frwr.rs:171, one get) are inlined anyway. Per reply "
-    "(2): QpState::unposted (conn/reply.rs:328 -> conn/frwr.rs:281) and QpState::end_rpc "
-    "(conn/frwr.rs:297) find the XID. Per RPC with chunks (3 more gets, 1 insert, 1 "
-    "remove): QpState::deliver_chunked (conn/reply.rs:121) finds it; RegTable::activate "
-    "(conn/send.rs:239 -> conn/frwr.rs:181) deactivates the slot (one get of its old "
-    "XID) and inserts the new one; the slot's drain (conn/frwr.rs:439) deactivates it "
-    "(one get, and the remove). defer_tail (conn/reply.rs:64) adds one for inline bytes "
-    "after a Write chunk's payload: none from Linux's NFS client. Replies = the xprt "
-    "line's receives; RPCs with chunks = its Write and Reply chunk segments (one per "
-    "chunked READ here).")
 
 
 def parse_hist(text):
@@ -338,14 +322,6 @@ def measure(rundir, module):
         per["Send-queue WRs (rxe completer's do_complete)"] = cq_split(dc)[0] / rpcs
         if other:
             per["  other completions (flushes)"] = other / rpcs
-    # rpcrdma2's own XID table, by reading (R2_XID_READING)
-    r2 = {}
-    if module == "rpcrdma2":
-        chunked = xd.get("write_chunks", 0) + xd.get("reply_chunks", 0)
-        r2["lookups (by reading: 2 per reply, 3 more per chunked RPC)"] = \
-            (2 * xd.get("recvs", 0) + 3 * chunked) / rpcs
-        r2["inserts (by reading: 1 per chunked RPC)"] = chunked / rpcs
-    v["r2_xid"] = r2
     wq = {}
     for key, n in hists.get("workqueue.workqueue_execute_start", []):
         wq[key] = wq.get(key, 0) + n / rpcs
@@ -472,14 +448,6 @@ def table(runs, min_site=0.05):
         lambda v: v["per_rpc"].get("locks: other stacks cut at 16 frames"))
     add("  probe hits missed (not counted; upper bound)",
         lambda v: v["per_rpc"].get("locks: probe hits missed"))
-    r2labels = []
-    for c in cols:
-        for v in runs[c]:
-            for k in v["r2_xid"]:
-                if k not in r2labels:
-                    r2labels.append(k)
-    for k in r2labels:
-        add(f"rpcrdma2 XID table: {k}", lambda v, k=k: v["r2_xid"].get(k, 0.0), only="rpcrdma2")
     for k in per_keys:
         if k.startswith("locks: "):
             continue
@@ -520,8 +488,6 @@ def main():
     lines = ["Exact per-RPC counts, client guest (samples/fio/randread-4k.fio, fixed READ count;",
              "mean over the repeats (largest deviation of a repeat from the mean)):", ""]
     lines += table(runs) if runs else ["(no run with numbers)"]
-    if any(MODULES[c] == "rpcrdma2" for c in runs):
-        lines += ["", R2_XID_READING]
     lines.append("")
     lines.append("runs: " + ", ".join(f"{c} {len(runs.get(c, []))}" for c, _, _ in CONFIGS))
     for cfg, rep, why in failed:

@@ -60,11 +60,6 @@ COUNTS_FUNCS=(xprt_lookup_rqst xprt_complete_rqst xprt_transmit
 	rxe_post_send rxe_post_recv
 	rxe_cq_post rxe_requester rxe_completer rxe_receiver rxe_sched_task rxe_run_task
 	rxe_xmit_packet rxe_rcv rxe_comp_queue_pkt rxe_resp_queue_pkt rxe_map_mr_sg rxe_reg_fast_mr)
-# (rpcrdma2's own XID table, rpcrdma/proto/xidmap.rs, cannot be probed:
-# its Rust functions have no fentry, and with KPROBES_ON_FTRACE a kprobe
-# event refuses a function without one ("Could not probe notrace
-# function"); most of its uses are inlined anyway. The report counts it
-# by reading.)
 # hist triggers of this run: the trigger file -> its spec
 declare -A COUNTS_HIST=()
 
