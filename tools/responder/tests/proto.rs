@@ -11,6 +11,7 @@ use rpcrdma_responder::stats::{Path, Stats};
 use rpcrdma_xdr::chunk::{ChunkLists, ReadSegment, Segment};
 use rpcrdma_xdr::header::{self, Flags, MsgKind, MsgSpec, Protocol};
 use rpcrdma_xdr::pvtdata::PrivateData;
+use std::ops::Range;
 
 fn words(b: &[u8]) -> Vec<u32> {
     b.chunks(4)
@@ -71,6 +72,39 @@ fn the_call(a: &[Action]) -> Call {
             _ => None,
         })
         .expect("a Call")
+}
+
+/// A v2 NFSv3 READ (`xid`, Invalidate handle `inv`) that offers `segs` as
+/// its one Write chunk, received by `p`, and its READ3resok reply with
+/// `count` bytes of data: the Call (its RPC parsed, as the server loop
+/// does), the reply and where the data lies in it (the DDP range, checked).
+fn read_to_write_chunk(
+    p: &mut ConnProto,
+    st: &mut Stats,
+    xid: u32,
+    inv: u32,
+    segs: &[Segment],
+    count: u32,
+) -> (Call, Vec<u8>, Range<usize>) {
+    let wl: [&[Segment]; 1] = [segs];
+    let chunks = ChunkLists {
+        reads: &[],
+        writes: &wl,
+        reply: None,
+    };
+    let rpc = rpc_call(xid, 3, NFS3_READ);
+    let a = p.on_receive(&call_msg(Protocol::V2, xid, inv, chunks, &rpc), st);
+    let mut c = the_call(&a);
+    c.rpc = nfs::parse_call(&rpc);
+    // READ3resok: status, post_op_attr absent, count, eof, data<count>
+    let mut reply = bytes(&[xid, 1, 0, 0, 0, 0, 0, 0, count, 1, count]);
+    let start = reply.len();
+    reply.extend((0..count).map(|i| i as u8));
+    reply.resize(reply.len().next_multiple_of(4), 0);
+    let data = start..start + count as usize;
+    let ddp = nfs::ddp_range(c.rpc.as_ref().unwrap(), &reply, 8192);
+    assert_eq!(ddp, Some(data.clone()));
+    (c, reply, data)
 }
 
 #[test]
@@ -269,24 +303,9 @@ fn write_chunk_plan() {
             offset: 0x2000,
         },
     ];
-    let wl: [&[Segment]; 1] = [&segs];
-    let chunks = ChunkLists {
-        reads: &[],
-        writes: &wl,
-        reply: None,
-    };
-    let rpc = rpc_call(0x55, 3, NFS3_READ);
-    let a = p.on_receive(&call_msg(Protocol::V2, 0x55, 7, chunks, &rpc), &mut st);
-    let mut c = the_call(&a);
-    c.rpc = nfs::parse_call(&rpc);
-    // READ3resok: status, post_op_attr absent, count, eof, data<5001>
-    let mut reply = bytes(&[0x55, 1, 0, 0, 0, 0, 0, 0, 5001, 1, 5001]);
-    let start = reply.len();
-    reply.extend((0..5001u32).map(|i| i as u8));
-    reply.extend([0, 0, 0]);
-    let ddp = nfs::ddp_range(c.rpc.as_ref().unwrap(), &reply, 8192);
-    assert_eq!(ddp, Some(start..start + 5001));
-    let plan = p.plan_reply(&c, &reply, ddp, &mut st);
+    let (c, reply, data) = read_to_write_chunk(&mut p, &mut st, 0x55, 7, &segs, 5001);
+    let start = data.start;
+    let plan = p.plan_reply(&c, &reply, Some(data), &mut st);
     assert_eq!(plan.path, Some(Path::WriteChunk));
     assert_eq!(plan.writes.len(), 2);
     assert_eq!(plan.writes[0].src, start..start + 4096);
@@ -1805,22 +1824,9 @@ fn naturally_short_write_chunk() {
     let mut st = Stats::default();
     let mut p = ConnProto::new(Options::default(), client(4096));
     let segs = [seg(7, 4096), seg(8, 4096)];
-    let wl: [&[Segment]; 1] = [&segs];
-    let chunks = ChunkLists {
-        reads: &[],
-        writes: &wl,
-        reply: None,
-    };
-    let rpc = rpc_call(0x87, 3, NFS3_READ);
-    let a = p.on_receive(&call_msg(Protocol::V2, 0x87, 0, chunks, &rpc), &mut st);
-    let mut c = the_call(&a);
-    c.rpc = nfs::parse_call(&rpc);
-    let mut reply = bytes(&[0x87, 1, 0, 0, 0, 0, 0, 0, 3000, 1, 3000]);
-    let start = reply.len();
-    reply.extend((0..3000u32).map(|i| i as u8));
-    let ddp = nfs::ddp_range(c.rpc.as_ref().unwrap(), &reply, 8192);
-    assert_eq!(ddp, Some(start..start + 3000));
-    let plan = p.plan_reply(&c, &reply, ddp, &mut st);
+    let (c, reply, data) = read_to_write_chunk(&mut p, &mut st, 0x87, 0, &segs, 3000);
+    let start = data.start;
+    let plan = p.plan_reply(&c, &reply, Some(data), &mut st);
     assert_eq!(plan.path, Some(Path::WriteChunk));
     assert_eq!(plan.writes.len(), 1);
     assert_eq!(plan.writes[0].src, start..start + 3000);
