@@ -56,6 +56,11 @@ fn call_msg(proto: Protocol, xid: u32, inv: u32, chunks: ChunkLists<'_>, rpc: &[
     b
 }
 
+/// An inline NFSv3 NULL Call (no chunks, no Invalidate handle).
+fn null_call(proto: Protocol, xid: u32) -> Vec<u8> {
+    call_msg(proto, xid, 0, ChunkLists::EMPTY, &rpc_call(xid, 3, 0))
+}
+
 fn sends(a: &[Action]) -> Vec<Vec<u32>> {
     a.iter()
         .filter_map(|x| match x {
@@ -264,13 +269,7 @@ fn unknown_version_gets_err_vers() {
 fn v2_reserved_flag_is_inval_flag() {
     let mut st = Stats::default();
     let mut p = ConnProto::new(Options::default(), client(4096));
-    let mut m = call_msg(
-        Protocol::V2,
-        0x44,
-        0,
-        ChunkLists::EMPTY,
-        &rpc_call(0x44, 3, 0),
-    );
+    let mut m = null_call(Protocol::V2, 0x44);
     m[16..20].copy_from_slice(&0x100u32.to_be_bytes());
     let a = p.on_receive(&m, &mut st);
     let s = sends(&a);
@@ -438,10 +437,7 @@ fn credits_return_what_was_received() {
     let mut p = ConnProto::new(opts, client(4096));
     let mut calls = Vec::new();
     for x in 1..=3u32 {
-        let a = p.on_receive(
-            &call_msg(Protocol::V2, x, 0, ChunkLists::EMPTY, &rpc_call(x, 3, 0)),
-            &mut st,
-        );
+        let a = p.on_receive(&null_call(Protocol::V2, x), &mut st);
         calls.push(the_call(&a));
     }
     let r = bytes(&[1, 1, 0, 0, 0, 0, 0]);
@@ -455,10 +451,7 @@ fn credits_return_what_was_received() {
     // too, when it leaves (built returning its Call's credit only).
     let g = bytes(&[0, 2, (8 << 16) | 1, 1, 0, 0, 0, 0, 0]);
     assert_eq!(p.on_receive(&g, &mut st), vec![Action::Nothing]);
-    let a = p.on_receive(
-        &call_msg(Protocol::V2, 9, 0, ChunkLists::EMPTY, &rpc_call(9, 3, 0)),
-        &mut st,
-    );
+    let a = p.on_receive(&null_call(Protocol::V2, 9), &mut st);
     let pl = p.plan_reply(&the_call(&a), &r, None, &mut st);
     assert_eq!(words(&pl.sends[0])[2], (8 << 16) | 1);
     assert_eq!(p.top_up(u16::MAX), 1);
@@ -476,7 +469,7 @@ fn hostile_input_never_panics() {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     };
-    let base = call_msg(Protocol::V2, 5, 0, ChunkLists::EMPTY, &rpc_call(5, 3, 0));
+    let base = null_call(Protocol::V2, 5);
     for i in 0..20000 {
         let mut p = ConnProto::new(Options::default(), client(1024));
         let mut m = base.clone();
@@ -537,15 +530,9 @@ fn err_nth_sends_each_error_with_its_body() {
             ..Options::default()
         };
         let mut p = ConnProto::new(opts, client(4096));
-        let first = p.on_receive(
-            &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 3, 0)),
-            &mut st,
-        );
+        let first = p.on_receive(&null_call(Protocol::V2, 1), &mut st);
         assert!(matches!(first[0], Action::Call(_)));
-        let a = p.on_receive(
-            &call_msg(Protocol::V2, 2, 0, ChunkLists::EMPTY, &rpc_call(2, 3, 0)),
-            &mut st,
-        );
+        let a = p.on_receive(&null_call(Protocol::V2, 2), &mut st);
         let s = sends(&a);
         assert_eq!(s.len(), 1, "code {code}");
         // xid, vers 2, credit (ignored by the receiver), RDMA2_ERROR,
@@ -681,16 +668,7 @@ fn err_every_refuses_calls_and_counts_refused_xids_sent_again() {
     let mut p = ConnProto::new(opts, client(4096));
     let mut refused = Vec::new();
     for xid in 1..=11u32 {
-        let a = p.on_receive(
-            &call_msg(
-                Protocol::V2,
-                xid,
-                0,
-                ChunkLists::EMPTY,
-                &rpc_call(xid, 3, 0),
-            ),
-            &mut st,
-        );
+        let a = p.on_receive(&null_call(Protocol::V2, xid), &mut st);
         match &a[0] {
             Action::Call(_) => {}
             _ => {
@@ -709,16 +687,7 @@ fn err_every_refuses_calls_and_counts_refused_xids_sent_again() {
     // again is caught; other XIDs are not.
     let mut q = ConnProto::new(Options::default(), client(4096));
     for xid in [8u32, 9] {
-        let _ = q.on_receive(
-            &call_msg(
-                Protocol::V2,
-                xid,
-                0,
-                ChunkLists::EMPTY,
-                &rpc_call(xid, 3, 0),
-            ),
-            &mut st,
-        );
+        let _ = q.on_receive(&null_call(Protocol::V2, xid), &mut st);
     }
     assert_eq!(st.refused_resent, 1);
 }
@@ -956,10 +925,7 @@ fn err_nth_bodies_describe_the_call() {
         err_nth: vec![(1, 9)],
         ..Options::default()
     });
-    let a = p.on_receive(
-        &call_msg(Protocol::V2, 9, 0, ChunkLists::EMPTY, &rpc_call(9, 3, 0)),
-        &mut st,
-    );
+    let a = p.on_receive(&null_call(Protocol::V2, 9), &mut st);
     let c = the_call(&a);
     assert!(c.refuse_reply && st.errors_injected == 1);
     let plan = p.plan_reply(&c, &[0u8; 120], None, &mut st);
@@ -1028,10 +994,7 @@ fn v1_refusals_are_err_vers_or_err_chunk_and_must_fail() {
             },
             client(4096),
         );
-        let a = p.on_receive(
-            &call_msg(Protocol::V1, 3, 0, ChunkLists::EMPTY, &rpc_call(3, 3, 0)),
-            &mut st,
-        );
+        let a = p.on_receive(&null_call(Protocol::V1, 3), &mut st);
         let s = sends(&a);
         // xid, vers 1, credit, RDMA_ERROR, code and body
         assert_eq!(&s[0][1..2], &[1]);
@@ -1144,10 +1107,7 @@ fn queued_messages_hold_no_spare_credits() {
     // continued in pieces, all queued (the client has no credits left).
     let mut calls = Vec::new();
     for x in [0x41u32, 0x42] {
-        let a = p.on_receive(
-            &call_msg(Protocol::V2, x, 0, ChunkLists::EMPTY, &rpc_call(x, 3, 0)),
-            &mut st,
-        );
+        let a = p.on_receive(&null_call(Protocol::V2, x), &mut st);
         calls.push(the_call(&a));
     }
     let mut reply = bytes(&[0x41, 1, 0, 0, 0, 0]);
@@ -1190,16 +1150,7 @@ fn granting(grant: GrantMode) -> ConnProto {
 fn prompt_tops_up_returns_when_a_message_leaves() {
     let mut st = Stats::default();
     let mut p = granting(GrantMode::Prompt);
-    let a = p.on_receive(
-        &call_msg(
-            Protocol::V2,
-            0x31,
-            0,
-            ChunkLists::EMPTY,
-            &rpc_call(0x31, 3, 0),
-        ),
-        &mut st,
-    );
+    let a = p.on_receive(&null_call(Protocol::V2, 0x31), &mut st);
     let c = the_call(&a);
     let pl = p.plan_reply(&c, &bytes(&[0x31, 1, 0, 0, 0, 0]), None, &mut st);
     // Built: returns its Call's credit.
@@ -1252,16 +1203,7 @@ fn grant_exact_returns_one_per_message() {
     // A client grant is a spare credit: one grant back.
     let g = bytes(&[0, 2, (32 << 16) | 1, 1, 0, 0, 0, 0, 0]);
     assert_eq!(grants(&p.on_receive(&g, &mut st)), vec![(32 << 16) | 1]);
-    let a = p.on_receive(
-        &call_msg(
-            Protocol::V2,
-            0x23,
-            0,
-            ChunkLists::EMPTY,
-            &rpc_call(0x23, 3, 0),
-        ),
-        &mut st,
-    );
+    let a = p.on_receive(&null_call(Protocol::V2, 0x23), &mut st);
     let mut r = bytes(&[0x23, 1, 0, 0, 0, 0]);
     r.resize(10000, 0x55);
     let mut c = the_call(&a);
@@ -1373,10 +1315,7 @@ fn client_credit_limit_gates_sends() {
     assert_eq!(p.client_limit(), 2);
     // Version 1 has no requester credits.
     let mut v1 = ConnProto::new(Options::default(), client(1024));
-    let _ = v1.on_receive(
-        &call_msg(Protocol::V1, 5, 0, ChunkLists::EMPTY, &rpc_call(5, 3, 0)),
-        &mut st,
-    );
+    let _ = v1.on_receive(&null_call(Protocol::V1, 5), &mut st);
     for _ in 0..100 {
         v1.sent_client();
     }
@@ -1539,10 +1478,7 @@ fn client_connprop(xid: u32, rvreqsup: u32, pieces: usize) -> Vec<Vec<u8>> {
 /// A v2 connection settled by an inline Call (xid 1).
 fn settled_v2(opts: Options, st: &mut Stats) -> ConnProto {
     let mut p = v2_conn(opts);
-    let a = p.on_receive(
-        &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 3, 0)),
-        st,
-    );
+    let a = p.on_receive(&null_call(Protocol::V2, 1), st);
     assert!(matches!(a[0], Action::Call(_)));
     p
 }
@@ -1624,33 +1560,12 @@ fn header_type_change_mid_sequence_is_inval_flag() {
 fn error_carries_the_version_of_the_message_it_answers() {
     let mut st = Stats::default();
     let mut p = settled_v2(Options::default(), &mut st);
-    let a = p.on_receive(
-        &call_msg(
-            Protocol::V1,
-            0x70,
-            0,
-            ChunkLists::EMPTY,
-            &rpc_call(0x70, 3, 0),
-        ),
-        &mut st,
-    );
+    let a = p.on_receive(&null_call(Protocol::V1, 0x70), &mut st);
     // xid, vers 1, credit 32, RDMA_ERROR (4), ERR_VERS (1), low 1, high 2
     assert_eq!(sends(&a), vec![vec![0x70, 1, 32, 4, 1, 1, 2]]);
     let mut q = v2_conn(Options::default());
-    q.on_receive(
-        &call_msg(Protocol::V1, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 3, 0)),
-        &mut st,
-    );
-    let a = q.on_receive(
-        &call_msg(
-            Protocol::V2,
-            0x71,
-            0,
-            ChunkLists::EMPTY,
-            &rpc_call(0x71, 3, 0),
-        ),
-        &mut st,
-    );
+    q.on_receive(&null_call(Protocol::V1, 1), &mut st);
+    let a = q.on_receive(&null_call(Protocol::V2, 0x71), &mut st);
     let s = sends(&a);
     assert_eq!(s.len(), 1);
     // xid, vers 2, credit, RDMA2_ERROR (4), F_RESPONSE, RDMA2_ERR_VERS, 1, 2
