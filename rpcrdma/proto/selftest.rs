@@ -1312,6 +1312,13 @@ fn cont_failed(r: &Reply<'_>, xid: u32, f: Fault) -> bool {
     }
 }
 
+/// Starts a continued reply to `XID` on `t` (its first piece), then
+/// receives `w`: whether `w` interrupted the sequence (`XID` failed).
+fn interrupts(t: &mut Transport, w: &Wire) -> bool {
+    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
+    cont_failed(&t.receive(w.bytes()).reply, XID, Fault::Interrupted)
+}
+
 // Each case has a frame of its own, as in `continuation_refused`.
 fn continuation_interrupted() -> TestResult {
     interrupted_by_xid()?;
@@ -1352,13 +1359,8 @@ fn interrupted_by_xid() -> TestResult {
 fn interrupted_by_htype() -> TestResult {
     // The same XID with another header type (NOMSG) ends it: one answer.
     let mut t = v2_with_call();
-    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
     let nomsg = Wire::new(&[XID, 2, CRED_0_32, 1, 1, 0, 0, 0, 0]);
-    check!(cont_failed(
-        &t.receive(nomsg.bytes()).reply,
-        XID,
-        Fault::Interrupted
-    ));
+    check!(interrupts(&mut t, &nomsg));
     check!(t.credits().outstanding() == 0);
     Ok(())
 }
@@ -1367,13 +1369,8 @@ fn interrupted_by_htype() -> TestResult {
 fn interrupted_by_flags() -> TestResult {
     // F_RESPONSE dropped half-way is an interruption too.
     let mut t = v2_with_call();
-    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
     let w = Wire::new(&[XID, 2, CRED_0_32, 0, 0, 0, 0, 0, 0, 1]);
-    check!(cont_failed(
-        &t.receive(w.bytes()).reply,
-        XID,
-        Fault::Interrupted
-    ));
+    check!(interrupts(&mut t, &w));
     check!(t.credits().outstanding() == 0);
     Ok(())
 }
@@ -1404,13 +1401,8 @@ fn interrupted_by_malformed() -> TestResult {
     // A piece that does not decode (F_MORE with a chunk list) interrupts;
     // the rest of the sequence is discarded, its last piece answers.
     let mut t = v2_with_call();
-    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
     let w = Wire::new(&[XID, 2, CRED_0_32, 0, 3, 0, 1, 0, 1, 2, 0, 0, 0, 0, 0, 0, 1]);
-    check!(cont_failed(
-        &t.receive(w.bytes()).reply,
-        XID,
-        Fault::Interrupted
-    ));
+    check!(interrupts(&mut t, &w));
     check!(t.credits().outstanding() == 1);
     let m = piece(XID, CRED_0_32, false, &[0]);
     let o = t.receive(m.bytes());
@@ -2164,19 +2156,34 @@ fn write_reply(segs: &[(u32, u32, u64)], chunks: u32) -> Wire {
     let mut w = Wire::new(&[XID, 1, 32, 0, 0]);
     for _ in 0..chunks {
         w.push(1);
-        w.push(u32::try_from(segs.len()).unwrap_or(0));
-        for &(h, l, o) in segs {
-            w.push(h);
-            w.push(l);
-            let [hi, lo] = split64(o);
-            w.push(hi);
-            w.push(lo);
-        }
+        push_chunk(&mut w, segs);
     }
     w.push(0); // end of Write list
     w.push(0); // no Reply chunk
     rpc_reply(&mut w, XID);
     w
+}
+
+/// A v1 `RDMA_NOMSG` reply whose Reply chunk is `segs` (handle, length,
+/// offset).
+fn nomsg_reply(segs: &[(u32, u32, u64)]) -> Wire {
+    // no Read list, no Write list, a Reply chunk
+    let mut w = Wire::new(&[XID, 1, 32, 1, 0, 0, 1]);
+    push_chunk(&mut w, segs);
+    w
+}
+
+/// Appends a chunk (a counted array of segments) of `segs` (handle,
+/// length, offset).
+fn push_chunk(w: &mut Wire, segs: &[(u32, u32, u64)]) {
+    w.push(u32::try_from(segs.len()).unwrap_or(0));
+    for &(h, l, o) in segs {
+        w.push(h);
+        w.push(l);
+        let [hi, lo] = split64(o);
+        w.push(hi);
+        w.push(lo);
+    }
 }
 
 /// The two XDR words of a 64-bit value.
@@ -2244,45 +2251,11 @@ fn chunk_long_reply() -> TestResult {
         return Ok(());
     };
     // v1 RDMA_NOMSG, Reply chunk: 100 + 50 bytes
-    let w = Wire::new(&[
-        XID,
-        1,
-        32,
-        1,
-        0,
-        0,
-        1,
-        2,
-        a.handle,
-        100,
-        0,
-        lo32(a.offset),
-        b.handle,
-        50,
-        0,
-        lo32(b.offset),
-    ]);
+    let w = nomsg_reply(&[(a.handle, 100, a.offset), (b.handle, 50, b.offset)]);
     let r = decode_then(&w, |h| plan.check_reply(segs, h));
     check!(r == Some(Ok(ReplyData::Long { len: 150 })));
     // one byte more than registered in the second segment
-    let w = Wire::new(&[
-        XID,
-        1,
-        32,
-        1,
-        0,
-        0,
-        1,
-        2,
-        a.handle,
-        100,
-        0,
-        lo32(a.offset),
-        b.handle,
-        4097,
-        0,
-        lo32(b.offset),
-    ]);
+    let w = nomsg_reply(&[(a.handle, 100, a.offset), (b.handle, 4097, b.offset)]);
     let r = decode_then(&w, |h| plan.check_reply(segs, h));
     check!(
         r == Some(Err(ReplyError::Overrun {
@@ -2292,24 +2265,7 @@ fn chunk_long_reply() -> TestResult {
         }))
     );
     // a gap: a short first segment, then data
-    let w = Wire::new(&[
-        XID,
-        1,
-        32,
-        1,
-        0,
-        0,
-        1,
-        2,
-        a.handle,
-        99,
-        0,
-        lo32(a.offset),
-        b.handle,
-        1,
-        0,
-        lo32(b.offset),
-    ]);
+    let w = nomsg_reply(&[(a.handle, 99, a.offset), (b.handle, 1, b.offset)]);
     let r = decode_then(&w, |h| plan.check_reply(segs, h));
     check!(r == Some(Err(ReplyError::Gap { index: 1 })));
     // RDMA_NOMSG without a Reply chunk
