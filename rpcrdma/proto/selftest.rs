@@ -1319,6 +1319,13 @@ fn interrupts(t: &mut Transport, w: &Wire) -> bool {
     cont_failed(&t.receive(w.bytes()).reply, XID, Fault::Interrupted)
 }
 
+/// Whether `t` drops a piece of `xid`'s sequence (`F_MORE` if `more`)
+/// as the discarded rest of a sequence.
+fn discards(t: &mut Transport, xid: u32, more: bool) -> bool {
+    let m = piece(xid, CRED_0_32, more, &[0]);
+    t.receive(m.bytes()).reply == Reply::Drop(Cause::Continuation(Fault::Discarded))
+}
+
 // Each case has a frame of its own, as in `continuation_refused`.
 fn continuation_interrupted() -> TestResult {
     interrupted_by_xid()?;
@@ -1385,13 +1392,9 @@ fn interrupted_by_sequence() -> TestResult {
     let m = piece(B, CRED_0_32, true, &[B, 1]);
     let o = t.receive(m.bytes());
     check!(cont_failed(&o.reply, XID, Fault::Interrupted));
-    let m = piece(B, CRED_0_32, true, &[0]);
-    let o = t.receive(m.bytes());
-    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(discards(&mut t, B, true));
     check!(t.credits().outstanding() == 2);
-    let m = piece(B, CRED_0_32, false, &[0]);
-    let o = t.receive(m.bytes());
-    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(discards(&mut t, B, false));
     check!(t.credits().outstanding() == 1);
     Ok(())
 }
@@ -1404,9 +1407,7 @@ fn interrupted_by_malformed() -> TestResult {
     let w = Wire::new(&[XID, 2, CRED_0_32, 0, 3, 0, 1, 0, 1, 2, 0, 0, 0, 0, 0, 0, 1]);
     check!(interrupts(&mut t, &w));
     check!(t.credits().outstanding() == 1);
-    let m = piece(XID, CRED_0_32, false, &[0]);
-    let o = t.receive(m.bytes());
-    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(discards(&mut t, XID, false));
     check!(t.credits().outstanding() == 0);
     check!(t.stats().bad_reply == 1 && t.stats().unsupported == 1);
     Ok(())
@@ -1432,9 +1433,7 @@ fn refused_no_xid() -> TestResult {
     let m = piece(0, CRED_0_32, true, &[0, 1]);
     let o = t.receive(m.bytes());
     check!(o.reply == Reply::Drop(Cause::Continuation(Fault::NoXid)));
-    let m = piece(0, CRED_0_32, false, &[0]);
-    let o = t.receive(m.bytes());
-    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(discards(&mut t, 0, false));
     check!(t.credits().outstanding() == 1 && t.stats().bad_reply == 1);
     Ok(())
 }
@@ -1466,9 +1465,7 @@ fn refused_bad_rpc_header() -> TestResult {
             cause: Cause::Continuation(Fault::BadRpcHeader)
         }
     ));
-    let m = piece(XID, CRED_0_32, false, &[0]);
-    let o = t.receive(m.bytes());
-    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(discards(&mut t, XID, false));
     check!(t.credits().outstanding() == 0 && t.stats().bad_reply == 1);
     Ok(())
 }
@@ -1508,12 +1505,8 @@ fn refused_unplaced() -> TestResult {
         None
     ));
     t.abandon_continuation(XID);
-    let m = piece(XID, CRED_0_32, true, &[0]);
-    let o = t.receive(m.bytes());
-    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
-    let m = piece(XID, CRED_0_32, false, &[0]);
-    let o = t.receive(m.bytes());
-    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(discards(&mut t, XID, true));
+    check!(discards(&mut t, XID, false));
     check!(t.credits().outstanding() == 0);
     Ok(())
 }
