@@ -582,18 +582,8 @@ fn prepare_rpc_long_call_and_reply() -> TestResult {
 /// a Long Call and a Long Reply (two segments each).
 fn long_rpc() -> Rpc {
     Rpc {
-        call: Geometry {
-            head: 200,
-            page_base: 0,
-            page_len: 8192,
-            tail: 0,
-        },
-        reply: Geometry {
-            head: 4096,
-            page_base: 0,
-            page_len: 65536,
-            tail: 0,
-        },
+        call: geometry(200, 8192, 0),
+        reply: geometry(4096, 65536, 0),
         reply_buflen: 4096 + 65536,
         ..Rpc::default()
     }
@@ -653,12 +643,7 @@ fn meta_rpc(pages: u32) -> Rpc {
             head: 300,
             ..Geometry::default()
         },
-        reply: Geometry {
-            head: 4096,
-            page_base: 0,
-            page_len: pages,
-            tail: 0,
-        },
+        reply: geometry(4096, pages, 0),
         reply_buflen: 4096u32.saturating_add(pages),
         ddp_allowed: true,
         ..Rpc::default()
@@ -717,12 +702,7 @@ fn v2_metadata_replies_continued() -> TestResult {
     )));
     // A READ keeps its Write chunk (data, not metadata).
     let read = Rpc {
-        reply: Geometry {
-            head: 200,
-            page_base: 0,
-            page_len: 8192,
-            tail: 0,
-        },
+        reply: geometry(200, 8192, 0),
         reply_buflen: 200 + 8192,
         reply_ddp: true,
         ..meta_rpc(0)
@@ -1902,7 +1882,9 @@ const CHUNK_LIMITS: Limits = Limits {
     cont_reply: 0,
 };
 
-fn geometry(head: u32, page_len: u32, tail: u32) -> Geometry {
+/// A buffer's geometry: `head` bytes, `page_len` bytes of pages from
+/// offset 0, `tail` bytes.
+pub(super) const fn geometry(head: u32, page_len: u32, tail: u32) -> Geometry {
     Geometry {
         head,
         page_base: 0,
@@ -1926,12 +1908,7 @@ fn chunk_plan(rpc: &Rpc) -> Option<ChunkPlan> {
     chunks::plan(rpc, &chunk_th(Protocol::V1), &CHUNK_LIMITS).ok()
 }
 
-const SMALL: Geometry = Geometry {
-    head: 100,
-    page_base: 0,
-    page_len: 0,
-    tail: 0,
-};
+const SMALL: Geometry = geometry(100, 0, 0);
 
 fn chunk_call_forms() -> TestResult {
     let th = chunk_th(Protocol::V1);

@@ -15,7 +15,7 @@ use super::super::conn::send::CallError;
 use super::super::conn::Transport;
 use super::super::negotiate::Phase;
 use super::super::reply::{Cause, Control, Reply};
-use super::super::selftest::{peer, up};
+use super::super::selftest::{geometry, peer, up};
 use super::super::xdr::chunk::Segment;
 use super::super::xdr::error::ErrorKind;
 use super::super::xdr::header::{self, Body, Protocol};
@@ -454,12 +454,7 @@ fn read_rpc(len: u32) -> Rpc {
             ..Geometry::default()
         },
         call_ddp: false,
-        reply: Geometry {
-            head: 200,
-            page_base: 0,
-            page_len: len,
-            tail: 4,
-        },
+        reply: geometry(200, len, 4),
         reply_buflen: len.saturating_add(204),
         reply_ddp: true,
         ddp_allowed: true,
@@ -539,12 +534,7 @@ fn connprop_segment_limits() -> TestResult {
         what: "setup",
     })?;
     let both = Rpc {
-        call: Geometry {
-            head: 100,
-            page_base: 0,
-            page_len: 8192,
-            tail: 0,
-        },
+        call: geometry(100, 8192, 0),
         call_ddp: true,
         ..read_rpc(8192)
     };
@@ -640,23 +630,13 @@ fn v2_inv_handle_choice() -> TestResult {
     check!(handles(&mut t, &read_rpc(16384)) == Some(0x100));
     // A Long Reply: the Reply chunk's first MR.
     let mut long = read_rpc(0);
-    long.reply = Geometry {
-        head: 4096,
-        page_base: 0,
-        page_len: 8192,
-        tail: 0,
-    };
+    long.reply = geometry(4096, 8192, 0);
     long.reply_buflen = 12288;
     long.reply_ddp = false;
     check!(handles(&mut t, &long) == Some(0x100));
     // A WRITE (Read chunk) with an inline reply: the Read chunk's MR.
     let write = Rpc {
-        call: Geometry {
-            head: 100,
-            page_base: 0,
-            page_len: 8192,
-            tail: 0,
-        },
+        call: geometry(100, 8192, 0),
         call_ddp: true,
         reply: Geometry {
             head: 200,
