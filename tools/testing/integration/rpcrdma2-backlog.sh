@@ -29,8 +29,8 @@ tb_assert_proto "$MNT" rdma
 
 # bklog: the mount's backlog utilisation (field 10 of its "xprt: rdma"
 # line).
-# shellcheck source=lib/mountstats.sh
-. "$SRC/tools/testing/integration/lib/mountstats.sh"
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 bklog() { xprt_field 10; }
 dir=$MNT/backlog
 mkdir -p "$dir"

@@ -59,8 +59,8 @@ TARGET=$(printf 'x/%.0s' $(seq 1 2000))
 
 # rdma_line, rdma_field NAME: the mount's "xprt: rdma" line of
 # /proc/self/mountstats, a field of it by name.
-# shellcheck source=lib/mountstats.sh
-. "$SRC/tools/testing/integration/lib/mountstats.sh"
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 
 for vers in 3 4.1; do
 	tb_log "=== NFS vers=$vers, default rsize/wsize"

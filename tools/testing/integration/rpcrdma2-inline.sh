@@ -36,8 +36,8 @@ tb_random_files "$REF" f "${SIZES[@]}"
 
 # xprt_field N: field N of the mount's "xprt: rdma" line (6: sends,
 # 7: receives).
-# shellcheck source=lib/mountstats.sh
-. "$SRC/tools/testing/integration/lib/mountstats.sh"
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 
 # admin_tools VERS: mountstats, nfsiostat (nfs-common) and SUNRPC's sysfs
 # on the mount at $MNT, after its traffic (Documentation/admin-guide.rst,

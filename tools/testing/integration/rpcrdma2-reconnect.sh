@@ -25,8 +25,8 @@
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
 . "$TESTBED_LIB"
-# shellcheck source=lib/mountstats.sh
-. "$SRC/tools/testing/integration/lib/mountstats.sh"
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 
 KO=$RPCRDMA2_KO
 MNT=/mnt/nfs

@@ -54,8 +54,8 @@ devs=$(ls /sys/class/infiniband)
 
 # rdma_line, rdma_field NAME: the mount's "xprt: rdma" line of
 # /proc/self/mountstats, a field of it by name.
-# shellcheck source=lib/mountstats.sh
-. "$SRC/tools/testing/integration/lib/mountstats.sh"
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 
 # assert_on_siw PORT: rdma_cm's connection to the server's PORT is on siw0,
 # from this guest's eth0 address (rdma resource show cm_id).

@@ -222,8 +222,8 @@ progress() {
 }
 # connects: the mount's transport connect count (field 3 of its
 # "xprt: rdma" line).
-# shellcheck source=lib/mountstats.sh
-. "$SRC/tools/testing/integration/lib/mountstats.sh"
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 connects() { xprt_field 3; }
 
 # monitor FILE: every 0.5 s, "LONGEST CURRENT" to FILE: the longest time

@@ -44,13 +44,11 @@ SIZES=(3000 65536 200003)
 ENTRIES=300
 [ -f "$KO" ] || tb_die "$KO is not built (make modules)"
 
-stat_of() { # PORT NAME: a responder counter
-	awk -v n="$2" '$1 == n {print $2}' "/results/ctl/responder-$1.stats" 2>/dev/null || echo 0
-}
-# xprt_field N: field N of the mount's "xprt: rdma" line (lib/mountstats.sh
+# stat_of PORT NAME: a responder counter; xprt_field N: field N of the
+# mount's "xprt: rdma" line (lib/counters.sh
 # FIELDS: 38 continued replies, 39 continued Calls, 40 grants sent).
-# shellcheck source=lib/mountstats.sh
-. "$SRC/tools/testing/integration/lib/mountstats.sh"
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 
 dmesg -C
 tb_step "insmod rpcrdma2.ko" insmod "$KO"

@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash
 #
-# The mount's "xprt: rdma" line of /proc/self/mountstats, sourced by the
-# client scripts that read its counters. The caller sets MNT (the mount
-# point) before calling these.
+# The counters the client scripts read, sourced by them: the mount's
+# "xprt: rdma" line of /proc/self/mountstats (the caller sets MNT, the
+# mount point, before calling these) and the responder's counters file.
 
 # The fields of the line after "xprt: rdma", in order: the C client's
 # layout (transport.c xprt_rdma_print_stats), then rpcrdma2's
@@ -41,4 +41,10 @@ rdma_field() {
 xprt_field() {
 	awk -v m="$MNT" -v f="$1" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" && $2 == "rdma" {print $(f + 2); exit}' \
 		/proc/self/mountstats
+}
+
+# stat_of PORT NAME: the counter NAME of the responder on PORT (its
+# --stats file in the control directory; 0 before the file exists).
+stat_of() {
+	awk -v n="$2" '$1 == n {print $2}' "/results/ctl/responder-$1.stats" 2>/dev/null || echo 0
 }
