@@ -1323,10 +1323,7 @@ fn interrupted_by_xid() -> TestResult {
     // later last piece is then an ordinary (bad) reply, its one answer.
     let mut t = v2_with_call();
     check!(t.prepare_call(B, 100, 100).is_ok());
-    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
-    let m = v2_reply(B, CRED_0_32);
-    let o = t.receive(m.bytes());
-    check!(cont_failed(&o.reply, XID, Fault::Interrupted));
+    check!(interrupts(&mut t, &v2_reply(B, CRED_0_32)));
     check!(t.credits().outstanding() == 2 && t.stats().bad_reply == 1);
     let m = piece(XID, CRED_0_32, false, &[0, 7]);
     let o = t.receive(m.bytes());
@@ -1368,10 +1365,7 @@ fn interrupted_by_sequence() -> TestResult {
     // discarded; its last piece answers B's Call, once.
     let mut t = v2_with_call();
     check!(t.prepare_call(B, 100, 100).is_ok());
-    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
-    let m = piece(B, CRED_0_32, true, &[B, 1]);
-    let o = t.receive(m.bytes());
-    check!(cont_failed(&o.reply, XID, Fault::Interrupted));
+    check!(interrupts(&mut t, &piece(B, CRED_0_32, true, &[B, 1])));
     check!(discards(&mut t, B, true));
     check!(t.credits().outstanding() == 2);
     check!(discards(&mut t, B, false));
