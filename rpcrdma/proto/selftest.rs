@@ -582,18 +582,8 @@ fn prepare_rpc_long_call_and_reply() -> TestResult {
 /// a Long Call and a Long Reply (two segments each).
 fn long_rpc() -> Rpc {
     Rpc {
-        call: Geometry {
-            head: 200,
-            page_base: 0,
-            page_len: 8192,
-            tail: 0,
-        },
-        reply: Geometry {
-            head: 4096,
-            page_base: 0,
-            page_len: 65536,
-            tail: 0,
-        },
+        call: geometry(200, 8192, 0),
+        reply: geometry(4096, 65536, 0),
         reply_buflen: 4096 + 65536,
         ..Rpc::default()
     }
@@ -653,12 +643,7 @@ fn meta_rpc(pages: u32) -> Rpc {
             head: 300,
             ..Geometry::default()
         },
-        reply: Geometry {
-            head: 4096,
-            page_base: 0,
-            page_len: pages,
-            tail: 0,
-        },
+        reply: geometry(4096, pages, 0),
         reply_buflen: 4096u32.saturating_add(pages),
         ddp_allowed: true,
         ..Rpc::default()
@@ -717,12 +702,7 @@ fn v2_metadata_replies_continued() -> TestResult {
     )));
     // A READ keeps its Write chunk (data, not metadata).
     let read = Rpc {
-        reply: Geometry {
-            head: 200,
-            page_base: 0,
-            page_len: 8192,
-            tail: 0,
-        },
+        reply: geometry(200, 8192, 0),
         reply_buflen: 200 + 8192,
         reply_ddp: true,
         ..meta_rpc(0)
@@ -1312,6 +1292,20 @@ fn cont_failed(r: &Reply<'_>, xid: u32, f: Fault) -> bool {
     }
 }
 
+/// Starts a continued reply to `XID` on `t` (its first piece), then
+/// receives `w`: whether `w` interrupted the sequence (`XID` failed).
+fn interrupts(t: &mut Transport, w: &Wire) -> bool {
+    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
+    cont_failed(&t.receive(w.bytes()).reply, XID, Fault::Interrupted)
+}
+
+/// Whether `t` drops a piece of `xid`'s sequence (`F_MORE` if `more`)
+/// as the discarded rest of a sequence.
+fn discards(t: &mut Transport, xid: u32, more: bool) -> bool {
+    let m = piece(xid, CRED_0_32, more, &[0]);
+    t.receive(m.bytes()).reply == Reply::Drop(Cause::Continuation(Fault::Discarded))
+}
+
 // Each case has a frame of its own, as in `continuation_refused`.
 fn continuation_interrupted() -> TestResult {
     interrupted_by_xid()?;
@@ -1329,10 +1323,7 @@ fn interrupted_by_xid() -> TestResult {
     // later last piece is then an ordinary (bad) reply, its one answer.
     let mut t = v2_with_call();
     check!(t.prepare_call(B, 100, 100).is_ok());
-    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
-    let m = v2_reply(B, CRED_0_32);
-    let o = t.receive(m.bytes());
-    check!(cont_failed(&o.reply, XID, Fault::Interrupted));
+    check!(interrupts(&mut t, &v2_reply(B, CRED_0_32)));
     check!(t.credits().outstanding() == 2 && t.stats().bad_reply == 1);
     let m = piece(XID, CRED_0_32, false, &[0, 7]);
     let o = t.receive(m.bytes());
@@ -1352,13 +1343,8 @@ fn interrupted_by_xid() -> TestResult {
 fn interrupted_by_htype() -> TestResult {
     // The same XID with another header type (NOMSG) ends it: one answer.
     let mut t = v2_with_call();
-    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
     let nomsg = Wire::new(&[XID, 2, CRED_0_32, 1, 1, 0, 0, 0, 0]);
-    check!(cont_failed(
-        &t.receive(nomsg.bytes()).reply,
-        XID,
-        Fault::Interrupted
-    ));
+    check!(interrupts(&mut t, &nomsg));
     check!(t.credits().outstanding() == 0);
     Ok(())
 }
@@ -1367,13 +1353,8 @@ fn interrupted_by_htype() -> TestResult {
 fn interrupted_by_flags() -> TestResult {
     // F_RESPONSE dropped half-way is an interruption too.
     let mut t = v2_with_call();
-    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
     let w = Wire::new(&[XID, 2, CRED_0_32, 0, 0, 0, 0, 0, 0, 1]);
-    check!(cont_failed(
-        &t.receive(w.bytes()).reply,
-        XID,
-        Fault::Interrupted
-    ));
+    check!(interrupts(&mut t, &w));
     check!(t.credits().outstanding() == 0);
     Ok(())
 }
@@ -1384,17 +1365,10 @@ fn interrupted_by_sequence() -> TestResult {
     // discarded; its last piece answers B's Call, once.
     let mut t = v2_with_call();
     check!(t.prepare_call(B, 100, 100).is_ok());
-    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
-    let m = piece(B, CRED_0_32, true, &[B, 1]);
-    let o = t.receive(m.bytes());
-    check!(cont_failed(&o.reply, XID, Fault::Interrupted));
-    let m = piece(B, CRED_0_32, true, &[0]);
-    let o = t.receive(m.bytes());
-    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(interrupts(&mut t, &piece(B, CRED_0_32, true, &[B, 1])));
+    check!(discards(&mut t, B, true));
     check!(t.credits().outstanding() == 2);
-    let m = piece(B, CRED_0_32, false, &[0]);
-    let o = t.receive(m.bytes());
-    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(discards(&mut t, B, false));
     check!(t.credits().outstanding() == 1);
     Ok(())
 }
@@ -1404,17 +1378,10 @@ fn interrupted_by_malformed() -> TestResult {
     // A piece that does not decode (F_MORE with a chunk list) interrupts;
     // the rest of the sequence is discarded, its last piece answers.
     let mut t = v2_with_call();
-    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
     let w = Wire::new(&[XID, 2, CRED_0_32, 0, 3, 0, 1, 0, 1, 2, 0, 0, 0, 0, 0, 0, 1]);
-    check!(cont_failed(
-        &t.receive(w.bytes()).reply,
-        XID,
-        Fault::Interrupted
-    ));
+    check!(interrupts(&mut t, &w));
     check!(t.credits().outstanding() == 1);
-    let m = piece(XID, CRED_0_32, false, &[0]);
-    let o = t.receive(m.bytes());
-    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(discards(&mut t, XID, false));
     check!(t.credits().outstanding() == 0);
     check!(t.stats().bad_reply == 1 && t.stats().unsupported == 1);
     Ok(())
@@ -1440,9 +1407,7 @@ fn refused_no_xid() -> TestResult {
     let m = piece(0, CRED_0_32, true, &[0, 1]);
     let o = t.receive(m.bytes());
     check!(o.reply == Reply::Drop(Cause::Continuation(Fault::NoXid)));
-    let m = piece(0, CRED_0_32, false, &[0]);
-    let o = t.receive(m.bytes());
-    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(discards(&mut t, 0, false));
     check!(t.credits().outstanding() == 1 && t.stats().bad_reply == 1);
     Ok(())
 }
@@ -1474,9 +1439,7 @@ fn refused_bad_rpc_header() -> TestResult {
             cause: Cause::Continuation(Fault::BadRpcHeader)
         }
     ));
-    let m = piece(XID, CRED_0_32, false, &[0]);
-    let o = t.receive(m.bytes());
-    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(discards(&mut t, XID, false));
     check!(t.credits().outstanding() == 0 && t.stats().bad_reply == 1);
     Ok(())
 }
@@ -1516,12 +1479,8 @@ fn refused_unplaced() -> TestResult {
         None
     ));
     t.abandon_continuation(XID);
-    let m = piece(XID, CRED_0_32, true, &[0]);
-    let o = t.receive(m.bytes());
-    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
-    let m = piece(XID, CRED_0_32, false, &[0]);
-    let o = t.receive(m.bytes());
-    check!(o.reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
+    check!(discards(&mut t, XID, true));
+    check!(discards(&mut t, XID, false));
     check!(t.credits().outstanding() == 0);
     Ok(())
 }
@@ -1917,7 +1876,9 @@ const CHUNK_LIMITS: Limits = Limits {
     cont_reply: 0,
 };
 
-fn geometry(head: u32, page_len: u32, tail: u32) -> Geometry {
+/// A buffer's geometry: `head` bytes, `page_len` bytes of pages from
+/// offset 0, `tail` bytes.
+pub(super) const fn geometry(head: u32, page_len: u32, tail: u32) -> Geometry {
     Geometry {
         head,
         page_base: 0,
@@ -1941,12 +1902,7 @@ fn chunk_plan(rpc: &Rpc) -> Option<ChunkPlan> {
     chunks::plan(rpc, &chunk_th(Protocol::V1), &CHUNK_LIMITS).ok()
 }
 
-const SMALL: Geometry = Geometry {
-    head: 100,
-    page_base: 0,
-    page_len: 0,
-    tail: 0,
-};
+const SMALL: Geometry = geometry(100, 0, 0);
 
 fn chunk_call_forms() -> TestResult {
     let th = chunk_th(Protocol::V1);
@@ -2164,19 +2120,34 @@ fn write_reply(segs: &[(u32, u32, u64)], chunks: u32) -> Wire {
     let mut w = Wire::new(&[XID, 1, 32, 0, 0]);
     for _ in 0..chunks {
         w.push(1);
-        w.push(u32::try_from(segs.len()).unwrap_or(0));
-        for &(h, l, o) in segs {
-            w.push(h);
-            w.push(l);
-            let [hi, lo] = split64(o);
-            w.push(hi);
-            w.push(lo);
-        }
+        push_chunk(&mut w, segs);
     }
     w.push(0); // end of Write list
     w.push(0); // no Reply chunk
     rpc_reply(&mut w, XID);
     w
+}
+
+/// A v1 `RDMA_NOMSG` reply whose Reply chunk is `segs` (handle, length,
+/// offset).
+fn nomsg_reply(segs: &[(u32, u32, u64)]) -> Wire {
+    // no Read list, no Write list, a Reply chunk
+    let mut w = Wire::new(&[XID, 1, 32, 1, 0, 0, 1]);
+    push_chunk(&mut w, segs);
+    w
+}
+
+/// Appends a chunk (a counted array of segments) of `segs` (handle,
+/// length, offset).
+fn push_chunk(w: &mut Wire, segs: &[(u32, u32, u64)]) {
+    w.push(u32::try_from(segs.len()).unwrap_or(0));
+    for &(h, l, o) in segs {
+        w.push(h);
+        w.push(l);
+        let [hi, lo] = split64(o);
+        w.push(hi);
+        w.push(lo);
+    }
 }
 
 /// The two XDR words of a 64-bit value.
@@ -2244,45 +2215,11 @@ fn chunk_long_reply() -> TestResult {
         return Ok(());
     };
     // v1 RDMA_NOMSG, Reply chunk: 100 + 50 bytes
-    let w = Wire::new(&[
-        XID,
-        1,
-        32,
-        1,
-        0,
-        0,
-        1,
-        2,
-        a.handle,
-        100,
-        0,
-        lo32(a.offset),
-        b.handle,
-        50,
-        0,
-        lo32(b.offset),
-    ]);
+    let w = nomsg_reply(&[(a.handle, 100, a.offset), (b.handle, 50, b.offset)]);
     let r = decode_then(&w, |h| plan.check_reply(segs, h));
     check!(r == Some(Ok(ReplyData::Long { len: 150 })));
     // one byte more than registered in the second segment
-    let w = Wire::new(&[
-        XID,
-        1,
-        32,
-        1,
-        0,
-        0,
-        1,
-        2,
-        a.handle,
-        100,
-        0,
-        lo32(a.offset),
-        b.handle,
-        4097,
-        0,
-        lo32(b.offset),
-    ]);
+    let w = nomsg_reply(&[(a.handle, 100, a.offset), (b.handle, 4097, b.offset)]);
     let r = decode_then(&w, |h| plan.check_reply(segs, h));
     check!(
         r == Some(Err(ReplyError::Overrun {
@@ -2292,24 +2229,7 @@ fn chunk_long_reply() -> TestResult {
         }))
     );
     // a gap: a short first segment, then data
-    let w = Wire::new(&[
-        XID,
-        1,
-        32,
-        1,
-        0,
-        0,
-        1,
-        2,
-        a.handle,
-        99,
-        0,
-        lo32(a.offset),
-        b.handle,
-        1,
-        0,
-        lo32(b.offset),
-    ]);
+    let w = nomsg_reply(&[(a.handle, 99, a.offset), (b.handle, 1, b.offset)]);
     let r = decode_then(&w, |h| plan.check_reply(segs, h));
     check!(r == Some(Err(ReplyError::Gap { index: 1 })));
     // RDMA_NOMSG without a Reply chunk

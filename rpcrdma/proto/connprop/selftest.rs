@@ -15,7 +15,7 @@ use super::super::conn::send::CallError;
 use super::super::conn::Transport;
 use super::super::negotiate::Phase;
 use super::super::reply::{Cause, Control, Reply};
-use super::super::selftest::{peer, up};
+use super::super::selftest::{geometry, peer, up};
 use super::super::xdr::chunk::Segment;
 use super::super::xdr::error::ErrorKind;
 use super::super::xdr::header::{self, Body, Protocol};
@@ -52,11 +52,19 @@ type Wire = super::super::selftest::WireBuf<256>;
 /// v2 credit word: 1 newly granted, at most 32 outstanding.
 const CRED_1_32: u32 = 0x0020_0001;
 
-/// A transport whose CONNPROP probe is out.
-fn probing(config: Config) -> Option<(Transport, Plan)> {
+/// A transport whose CONNPROP probe is out, or the failure "no probe" at
+/// the caller's line.
+#[track_caller]
+fn probing(config: Config) -> Result<(Transport, Plan), Failure> {
+    let line = core::panic::Location::caller().line();
     let mut t = up(config, peer(4096, 4096, false));
-    let plan = t.connprop_probe()?;
-    Some((t, plan))
+    match t.connprop_probe() {
+        Some(plan) => Ok((t, plan)),
+        None => Err(Failure {
+            line,
+            what: "no probe",
+        }),
+    }
 }
 
 /// The responder's CONNPROP (tools/responder): XID 0, credit word
@@ -86,10 +94,7 @@ fn connprop_probe_is_first() -> TestResult {
         bc_requests: 8,
         ..Config::default()
     };
-    let (mut t, plan) = probing(cfg).ok_or(Failure {
-        line: line!(),
-        what: "no probe",
-    })?;
+    let (mut t, plan) = probing(cfg)?;
     check!(plan.xid == PROBE_XID && PROBE_XID != 0);
     check!(
         t.phase()
@@ -140,10 +145,7 @@ fn connprop_probe_is_first() -> TestResult {
 /// A version 2 server answers with its own CONNPROP: settled on v2, the
 /// senders wake, and a first RPC larger than 1024 bytes goes in v2.
 fn connprop_probe_answered_v2() -> TestResult {
-    let (mut t, _) = probing(Config::default()).ok_or(Failure {
-        line: line!(),
-        what: "no probe",
-    })?;
+    let (mut t, _) = probing(Config::default())?;
     let w = responder_connprop(CRED_1_32, 16, 1 << 20, RVREQSUP_NONE);
     let out = t.receive(w.bytes());
     check!(
@@ -165,10 +167,7 @@ fn connprop_probe_answered_v2() -> TestResult {
 /// svcrdma answers ERR_VERS (v1 layout, our XID): version 1, nothing
 /// resent, the server remembered as v1-only.
 fn connprop_probe_svcrdma_falls_back() -> TestResult {
-    let (mut t, _) = probing(Config::default()).ok_or(Failure {
-        line: line!(),
-        what: "no probe",
-    })?;
+    let (mut t, _) = probing(Config::default())?;
     let w = svcrdma_err_vers(PROBE_XID);
     let out = t.receive(w.bytes());
     check!(out.reply == Reply::Control(Control::Fallback));
@@ -179,10 +178,7 @@ fn connprop_probe_svcrdma_falls_back() -> TestResult {
     let plan = t.prepare_call(7, 100, 100);
     check!(matches!(plan, Ok(p) if p.protocol == Protocol::V1 && !p.probe));
     // An ERR_VERS for another XID while probing is stray.
-    let (mut t2, _) = probing(Config::default()).ok_or(Failure {
-        line: line!(),
-        what: "no probe",
-    })?;
+    let (mut t2, _) = probing(Config::default())?;
     let w = svcrdma_err_vers(0x1234);
     let out = t2.receive(w.bytes());
     check!(out.reply == Reply::Drop(Cause::StrayErrVers));
@@ -203,10 +199,7 @@ fn connprop_probe_svcrdma_falls_back() -> TestResult {
 /// probe; the next connection probes with its first RPC, which a v2
 /// server answers.
 fn connprop_probe_timeout() -> TestResult {
-    let (mut t, _) = probing(Config::default()).ok_or(Failure {
-        line: line!(),
-        what: "no probe",
-    })?;
+    let (mut t, _) = probing(Config::default())?;
     check!(t.probe_timed_out());
     check!(t.phase() == Phase::Down);
     check!(!t.memory().connprop_probe() && !t.memory().v1_only());
@@ -225,10 +218,7 @@ fn connprop_probe_timeout() -> TestResult {
     check!(matches!(out.reply, Reply::Deliver { xid: 0x77, .. }));
     check!(t.phase() == Phase::Settled(Protocol::V2));
     // A probe answered in time is not timed out.
-    let (mut a, _) = probing(Config::default()).ok_or(Failure {
-        line: line!(),
-        what: "no probe",
-    })?;
+    let (mut a, _) = probing(Config::default())?;
     a.receive(responder_connprop(CRED_1_32, 16, 1 << 20, 1).bytes());
     check!(!a.probe_timed_out() && a.memory().connprop_probe());
     Ok(())
@@ -237,10 +227,7 @@ fn connprop_probe_timeout() -> TestResult {
 /// The answer to the probe returns its credit even when its credit word
 /// returns none (a zero low half).
 fn connprop_probe_grant_floor() -> TestResult {
-    let (mut t, _) = probing(Config::default()).ok_or(Failure {
-        line: line!(),
-        what: "no probe",
-    })?;
+    let (mut t, _) = probing(Config::default())?;
     let w = responder_connprop(0x0020_0000, 16, 1 << 20, 1);
     let out = t.receive(w.bytes());
     check!(matches!(out.reply, Reply::Control(Control::Properties(_))));
@@ -318,10 +305,7 @@ const SPLIT_SET: [u32; 20] = [
 fn connprop_reassembly() -> TestResult {
     let set = SPLIT_SET.get(..19).unwrap_or(&[]);
     for piece in [7usize, 4, 16, 200] {
-        let (mut t, _) = probing(Config::default()).ok_or(Failure {
-            line: line!(),
-            what: "no probe",
-        })?;
+        let (mut t, _) = probing(Config::default())?;
         let last = feed_split(&mut t, set, piece, 0);
         check!(matches!(last, Some(Reply::Control(Control::Properties(_)))));
         let p = t.peer_props().copied().unwrap_or_default();
@@ -407,10 +391,7 @@ fn connprop_reassembly_bounds() -> TestResult {
     }
     check!(failed && a.xid().is_none());
     // In a transport: a malformed continued set is dropped and counted.
-    let (mut t, _) = probing(Config::default()).ok_or(Failure {
-        line: line!(),
-        what: "no probe",
-    })?;
+    let (mut t, _) = probing(Config::default())?;
     let last = feed_split(&mut t, cut, 8, 0);
     check!(matches!(
         last,
@@ -427,10 +408,7 @@ fn connprop_reassembly_bounds() -> TestResult {
 /// Unknown properties in a complete CONNPROP are ignored (-00 §6.4.4);
 /// properties left out keep their defaults.
 fn connprop_unknown_ignored() -> TestResult {
-    let (mut t, _) = probing(Config::default()).ok_or(Failure {
-        line: line!(),
-        what: "no probe",
-    })?;
+    let (mut t, _) = probing(Config::default())?;
     let w = Wire::new(&[0, 2, CRED_1_32, 5, 0, 2, 77, 4, 5, 4, 4, 8]);
     let out = t.receive(w.bytes());
     check!(matches!(out.reply, Reply::Control(Control::Properties(_))));
@@ -476,12 +454,7 @@ fn read_rpc(len: u32) -> Rpc {
             ..Geometry::default()
         },
         call_ddp: false,
-        reply: Geometry {
-            head: 200,
-            page_base: 0,
-            page_len: len,
-            tail: 4,
-        },
+        reply: geometry(200, len, 4),
         reply_buflen: len.saturating_add(204),
         reply_ddp: true,
         ddp_allowed: true,
@@ -493,7 +466,7 @@ fn read_rpc(len: u32) -> Rpc {
 /// transport's payload follows.
 fn connprop_segment_limits() -> TestResult {
     let chunky = |segs: u32, size: u32| -> Option<Transport> {
-        let (mut t, _) = probing(Config::default())?;
+        let (mut t, _) = probing(Config::default()).ok()?;
         t.set_max_segs(16);
         t.receive(responder_connprop(CRED_1_32, segs, size, 1).bytes());
         Some(t)
@@ -561,12 +534,7 @@ fn connprop_segment_limits() -> TestResult {
         what: "setup",
     })?;
     let both = Rpc {
-        call: Geometry {
-            head: 100,
-            page_base: 0,
-            page_len: 8192,
-            tail: 0,
-        },
+        call: geometry(100, 8192, 0),
         call_ddp: true,
         ..read_rpc(8192)
     };
@@ -608,10 +576,7 @@ fn connprop_reverse_support() -> TestResult {
             bc_requests: 8,
             ..Config::default()
         };
-        let (mut t, plan) = probing(cfg).ok_or(Failure {
-            line: line!(),
-            what: "no probe",
-        })?;
+        let (mut t, plan) = probing(cfg)?;
         check!(plan.props.get(2) == Some(&Property::ReverseRequestSupport(RVREQSUP_INLINE)));
         t.receive(responder_connprop(CRED_1_32, 16, 1 << 20, brs).bytes());
         let out = t.receive(call.bytes());
@@ -665,23 +630,13 @@ fn v2_inv_handle_choice() -> TestResult {
     check!(handles(&mut t, &read_rpc(16384)) == Some(0x100));
     // A Long Reply: the Reply chunk's first MR.
     let mut long = read_rpc(0);
-    long.reply = Geometry {
-        head: 4096,
-        page_base: 0,
-        page_len: 8192,
-        tail: 0,
-    };
+    long.reply = geometry(4096, 8192, 0);
     long.reply_buflen = 12288;
     long.reply_ddp = false;
     check!(handles(&mut t, &long) == Some(0x100));
     // A WRITE (Read chunk) with an inline reply: the Read chunk's MR.
     let write = Rpc {
-        call: Geometry {
-            head: 100,
-            page_base: 0,
-            page_len: 8192,
-            tail: 0,
-        },
+        call: geometry(100, 8192, 0),
         call_ddp: true,
         reply: Geometry {
             head: 200,

@@ -13,6 +13,7 @@ use super::super::conn::Transport;
 use super::super::errno::Errno;
 use super::super::inline::Direction;
 use super::super::reply::{Cause, Reply};
+use super::super::selftest::geometry;
 use super::super::xdr::header::{ErrorBody, Protocol};
 use super::super::xdr::pvtdata::{Peer, PrivateData};
 use super::super::xdr::selftest::{case, check, run_table};
@@ -42,12 +43,7 @@ const XID: u32 = 0x5eed_0001;
 /// A 64 KiB NFS WRITE: 200-byte head, 16 pages of data, a 4-byte tail.
 fn write_rpc() -> Rpc {
     Rpc {
-        call: Geometry {
-            head: 200,
-            page_base: 0,
-            page_len: 65536,
-            tail: 4,
-        },
+        call: geometry(200, 65536, 4),
         call_ddp: true,
         reply: Geometry {
             head: 600,
@@ -67,12 +63,7 @@ fn read_rpc() -> Rpc {
             ..Geometry::default()
         },
         call_ddp: false,
-        reply: Geometry {
-            head: 400,
-            page_base: 0,
-            page_len: 65536,
-            tail: 100,
-        },
+        reply: geometry(400, 65536, 100),
         reply_buflen: 400 + 65536 + 100,
         reply_ddp: true,
         ddp_allowed: true,
@@ -82,12 +73,7 @@ fn read_rpc() -> Rpc {
 /// A READDIR: entries into 8 reply pages, not DDP-eligible.
 fn readdir_rpc() -> Rpc {
     Rpc {
-        reply: Geometry {
-            head: 300,
-            page_base: 0,
-            page_len: 32768,
-            tail: 200,
-        },
+        reply: geometry(300, 32768, 200),
         reply_buflen: 300 + 32768 + 200,
         reply_ddp: false,
         ..read_rpc()

@@ -881,6 +881,27 @@ fn msg(
     buf
 }
 
+/// An RDMA_MSG reply (version 1, no flags).
+fn v1_msg(lists: ChunkLists<'_>, payload: &[u8]) -> Vec<u8> {
+    msg(Protocol::V1, MsgKind::Msg, Flags::NONE, lists, payload)
+}
+
+/// Chunk lists with only a Write list.
+fn with_writes<'a>(writes: &'a [&'a [Segment]]) -> ChunkLists<'a> {
+    ChunkLists {
+        writes,
+        ..ChunkLists::EMPTY
+    }
+}
+
+/// Chunk lists with only a Reply chunk.
+fn with_reply(reply: &[Segment]) -> ChunkLists<'_> {
+    ChunkLists {
+        reply: Some(reply),
+        ..ChunkLists::EMPTY
+    }
+}
+
 fn check(fx: &Fx, bytes: &[u8]) -> Result<ReplyData<'static>, ReplyError> {
     let bytes: &'static [u8] = Box::leak(bytes.to_vec().into_boxed_slice());
     let h = header::decode(bytes).unwrap();
@@ -897,18 +918,8 @@ fn write_reply_layout() {
     let s = &fx.segs;
     // full payload, pad not written: 8191 bytes
     let w = [s[0], seg(s[1], 4095), seg(s[2], 0)];
-    let writes: [&[Segment]; 1] = [&w];
     let payload = rpc_reply(XID, 100 - 24 + 8);
-    let b = msg(
-        Protocol::V1,
-        MsgKind::Msg,
-        Flags::NONE,
-        ChunkLists {
-            writes: &writes,
-            ..ChunkLists::EMPTY
-        },
-        &payload,
-    );
+    let b = v1_msg(with_writes(&[&w]), &payload);
     match check(&fx, &b).unwrap() {
         ReplyData::Written {
             head,
@@ -928,17 +939,7 @@ fn write_reply_layout() {
     }
     // short inline part: the head is trimmed; pad written into the pad MR
     let w = [s[0], s[1], seg(s[2], 1)];
-    let writes: [&[Segment]; 1] = [&w];
-    let b = msg(
-        Protocol::V1,
-        MsgKind::Msg,
-        Flags::NONE,
-        ChunkLists {
-            writes: &writes,
-            ..ChunkLists::EMPTY
-        },
-        &rpc_reply(XID, 16),
-    );
+    let b = v1_msg(with_writes(&[&w]), &rpc_reply(XID, 16));
     assert!(matches!(
         check(&fx, &b).unwrap(),
         ReplyData::Written {
@@ -951,28 +952,12 @@ fn write_reply_layout() {
     ));
     // unused Write chunk (all lengths 0): an inline reply
     let w = [seg(s[0], 0), seg(s[1], 0), seg(s[2], 0)];
-    let writes: [&[Segment]; 1] = [&w];
-    let b = msg(
-        Protocol::V1,
-        MsgKind::Msg,
-        Flags::NONE,
-        ChunkLists {
-            writes: &writes,
-            ..ChunkLists::EMPTY
-        },
-        &rpc_reply(XID, 0),
-    );
+    let b = v1_msg(with_writes(&[&w]), &rpc_reply(XID, 0));
     assert!(
         matches!(check(&fx, &b).unwrap(), ReplyData::Inline { payload } if payload.len() == 24)
     );
     // no Write list at all (an error reply)
-    let b = msg(
-        Protocol::V1,
-        MsgKind::Msg,
-        Flags::NONE,
-        ChunkLists::EMPTY,
-        &rpc_reply(XID, 0),
-    );
+    let b = v1_msg(ChunkLists::EMPTY, &rpc_reply(XID, 0));
     assert!(matches!(check(&fx, &b).unwrap(), ReplyData::Inline { .. }));
 }
 
@@ -981,22 +966,11 @@ fn write_reply_rejections() {
     let fx = write_fx();
     let s = &fx.segs;
     let payload = rpc_reply(XID, 0);
-    let with_writes = |w: &[&[Segment]]| {
-        msg(
-            Protocol::V1,
-            MsgKind::Msg,
-            Flags::NONE,
-            ChunkLists {
-                writes: w,
-                ..ChunkLists::EMPTY
-            },
-            &payload,
-        )
-    };
+    let reply = |w: &[&[Segment]]| v1_msg(with_writes(w), &payload);
     // overlong segment: one byte more than registered
     let w = [seg(s[0], 4097)];
     assert_eq!(
-        check(&fx, &with_writes(&[&w])),
+        check(&fx, &reply(&[&w])),
         Err(ReplyError::Overrun {
             index: 0,
             written: 4097,
@@ -1006,36 +980,33 @@ fn write_reply_rejections() {
     // overlong pad
     let w = [s[0], s[1], seg(s[2], 5)];
     assert!(matches!(
-        check(&fx, &with_writes(&[&w])),
+        check(&fx, &reply(&[&w])),
         Err(ReplyError::Overrun { index: 2, .. })
     ));
     // a handle we did not register
     let w = [Segment { handle: 7, ..s[0] }];
     assert_eq!(
-        check(&fx, &with_writes(&[&w])),
+        check(&fx, &reply(&[&w])),
         Err(ReplyError::ForeignSegment { index: 0 })
     );
     let w = [s[0], Segment { offset: 0, ..s[1] }];
     assert_eq!(
-        check(&fx, &with_writes(&[&w])),
+        check(&fx, &reply(&[&w])),
         Err(ReplyError::ForeignSegment { index: 1 })
     );
     // more segments than offered
     let w = [s[0], s[1], s[2], s[2]];
     assert_eq!(
-        check(&fx, &with_writes(&[&w])),
+        check(&fx, &reply(&[&w])),
         Err(ReplyError::ForeignSegment { index: 3 })
     );
     // a gap
     let w = [seg(s[0], 10), seg(s[1], 1)];
-    assert_eq!(
-        check(&fx, &with_writes(&[&w])),
-        Err(ReplyError::Gap { index: 1 })
-    );
+    assert_eq!(check(&fx, &reply(&[&w])), Err(ReplyError::Gap { index: 1 }));
     // two Write chunks
     let w = [seg(s[0], 10)];
     assert_eq!(
-        check(&fx, &with_writes(&[&w, &w])),
+        check(&fx, &reply(&[&w, &w])),
         Err(ReplyError::UnexpectedWriteChunk)
     );
     // Read list in a reply
@@ -1043,10 +1014,7 @@ fn write_reply_rejections() {
         position: 0,
         target: s[0],
     }];
-    let b = msg(
-        Protocol::V1,
-        MsgKind::Msg,
-        Flags::NONE,
+    let b = v1_msg(
         ChunkLists {
             reads: &reads,
             ..ChunkLists::EMPTY
@@ -1056,54 +1024,25 @@ fn write_reply_rejections() {
     assert_eq!(check(&fx, &b), Err(ReplyError::ReadList));
     // a Reply chunk we did not offer
     let r = [s[0]];
-    let b = msg(
-        Protocol::V1,
-        MsgKind::Msg,
-        Flags::NONE,
-        ChunkLists {
-            reply: Some(&r),
-            ..ChunkLists::EMPTY
-        },
-        &payload,
-    );
+    let b = v1_msg(with_reply(&r), &payload);
     assert_eq!(check(&fx, &b), Err(ReplyError::UnexpectedReplyChunk));
     // NOMSG carrying Write data
     let w = [seg(s[0], 10)];
-    let writes: [&[Segment]; 1] = [&w];
     let b = msg(
         Protocol::V1,
         MsgKind::NoMsg,
         Flags::NONE,
-        ChunkLists {
-            writes: &writes,
-            ..ChunkLists::EMPTY
-        },
+        with_writes(&[&w]),
         &[],
     );
     assert_eq!(check(&fx, &b), Err(ReplyError::WriteInNoMsg));
     // wrong XID / not a REPLY in the inline part
     let w = [seg(s[0], 10)];
-    let writes: [&[Segment]; 1] = [&w];
-    let b = msg(
-        Protocol::V1,
-        MsgKind::Msg,
-        Flags::NONE,
-        ChunkLists {
-            writes: &writes,
-            ..ChunkLists::EMPTY
-        },
-        &rpc_reply(XID + 1, 0),
-    );
+    let b = v1_msg(with_writes(&[&w]), &rpc_reply(XID + 1, 0));
     assert_eq!(check(&fx, &b), Err(ReplyError::BadRpcHeader));
     let mut call = rpc_reply(XID, 0);
     call[7] = 0;
-    let b = msg(
-        Protocol::V1,
-        MsgKind::Msg,
-        Flags::NONE,
-        ChunkLists::EMPTY,
-        &call,
-    );
+    let b = v1_msg(ChunkLists::EMPTY, &call);
     assert_eq!(check(&fx, &b), Err(ReplyError::BadRpcHeader));
     for e in [ReplyError::ReadList, ReplyError::Gap { index: 0 }] {
         assert_eq!(e.errno(), rpcrdma_proto::Errno::EIO);
@@ -1114,30 +1053,10 @@ fn write_reply_rejections() {
 fn write_chunk_not_offered() {
     let fx = reply_fx(Protocol::V1);
     let w = [fx.segs[0]];
-    let writes: [&[Segment]; 1] = [&w];
-    let b = msg(
-        Protocol::V1,
-        MsgKind::Msg,
-        Flags::NONE,
-        ChunkLists {
-            writes: &writes,
-            ..ChunkLists::EMPTY
-        },
-        &rpc_reply(XID, 0),
-    );
+    let b = v1_msg(with_writes(&[&w]), &rpc_reply(XID, 0));
     assert_eq!(check(&fx, &b), Err(ReplyError::UnexpectedWriteChunk));
     // even an empty one
-    let writes: [&[Segment]; 1] = [&[]];
-    let b = msg(
-        Protocol::V1,
-        MsgKind::Msg,
-        Flags::NONE,
-        ChunkLists {
-            writes: &writes,
-            ..ChunkLists::EMPTY
-        },
-        &rpc_reply(XID, 0),
-    );
+    let b = v1_msg(with_writes(&[&[]]), &rpc_reply(XID, 0));
     assert_eq!(check(&fx, &b), Err(ReplyError::UnexpectedWriteChunk));
 }
 
@@ -1152,29 +1071,11 @@ fn long_reply() {
         let r = &fx.segs[1..];
         assert_eq!(r.len(), 2);
         let ok = [r[0], seg(r[1], 1000)];
-        let b = msg(
-            protocol,
-            MsgKind::NoMsg,
-            flags,
-            ChunkLists {
-                reply: Some(&ok),
-                ..ChunkLists::EMPTY
-            },
-            &[],
-        );
+        let b = msg(protocol, MsgKind::NoMsg, flags, with_reply(&ok), &[]);
         assert_eq!(check(&fx, &b), Ok(ReplyData::Long { len: 1100 }));
         // overlong
         let bad = [r[0], seg(r[1], 8193)];
-        let b = msg(
-            protocol,
-            MsgKind::NoMsg,
-            flags,
-            ChunkLists {
-                reply: Some(&bad),
-                ..ChunkLists::EMPTY
-            },
-            &[],
-        );
+        let b = msg(protocol, MsgKind::NoMsg, flags, with_reply(&bad), &[]);
         assert!(matches!(
             check(&fx, &b),
             Err(ReplyError::Overrun { index: 1, .. })
@@ -1183,26 +1084,14 @@ fn long_reply() {
         let b = msg(protocol, MsgKind::NoMsg, flags, ChunkLists::EMPTY, &[]);
         assert_eq!(check(&fx, &b), Err(ReplyError::NoReplyChunk));
         let zero = [seg(r[0], 0), seg(r[1], 0)];
-        let b = msg(
-            protocol,
-            MsgKind::NoMsg,
-            flags,
-            ChunkLists {
-                reply: Some(&zero),
-                ..ChunkLists::EMPTY
-            },
-            &[],
-        );
+        let b = msg(protocol, MsgKind::NoMsg, flags, with_reply(&zero), &[]);
         assert_eq!(check(&fx, &b), Err(ReplyError::NoReplyChunk));
         // RDMA_MSG with data in the Reply chunk
         let b = msg(
             protocol,
             MsgKind::Msg,
             flags,
-            ChunkLists {
-                reply: Some(&ok),
-                ..ChunkLists::EMPTY
-            },
+            with_reply(&ok),
             &rpc_reply(XID, 0),
         );
         assert_eq!(check(&fx, &b), Err(ReplyError::ReplyChunkInMsg));
@@ -1211,10 +1100,7 @@ fn long_reply() {
             protocol,
             MsgKind::Msg,
             flags,
-            ChunkLists {
-                reply: Some(&zero),
-                ..ChunkLists::EMPTY
-            },
+            with_reply(&zero),
             &rpc_reply(XID, 0),
         );
         assert!(matches!(check(&fx, &b), Ok(ReplyData::Inline { .. })));
@@ -1231,10 +1117,7 @@ fn v2_flags() {
         Protocol::V2,
         MsgKind::NoMsg,
         Flags::NONE,
-        ChunkLists {
-            reply: Some(&ok),
-            ..ChunkLists::EMPTY
-        },
+        with_reply(&ok),
         &[],
     );
     assert_eq!(check(&fx, &b), Err(ReplyError::BadFlags));
@@ -1252,10 +1135,7 @@ fn v2_flags() {
         Protocol::V2,
         MsgKind::NoMsg,
         Flags::RESPONSE,
-        ChunkLists {
-            reply: Some(&ok),
-            ..ChunkLists::EMPTY
-        },
+        with_reply(&ok),
         &[],
     );
     assert_eq!(check(&fx, &b), Ok(ReplyData::Long { len: 100 }));
@@ -1500,14 +1380,8 @@ fn random_replies_stay_within_registration() {
         }
         let writes: [&[Segment]; 1] = [&segs];
         let lists = match rng.below(3) {
-            0 => ChunkLists {
-                writes: &writes,
-                ..ChunkLists::EMPTY
-            },
-            1 => ChunkLists {
-                reply: Some(&segs),
-                ..ChunkLists::EMPTY
-            },
+            0 => with_writes(&writes),
+            1 => with_reply(&segs),
             _ => ChunkLists::EMPTY,
         };
         let kind = if rng.below(2) == 0 {

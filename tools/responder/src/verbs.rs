@@ -594,33 +594,21 @@ impl Qp {
             w.sg_list = &mut sges[i];
             w.num_sge = 1;
             match *op {
-                SendOp::Write {
-                    rkey, addr, signal, ..
-                } => {
+                SendOp::Write { rkey, addr, .. } => {
                     w.opcode = sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE;
                     w.wr.rdma = sys::rdma_t {
                         remote_addr: addr,
                         rkey,
                     };
-                    if let Some(id) = signal {
-                        w.wr_id = id;
-                        w.send_flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
-                    }
                 }
-                SendOp::Read {
-                    rkey, addr, signal, ..
-                } => {
+                SendOp::Read { rkey, addr, .. } => {
                     w.opcode = sys::ibv_wr_opcode::IBV_WR_RDMA_READ;
                     w.wr.rdma = sys::rdma_t {
                         remote_addr: addr,
                         rkey,
                     };
-                    if let Some(id) = signal {
-                        w.wr_id = id;
-                        w.send_flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
-                    }
                 }
-                SendOp::Send { inv, signal, .. } => {
+                SendOp::Send { inv, .. } => {
                     w.opcode = sys::ibv_wr_opcode::IBV_WR_SEND;
                     if let Some(rkey) = inv {
                         w.opcode = sys::ibv_wr_opcode::IBV_WR_SEND_WITH_INV;
@@ -638,11 +626,11 @@ impl Qp {
                             rkey,
                         };
                     }
-                    if let Some(id) = signal {
-                        w.wr_id = id;
-                        w.send_flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
-                    }
                 }
+            }
+            if let Some(id) = op.signal() {
+                w.wr_id = id;
+                w.send_flags = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
             }
         }
         let base = wrs.as_mut_ptr();

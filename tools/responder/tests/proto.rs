@@ -11,6 +11,7 @@ use rpcrdma_responder::stats::{Path, Stats};
 use rpcrdma_xdr::chunk::{ChunkLists, ReadSegment, Segment};
 use rpcrdma_xdr::header::{self, Flags, MsgKind, MsgSpec, Protocol};
 use rpcrdma_xdr::pvtdata::PrivateData;
+use std::ops::Range;
 
 fn words(b: &[u8]) -> Vec<u32> {
     b.chunks(4)
@@ -55,6 +56,11 @@ fn call_msg(proto: Protocol, xid: u32, inv: u32, chunks: ChunkLists<'_>, rpc: &[
     b
 }
 
+/// An inline NFSv3 NULL Call (no chunks, no Invalidate handle).
+fn null_call(proto: Protocol, xid: u32) -> Vec<u8> {
+    call_msg(proto, xid, 0, ChunkLists::EMPTY, &rpc_call(xid, 3, 0))
+}
+
 fn sends(a: &[Action]) -> Vec<Vec<u32>> {
     a.iter()
         .filter_map(|x| match x {
@@ -71,6 +77,39 @@ fn the_call(a: &[Action]) -> Call {
             _ => None,
         })
         .expect("a Call")
+}
+
+/// A v2 NFSv3 READ (`xid`, Invalidate handle `inv`) that offers `segs` as
+/// its one Write chunk, received by `p`, and its READ3resok reply with
+/// `count` bytes of data: the Call (its RPC parsed, as the server loop
+/// does), the reply and where the data lies in it (the DDP range, checked).
+fn read_to_write_chunk(
+    p: &mut ConnProto,
+    st: &mut Stats,
+    xid: u32,
+    inv: u32,
+    segs: &[Segment],
+    count: u32,
+) -> (Call, Vec<u8>, Range<usize>) {
+    let wl: [&[Segment]; 1] = [segs];
+    let chunks = ChunkLists {
+        reads: &[],
+        writes: &wl,
+        reply: None,
+    };
+    let rpc = rpc_call(xid, 3, NFS3_READ);
+    let a = p.on_receive(&call_msg(Protocol::V2, xid, inv, chunks, &rpc), st);
+    let mut c = the_call(&a);
+    c.rpc = nfs::parse_call(&rpc);
+    // READ3resok: status, post_op_attr absent, count, eof, data<count>
+    let mut reply = bytes(&[xid, 1, 0, 0, 0, 0, 0, 0, count, 1, count]);
+    let start = reply.len();
+    reply.extend((0..count).map(|i| i as u8));
+    reply.resize(reply.len().next_multiple_of(4), 0);
+    let data = start..start + count as usize;
+    let ddp = nfs::ddp_range(c.rpc.as_ref().unwrap(), &reply, 8192);
+    assert_eq!(ddp, Some(data.clone()));
+    (c, reply, data)
 }
 
 #[test]
@@ -230,13 +269,7 @@ fn unknown_version_gets_err_vers() {
 fn v2_reserved_flag_is_inval_flag() {
     let mut st = Stats::default();
     let mut p = ConnProto::new(Options::default(), client(4096));
-    let mut m = call_msg(
-        Protocol::V2,
-        0x44,
-        0,
-        ChunkLists::EMPTY,
-        &rpc_call(0x44, 3, 0),
-    );
+    let mut m = null_call(Protocol::V2, 0x44);
     m[16..20].copy_from_slice(&0x100u32.to_be_bytes());
     let a = p.on_receive(&m, &mut st);
     let s = sends(&a);
@@ -269,24 +302,9 @@ fn write_chunk_plan() {
             offset: 0x2000,
         },
     ];
-    let wl: [&[Segment]; 1] = [&segs];
-    let chunks = ChunkLists {
-        reads: &[],
-        writes: &wl,
-        reply: None,
-    };
-    let rpc = rpc_call(0x55, 3, NFS3_READ);
-    let a = p.on_receive(&call_msg(Protocol::V2, 0x55, 7, chunks, &rpc), &mut st);
-    let mut c = the_call(&a);
-    c.rpc = nfs::parse_call(&rpc);
-    // READ3resok: status, post_op_attr absent, count, eof, data<5001>
-    let mut reply = bytes(&[0x55, 1, 0, 0, 0, 0, 0, 0, 5001, 1, 5001]);
-    let start = reply.len();
-    reply.extend((0..5001u32).map(|i| i as u8));
-    reply.extend([0, 0, 0]);
-    let ddp = nfs::ddp_range(c.rpc.as_ref().unwrap(), &reply, 8192);
-    assert_eq!(ddp, Some(start..start + 5001));
-    let plan = p.plan_reply(&c, &reply, ddp, &mut st);
+    let (c, reply, data) = read_to_write_chunk(&mut p, &mut st, 0x55, 7, &segs, 5001);
+    let start = data.start;
+    let plan = p.plan_reply(&c, &reply, Some(data), &mut st);
     assert_eq!(plan.path, Some(Path::WriteChunk));
     assert_eq!(plan.writes.len(), 2);
     assert_eq!(plan.writes[0].src, start..start + 4096);
@@ -419,10 +437,7 @@ fn credits_return_what_was_received() {
     let mut p = ConnProto::new(opts, client(4096));
     let mut calls = Vec::new();
     for x in 1..=3u32 {
-        let a = p.on_receive(
-            &call_msg(Protocol::V2, x, 0, ChunkLists::EMPTY, &rpc_call(x, 3, 0)),
-            &mut st,
-        );
+        let a = p.on_receive(&null_call(Protocol::V2, x), &mut st);
         calls.push(the_call(&a));
     }
     let r = bytes(&[1, 1, 0, 0, 0, 0, 0]);
@@ -436,10 +451,7 @@ fn credits_return_what_was_received() {
     // too, when it leaves (built returning its Call's credit only).
     let g = bytes(&[0, 2, (8 << 16) | 1, 1, 0, 0, 0, 0, 0]);
     assert_eq!(p.on_receive(&g, &mut st), vec![Action::Nothing]);
-    let a = p.on_receive(
-        &call_msg(Protocol::V2, 9, 0, ChunkLists::EMPTY, &rpc_call(9, 3, 0)),
-        &mut st,
-    );
+    let a = p.on_receive(&null_call(Protocol::V2, 9), &mut st);
     let pl = p.plan_reply(&the_call(&a), &r, None, &mut st);
     assert_eq!(words(&pl.sends[0])[2], (8 << 16) | 1);
     assert_eq!(p.top_up(u16::MAX), 1);
@@ -457,7 +469,7 @@ fn hostile_input_never_panics() {
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     };
-    let base = call_msg(Protocol::V2, 5, 0, ChunkLists::EMPTY, &rpc_call(5, 3, 0));
+    let base = null_call(Protocol::V2, 5);
     for i in 0..20000 {
         let mut p = ConnProto::new(Options::default(), client(1024));
         let mut m = base.clone();
@@ -518,15 +530,9 @@ fn err_nth_sends_each_error_with_its_body() {
             ..Options::default()
         };
         let mut p = ConnProto::new(opts, client(4096));
-        let first = p.on_receive(
-            &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 3, 0)),
-            &mut st,
-        );
+        let first = p.on_receive(&null_call(Protocol::V2, 1), &mut st);
         assert!(matches!(first[0], Action::Call(_)));
-        let a = p.on_receive(
-            &call_msg(Protocol::V2, 2, 0, ChunkLists::EMPTY, &rpc_call(2, 3, 0)),
-            &mut st,
-        );
+        let a = p.on_receive(&null_call(Protocol::V2, 2), &mut st);
         let s = sends(&a);
         assert_eq!(s.len(), 1, "code {code}");
         // xid, vers 2, credit (ignored by the receiver), RDMA2_ERROR,
@@ -662,16 +668,7 @@ fn err_every_refuses_calls_and_counts_refused_xids_sent_again() {
     let mut p = ConnProto::new(opts, client(4096));
     let mut refused = Vec::new();
     for xid in 1..=11u32 {
-        let a = p.on_receive(
-            &call_msg(
-                Protocol::V2,
-                xid,
-                0,
-                ChunkLists::EMPTY,
-                &rpc_call(xid, 3, 0),
-            ),
-            &mut st,
-        );
+        let a = p.on_receive(&null_call(Protocol::V2, xid), &mut st);
         match &a[0] {
             Action::Call(_) => {}
             _ => {
@@ -690,16 +687,7 @@ fn err_every_refuses_calls_and_counts_refused_xids_sent_again() {
     // again is caught; other XIDs are not.
     let mut q = ConnProto::new(Options::default(), client(4096));
     for xid in [8u32, 9] {
-        let _ = q.on_receive(
-            &call_msg(
-                Protocol::V2,
-                xid,
-                0,
-                ChunkLists::EMPTY,
-                &rpc_call(xid, 3, 0),
-            ),
-            &mut st,
-        );
+        let _ = q.on_receive(&null_call(Protocol::V2, xid), &mut st);
     }
     assert_eq!(st.refused_resent, 1);
 }
@@ -937,10 +925,7 @@ fn err_nth_bodies_describe_the_call() {
         err_nth: vec![(1, 9)],
         ..Options::default()
     });
-    let a = p.on_receive(
-        &call_msg(Protocol::V2, 9, 0, ChunkLists::EMPTY, &rpc_call(9, 3, 0)),
-        &mut st,
-    );
+    let a = p.on_receive(&null_call(Protocol::V2, 9), &mut st);
     let c = the_call(&a);
     assert!(c.refuse_reply && st.errors_injected == 1);
     let plan = p.plan_reply(&c, &[0u8; 120], None, &mut st);
@@ -1009,10 +994,7 @@ fn v1_refusals_are_err_vers_or_err_chunk_and_must_fail() {
             },
             client(4096),
         );
-        let a = p.on_receive(
-            &call_msg(Protocol::V1, 3, 0, ChunkLists::EMPTY, &rpc_call(3, 3, 0)),
-            &mut st,
-        );
+        let a = p.on_receive(&null_call(Protocol::V1, 3), &mut st);
         let s = sends(&a);
         // xid, vers 1, credit, RDMA_ERROR, code and body
         assert_eq!(&s[0][1..2], &[1]);
@@ -1125,10 +1107,7 @@ fn queued_messages_hold_no_spare_credits() {
     // continued in pieces, all queued (the client has no credits left).
     let mut calls = Vec::new();
     for x in [0x41u32, 0x42] {
-        let a = p.on_receive(
-            &call_msg(Protocol::V2, x, 0, ChunkLists::EMPTY, &rpc_call(x, 3, 0)),
-            &mut st,
-        );
+        let a = p.on_receive(&null_call(Protocol::V2, x), &mut st);
         calls.push(the_call(&a));
     }
     let mut reply = bytes(&[0x41, 1, 0, 0, 0, 0]);
@@ -1171,16 +1150,7 @@ fn granting(grant: GrantMode) -> ConnProto {
 fn prompt_tops_up_returns_when_a_message_leaves() {
     let mut st = Stats::default();
     let mut p = granting(GrantMode::Prompt);
-    let a = p.on_receive(
-        &call_msg(
-            Protocol::V2,
-            0x31,
-            0,
-            ChunkLists::EMPTY,
-            &rpc_call(0x31, 3, 0),
-        ),
-        &mut st,
-    );
+    let a = p.on_receive(&null_call(Protocol::V2, 0x31), &mut st);
     let c = the_call(&a);
     let pl = p.plan_reply(&c, &bytes(&[0x31, 1, 0, 0, 0, 0]), None, &mut st);
     // Built: returns its Call's credit.
@@ -1233,16 +1203,7 @@ fn grant_exact_returns_one_per_message() {
     // A client grant is a spare credit: one grant back.
     let g = bytes(&[0, 2, (32 << 16) | 1, 1, 0, 0, 0, 0, 0]);
     assert_eq!(grants(&p.on_receive(&g, &mut st)), vec![(32 << 16) | 1]);
-    let a = p.on_receive(
-        &call_msg(
-            Protocol::V2,
-            0x23,
-            0,
-            ChunkLists::EMPTY,
-            &rpc_call(0x23, 3, 0),
-        ),
-        &mut st,
-    );
+    let a = p.on_receive(&null_call(Protocol::V2, 0x23), &mut st);
     let mut r = bytes(&[0x23, 1, 0, 0, 0, 0]);
     r.resize(10000, 0x55);
     let mut c = the_call(&a);
@@ -1354,10 +1315,7 @@ fn client_credit_limit_gates_sends() {
     assert_eq!(p.client_limit(), 2);
     // Version 1 has no requester credits.
     let mut v1 = ConnProto::new(Options::default(), client(1024));
-    let _ = v1.on_receive(
-        &call_msg(Protocol::V1, 5, 0, ChunkLists::EMPTY, &rpc_call(5, 3, 0)),
-        &mut st,
-    );
+    let _ = v1.on_receive(&null_call(Protocol::V1, 5), &mut st);
     for _ in 0..100 {
         v1.sent_client();
     }
@@ -1520,10 +1478,7 @@ fn client_connprop(xid: u32, rvreqsup: u32, pieces: usize) -> Vec<Vec<u8>> {
 /// A v2 connection settled by an inline Call (xid 1).
 fn settled_v2(opts: Options, st: &mut Stats) -> ConnProto {
     let mut p = v2_conn(opts);
-    let a = p.on_receive(
-        &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 3, 0)),
-        st,
-    );
+    let a = p.on_receive(&null_call(Protocol::V2, 1), st);
     assert!(matches!(a[0], Action::Call(_)));
     p
 }
@@ -1605,33 +1560,12 @@ fn header_type_change_mid_sequence_is_inval_flag() {
 fn error_carries_the_version_of_the_message_it_answers() {
     let mut st = Stats::default();
     let mut p = settled_v2(Options::default(), &mut st);
-    let a = p.on_receive(
-        &call_msg(
-            Protocol::V1,
-            0x70,
-            0,
-            ChunkLists::EMPTY,
-            &rpc_call(0x70, 3, 0),
-        ),
-        &mut st,
-    );
+    let a = p.on_receive(&null_call(Protocol::V1, 0x70), &mut st);
     // xid, vers 1, credit 32, RDMA_ERROR (4), ERR_VERS (1), low 1, high 2
     assert_eq!(sends(&a), vec![vec![0x70, 1, 32, 4, 1, 1, 2]]);
     let mut q = v2_conn(Options::default());
-    q.on_receive(
-        &call_msg(Protocol::V1, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 3, 0)),
-        &mut st,
-    );
-    let a = q.on_receive(
-        &call_msg(
-            Protocol::V2,
-            0x71,
-            0,
-            ChunkLists::EMPTY,
-            &rpc_call(0x71, 3, 0),
-        ),
-        &mut st,
-    );
+    q.on_receive(&null_call(Protocol::V1, 1), &mut st);
+    let a = q.on_receive(&null_call(Protocol::V2, 0x71), &mut st);
     let s = sends(&a);
     assert_eq!(s.len(), 1);
     // xid, vers 2, credit, RDMA2_ERROR (4), F_RESPONSE, RDMA2_ERR_VERS, 1, 2
@@ -1805,22 +1739,9 @@ fn naturally_short_write_chunk() {
     let mut st = Stats::default();
     let mut p = ConnProto::new(Options::default(), client(4096));
     let segs = [seg(7, 4096), seg(8, 4096)];
-    let wl: [&[Segment]; 1] = [&segs];
-    let chunks = ChunkLists {
-        reads: &[],
-        writes: &wl,
-        reply: None,
-    };
-    let rpc = rpc_call(0x87, 3, NFS3_READ);
-    let a = p.on_receive(&call_msg(Protocol::V2, 0x87, 0, chunks, &rpc), &mut st);
-    let mut c = the_call(&a);
-    c.rpc = nfs::parse_call(&rpc);
-    let mut reply = bytes(&[0x87, 1, 0, 0, 0, 0, 0, 0, 3000, 1, 3000]);
-    let start = reply.len();
-    reply.extend((0..3000u32).map(|i| i as u8));
-    let ddp = nfs::ddp_range(c.rpc.as_ref().unwrap(), &reply, 8192);
-    assert_eq!(ddp, Some(start..start + 3000));
-    let plan = p.plan_reply(&c, &reply, ddp, &mut st);
+    let (c, reply, data) = read_to_write_chunk(&mut p, &mut st, 0x87, 0, &segs, 3000);
+    let start = data.start;
+    let plan = p.plan_reply(&c, &reply, Some(data), &mut st);
     assert_eq!(plan.path, Some(Path::WriteChunk));
     assert_eq!(plan.writes.len(), 1);
     assert_eq!(plan.writes[0].src, start..start + 3000);

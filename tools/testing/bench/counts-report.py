@@ -28,6 +28,8 @@ import statistics
 import subprocess
 import sys
 
+import folded
+
 # column order: (config, job label, transport label)
 CONFIGS = [("n-r2", "4 KiB", "rpcrdma2"), ("n-c", "4 KiB", "C client"),
            ("n-r2-1k", "1 KiB", "rpcrdma2"), ("n-c-1k", "1 KiB", "C client")]
@@ -166,21 +168,6 @@ def demangle(names):
     return out
 
 
-def short(name):
-    """A demangled function name without the crate, generic arguments and
-    trait qualifiers: <a::B<T> as c::D>::f -> a::B::f."""
-    n = re.sub(r"::<[^<>]*>", "", name.replace("rpcrdma2::", ""))
-    prev = None
-    while prev != n:
-        prev = n
-        n = re.sub(r"(\w)<[^<>]*>", r"\1", n)
-    prev = None
-    while prev != n:
-        prev = n
-        n = re.sub(r"<([^<>]*?)(?: as [^<>]*)?>", r"\1", n)
-    return n
-
-
 def fold_stacks(stacks, module, dem):
     """Events of one run counted by stack (lock acquisitions, allocations),
     folded: {"all", "transport", "full_other", "sites": {site: n}, "kinds":
@@ -213,7 +200,7 @@ def fold_stacks(stacks, module, dem):
             taker = "own" if cmod == module or caller.startswith("rust_helper_") else (cmod or "kernel")
             out["takers"][taker] = out["takers"].get(taker, 0) + n
             site = next((f for f in own if not GLUE.match(dem.get(f, f))), own[0])
-            site = short(dem.get(site, site))
+            site = folded.plain_name(dem.get(site, site))
             out["sites"][site] = out["sites"].get(site, 0) + n
     return out
 

@@ -8,7 +8,9 @@
 # root first, frames separated by ';', the sample count after the last
 # space; a frame is "SYMBOL (DSO)" (the DSO reduced to its file name).
 # perf-fold.py writes such files from `perf script`; report.py and
-# rpc-profile-report.py read them back with parse_line.
+# rpc-profile-report.py read them back with parse_line. plain_name
+# shortens a frame's demangled Rust name for the reports (counts-report.py,
+# hotspots.py).
 import collections
 import os
 import re
@@ -72,3 +74,31 @@ def parse_line(line):
         return None
     parts = stack.split(";")
     return int(n), parts[0], list(reversed(parts[1:]))
+
+
+def _until_fixed(pattern, repl, s):
+    """s with pattern replaced by repl until nothing changes (the
+    innermost <...> first, then the ones that held it)."""
+    prev = None
+    while prev != s:
+        prev = s
+        s = re.sub(pattern, repl, s)
+    return s
+
+
+def plain_name(name, renames=(("rpcrdma2::", ""),), keep_turbofish=False):
+    """A demangled Rust name without generic arguments and trait
+    qualifiers: <a::B<T> as c::D>::f -> a::B::f. renames: (old, new)
+    pairs replaced first (by default the crate's own prefix is dropped);
+    keep_turbofish keeps a function's explicit arguments (f::<T>, which
+    tell its instances apart) instead of dropping them."""
+    n = name
+    for old, new in renames:
+        n = n.replace(old, new)
+    # a type's generic arguments: B<T> -> B
+    n = _until_fixed(r"(\w)<[^<>]*>", r"\1", n)
+    # a qualified path: <B as D> -> B (a turbofish ::<T> is not one)
+    n = _until_fixed(r"(?<!:)<([^<>]*?)(?: as [^<>]*)?>", r"\1", n)
+    if not keep_turbofish:
+        n = _until_fixed(r"::<[^<>]*>", "", n)
+    return n

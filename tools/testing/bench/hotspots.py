@@ -30,8 +30,12 @@ import re
 import subprocess
 import sys
 
+import folded
+
 OWN = re.compile(r"(?:^|/)((?:rpcrdma|xdr)/.*)$")
 HASH = re.compile(r"\[[0-9a-f]{16}\]")
+# what compact() shortens in a name
+COMPACT_RENAMES = (("rpcrdma2::", ""), ("core::", ""), ("kernel::", "k::"))
 
 
 def demangle(names):
@@ -510,17 +514,10 @@ def demangle_one(mod, name):
 
 
 def compact(name):
-    """A demangled name without generic arguments or trait qualifiers (for call targets)."""
-    n = name.replace("rpcrdma2::", "").replace("core::", "").replace("kernel::", "k::")
-    prev = None
-    while prev != n:
-        prev = n
-        n = re.sub(r"(\w)<[^<>]*>", r"\1", n)
-    prev = None
-    while prev != n:
-        prev = n
-        n = re.sub(r"(?<!:)<([^<>]*?)(?: as [^<>]*)?>", r"\1", n)
-    return n
+    """A demangled name without generic arguments or trait qualifiers (for
+    call targets); the core and kernel crates' prefixes shortened, a
+    function's turbofish kept."""
+    return folded.plain_name(name, COMPACT_RENAMES, keep_turbofish=True)
 
 
 def short_fn(name):

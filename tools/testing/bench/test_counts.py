@@ -176,11 +176,6 @@ class FoldTest(unittest.TestCase):
                           "rpcrdma", DEMANGLED)
         self.assertEqual(f["transport"], 0)
 
-    def test_turbofish_and_trait_qualifiers_dropped(self):
-        self.assertEqual(cr.short("rpcrdma2::ib::qp::send_done::<rpcrdma2::conn::ConnQp>"), "ib::qp::send_done")
-        self.assertEqual(cr.short("<kernel::sync::lock::Lock<T, B> as core::ops::Drop>::drop"),
-                         "kernel::sync::lock::Lock::drop")
-
     def test_cq_split_by_the_posting_rxe_task(self):
         s = cr.cq_split([((("rxe_cq_post", ""), ("rxe_completer", "")), 3),
                          ((("rxe_cq_post", ""), ("rxe_receiver", "")), 5),

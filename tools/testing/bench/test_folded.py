@@ -2,7 +2,8 @@
 #
 # Unit tests of folded.py and perf-fold.py: the folded stacks are root
 # first, "COMM;root;...;leaf COUNT", as flamegraph.pl and inferno read
-# them, and parse back leaf first.
+# them, and parse back leaf first; plain_name shortens demangled names
+# as counts-report.py and hotspots.py show them.
 # Run: python3 -m unittest discover -s tools/testing/bench -p 'test_*.py'
 import os
 import subprocess
@@ -77,3 +78,32 @@ class FoldedTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PlainNameTest(unittest.TestCase):
+    def test_turbofish_and_trait_qualifiers_dropped(self):
+        # counts-report.py's lock and allocation sites
+        self.assertEqual(folded.plain_name("rpcrdma2::ib::qp::send_done::<rpcrdma2::conn::ConnQp>"),
+                         "ib::qp::send_done")
+        self.assertEqual(folded.plain_name("<kernel::sync::lock::Lock<T, B> as core::ops::Drop>::drop"),
+                         "kernel::sync::lock::Lock::drop")
+
+    def test_nested_arguments_go_whole(self):
+        self.assertEqual(folded.plain_name("rpcrdma2::conn::Conn<kernel::alloc::KVec<u8>>::post"),
+                         "conn::Conn::post")
+        self.assertEqual(folded.plain_name("rpcrdma2::send::<alloc::vec::Vec<u8>>"), "send")
+        self.assertEqual(folded.plain_name("f::<g::<T>>"), "f")
+
+    def test_renames_and_kept_turbofish(self):
+        # hotspots.py's call targets: its own renames, the instance kept
+        renames = (("rpcrdma2::", ""), ("core::", ""), ("kernel::", "k::"))
+        self.assertEqual(folded.plain_name("<kernel::sync::lock::Lock<T, B> as core::ops::Drop>::drop",
+                                           renames, keep_turbofish=True),
+                         "k::sync::lock::Lock::drop")
+        self.assertEqual(folded.plain_name("rpcrdma2::ib::qp::send_done::<rpcrdma2::conn::ConnQp>",
+                                           renames, keep_turbofish=True),
+                         "ib::qp::send_done::<conn::ConnQp>")
+
+    def test_plain_names_are_unchanged(self):
+        for n in ("fh_verify", "rpcrdma2_xprt_send", "k::sync::Arc::drop"):
+            self.assertEqual(folded.plain_name(n), n)

@@ -35,9 +35,9 @@ SIZES=(0 1 1023 1024 1025 4095 4096 4097 8192 65537 262144 1048589)
 TARGET=$(printf 'y/%.0s' $(seq 1 1000))
 CASES=("20051 3" "20051 4.1" "20050 4.2")
 
-stat_of() { # PORT NAME: a responder counter
-	awk -v n="$2" '$1 == n {print $2}' "/results/ctl/responder-$1.stats" 2>/dev/null || echo 0
-}
+# stat_of PORT NAME: a responder counter.
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 
 grep -q '^rpcrdma2 ' /proc/modules && tb_die "rpcrdma2 is loaded: this test is of the C client"
 tb_step "modprobe rpcrdma" tb_modprobe rpcrdma

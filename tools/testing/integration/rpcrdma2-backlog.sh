@@ -27,11 +27,11 @@ tb_step "insmod rpcrdma2.ko" insmod "$KO"
 NFS_RDMA_PORT=20049 tb_mount 3 rdma "$MNT"
 tb_assert_proto "$MNT" rdma
 
-# bklog: the mount's backlog utilisation (mountstats xprt: field 12).
-bklog() {
-	awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $12; exit}' \
-		/proc/self/mountstats
-}
+# bklog: the mount's backlog utilisation (field 10 of its "xprt: rdma"
+# line).
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
+bklog() { xprt_field 10; }
 dir=$MNT/backlog
 mkdir -p "$dir"
 b0=$(bklog)

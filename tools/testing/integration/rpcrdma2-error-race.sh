@@ -30,11 +30,10 @@ KO=$RPCRDMA2_KO
 MNT=/mnt/nfs
 FILES=30 WORKERS=8 ROUNDS=2
 [ -f "$KO" ] || tb_die "$KO is not built (make modules)"
-stat_of() { awk -v n="$2" '$1 == n {print $2}' "/results/ctl/responder-$1.stats" 2>/dev/null || echo 0; }
-xprt_field() {
-	awk -v m="$MNT" -v f="$1" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $(f + 2); exit}' \
-		/proc/self/mountstats
-}
+# stat_of PORT NAME: a responder counter; xprt_field N: field N of the
+# mount's "xprt: rdma" line (3: connects).
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 
 dmesg -C
 tb_step "insmod rpcrdma2.ko" insmod "$KO"

@@ -34,11 +34,10 @@ dmesg -C
 tb_step "insmod rpcrdma2.ko" insmod "$KO"
 tb_random_files "$REF" f "${SIZES[@]}"
 
-# xprt: rdma <port> <bind> <connect> <ctime> <idle> <sends> <recvs> ...
-xprt_field() {
-	awk -v m="$MNT" -v f="$1" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $(f + 2); exit}' \
-		/proc/self/mountstats
-}
+# xprt_field N: field N of the mount's "xprt: rdma" line (6: sends,
+# 7: receives).
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 
 # admin_tools VERS: mountstats, nfsiostat (nfs-common) and SUNRPC's sysfs
 # on the mount at $MNT, after its traffic (Documentation/admin-guide.rst,
@@ -95,8 +94,7 @@ for vers in 3 4.1; do
 	tb_log "vers=$vers: mountstats sends=$sends recvs=$recvs"
 	((sends > 0 && recvs > 0)) || tb_die "vers=$vers: mountstats counts no traffic"
 	# nomsg_call_count: field 21 after "xprt: rdma" (admin guide table).
-	nomsg=$(awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $23; exit}' \
-		/proc/self/mountstats)
+	nomsg=$(xprt_field 21)
 	((nomsg == 0)) || tb_die "vers=$vers: $nomsg inline-sized Calls went as Long Calls"
 	admin_tools "$vers"
 	rm -rf "$MNT"/f* "$MNT/dir"

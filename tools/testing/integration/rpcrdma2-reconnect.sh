@@ -25,6 +25,8 @@
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
 . "$TESTBED_LIB"
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 
 KO=$RPCRDMA2_KO
 MNT=/mnt/nfs
@@ -65,7 +67,7 @@ for vers in 3 4.1; do
 	((c >= 3)) || tb_die "vers=$vers: expected reconnects, saw $c connects for $n injected disconnects"
 	probes=$(tb_trace_events connprop 'dir=sent' | wc -l)
 	tb_log "vers=$vers: $n disconnects injected, $c connects (both mounts), $probes probes"
-	connects=$(awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $5; exit}' /proc/self/mountstats)
+	connects=$(xprt_field 3)
 	rm "$MNT/ref"
 	tb_umount "$MNT"
 	((probes <= 2)) || tb_die "vers=$vers: a reconnect probed for version 2 again ($probes probes for 2 mounts)"

@@ -52,30 +52,10 @@ transport=$(ibv_devinfo -d siw0 | awk '/transport:/ {print $2; exit}')
 devs=$(ls /sys/class/infiniband)
 [ "$devs" = siw0 ] || tb_die "RDMA devices other than siw0: $(echo "$devs" | tr '\n' ' ')"
 
-# A field of the mount's "xprt: rdma" line in /proc/self/mountstats, by
-# name (the layout rpcrdma2-chunks.sh documents). Fails on a line of
-# another length.
-FIELDS=(port bind connect connect_time idle sends recvs bad_xids req_u bklog_u
-	read_chunk write_chunk reply_chunk rdma_request rdma_reply pullup fixup
-	hardway failed_marshal bad_reply nomsg recycled orphaned mrs_allocated
-	local_inv empty_sendctx zero remote_inv bc_calls bc_replies bc_dropped
-	recover_position_zero recover_reply_chunk recover_segments
-	recover_write_resource recover_reply_resource recover_failed
-	cont_replies cont_calls grants_sent stale_replies)
-rdma_line() {
-	awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" && $2 == "rdma" {print; exit}' \
-		/proc/self/mountstats
-}
-rdma_field() {
-	local line i
-	read -r -a line <<<"$(rdma_line)"
-	((${#line[@]} == ${#FIELDS[@]} + 2)) ||
-		tb_die "xprt line has ${#line[@]} fields, expected $((${#FIELDS[@]} + 2)): ${line[*]}"
-	for i in "${!FIELDS[@]}"; do
-		[ "${FIELDS[$i]}" = "$1" ] && { echo "${line[$((i + 2))]}"; return; }
-	done
-	tb_die "no mountstats field $1"
-}
+# rdma_line, rdma_field NAME: the mount's "xprt: rdma" line of
+# /proc/self/mountstats, a field of it by name.
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 
 # assert_on_siw PORT: rdma_cm's connection to the server's PORT is on siw0,
 # from this guest's eth0 address (rdma resource show cm_id).

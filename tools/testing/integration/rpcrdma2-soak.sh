@@ -220,11 +220,11 @@ progress() {
 	awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "bytes:" {printf "%.0f\n", $2 + $3 + $4 + $5; exit}' \
 		/proc/self/mountstats
 }
-# connects: the mount's transport connect count.
-connects() {
-	awk -v m="$MNT" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $5; exit}' \
-		/proc/self/mountstats
-}
+# connects: the mount's transport connect count (field 3 of its
+# "xprt: rdma" line).
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
+connects() { xprt_field 3; }
 
 # monitor FILE: every 0.5 s, "LONGEST CURRENT" to FILE: the longest time
 # (ms) without progress so far, and the current one.

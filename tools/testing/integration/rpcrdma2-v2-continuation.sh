@@ -44,14 +44,11 @@ SIZES=(3000 65536 200003)
 ENTRIES=300
 [ -f "$KO" ] || tb_die "$KO is not built (make modules)"
 
-stat_of() { # PORT NAME: a responder counter
-	awk -v n="$2" '$1 == n {print $2}' "/results/ctl/responder-$1.stats" 2>/dev/null || echo 0
-}
-# xprt_field N: field N (after "rdma") of the mount's xprt: line.
-xprt_field() {
-	awk -v m="$MNT" -v f="$1" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" && $2 == "rdma" {print $(f + 2); exit}' \
-		/proc/self/mountstats
-}
+# stat_of PORT NAME: a responder counter; xprt_field N: field N of the
+# mount's "xprt: rdma" line (lib/counters.sh
+# FIELDS: 38 continued replies, 39 continued Calls, 40 grants sent).
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 
 dmesg -C
 tb_step "insmod rpcrdma2.ko" insmod "$KO"

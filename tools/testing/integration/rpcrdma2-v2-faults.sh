@@ -41,7 +41,9 @@ MNT=/mnt/nfs
 RESPONDER=$SRC/tools/responder/target/release/rpcrdma-responder
 [ -f "$KO" ] || tb_die "$KO is not built (make modules)"
 [ -x "$RESPONDER" ] || tb_die "$RESPONDER is not built (tools/responder/build.sh)"
-stat_of() { awk -v n="$2" '$1 == n {print $2}' "/results/ctl/responder-$1.stats" 2>/dev/null || echo 0; }
+# stat_of PORT NAME: a responder counter.
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 # stat_above PORT NAME N: whether counter NAME on PORT exceeds N within 5 s
 # (the responder rewrites its counters file within about 0.5 s of a
 # change, not at once: Documentation/responder.rst).

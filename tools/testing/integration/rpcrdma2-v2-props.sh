@@ -44,9 +44,9 @@ PROBE_XID=0x434f4e50
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 [ -d "$F" ] || tb_die "no $F: the kernel lacks CONFIG_FAIL_SUNRPC"
 
-stat_of() { # PORT NAME: a responder counter
-	awk -v n="$2" '$1 == n {print $2}' "/results/ctl/responder-$1.stats" 2>/dev/null || echo 0
-}
+# stat_of PORT NAME: a responder counter.
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 stats_now() { sleep 2; } # the responder writes its counters within 0.5 s
 # The mount's "xprt: rdma" line of /proc/self/mountstats; field N counts
 # from 1 after "xprt:" (the C client's layout, then rpcrdma2's own:

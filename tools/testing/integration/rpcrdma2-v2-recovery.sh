@@ -54,7 +54,9 @@ FILE=f262144
 ENTRIES=300
 [ -f "$KO" ] || tb_die "$KO is not built (make modules)"
 
-stat_of() { awk -v n="$2" '$1 == n {print $2}' "/results/ctl/responder-$1.stats" 2>/dev/null || echo 0; }
+# stat_of PORT NAME: a responder counter.
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 xprt_field() { # N: field N of the xprt: rdma line (Documentation/admin-guide.rst)
 	awk -v m="$MNT" -v f="$1" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" {print $(f + 2); exit}' \
 		/proc/self/mountstats

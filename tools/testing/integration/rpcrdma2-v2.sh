@@ -55,16 +55,12 @@ SIZES=(0 1 3000 4097 65537 1048589)
 VERSIONS=(${RPCRDMA2_V2_VERSIONS:-3 4.0 4.1 4.2})
 [ -f "$KO" ] || tb_die "$KO is not built (make modules)"
 
-stat_of() { # PORT NAME: a responder counter
-	awk -v n="$2" '$1 == n {print $2}' "/results/ctl/responder-$1.stats" 2>/dev/null || echo 0
-}
-# xprt_field N: field N (after "rdma") of the mount's xprt: line (the
-# layout rpcrdma2-chunks.sh documents: 13 Reply chunk segments, 38
-# continued replies).
-xprt_field() {
-	awk -v m="$MNT" -v f="$1" '$1 == "device" {cur = ($5 == m)} cur && $1 == "xprt:" && $2 == "rdma" {print $(f + 2); exit}' \
-		/proc/self/mountstats
-}
+# stat_of PORT NAME: a responder counter; xprt_field N: field N of the
+# mount's "xprt: rdma" line (lib/counters.sh
+# FIELDS: 13 Reply chunk segments, 28 remote invalidations, 38 continued
+# replies).
+# shellcheck source=lib/counters.sh
+. "$SRC/tools/testing/integration/lib/counters.sh"
 stats_now() { # the responder writes its counters within 0.5 s of a change
 	sleep 2
 }

@@ -67,11 +67,7 @@ impl Server {
             bc_prog: None,
         });
         if at > self.layout.data_size() {
-            let e = c
-                .proto
-                .call_error(xid, rpcrdma_xdr::v2::ERR_SYSTEM, &mut self.stats);
-            self.send_ctrl(k, e);
-            self.free_slot(k, s);
+            self.fail_call(k, s, xid, rpcrdma_xdr::v2::ERR_SYSTEM);
             return;
         }
         c.queue(&ops);
@@ -106,11 +102,7 @@ impl Server {
                     "Read chunk positions do not fit the Call (xid {xid:#x})"
                 ));
                 self.stats.malformed += 1;
-                let e = c
-                    .proto
-                    .call_error(xid, rpcrdma_xdr::v2::ERR_BAD_XDR, &mut self.stats);
-                self.send_ctrl(k, e);
-                self.free_slot(k, s);
+                self.fail_call(k, s, xid, rpcrdma_xdr::v2::ERR_BAD_XDR);
             }
         }
     }
@@ -191,11 +183,7 @@ impl Server {
                 "not an RPC Call, or its XID is in use (xid {xid:#x})"
             ));
             self.stats.malformed += 1;
-            let e = c
-                .proto
-                .call_error(xid, rpcrdma_xdr::v2::ERR_BAD_XDR, &mut self.stats);
-            self.send_ctrl(k, e);
-            self.free_slot(k, s);
+            self.fail_call(k, s, xid, rpcrdma_xdr::v2::ERR_BAD_XDR);
             return false;
         }
         slot.hdr = hdr;

@@ -88,11 +88,8 @@ impl Server {
         let sbase = self.layout.slot_off(s);
         let total_send: usize = plan.sends.iter().map(|b| b.len()).sum();
         if rec.len() > self.layout.data_size() || total_send > self.layout.send_area {
-            let e = c
-                .proto
-                .call_error(slot.call.xid, rpcrdma_xdr::v2::ERR_SYSTEM, &mut self.stats);
-            self.send_ctrl(k, e);
-            self.free_slot(k, s);
+            let xid = slot.call.xid;
+            self.fail_call(k, s, xid, rpcrdma_xdr::v2::ERR_SYSTEM);
             return;
         }
         let n = plan.sends.len();
@@ -169,6 +166,18 @@ impl Server {
             return;
         }
         self.flush_out(k);
+    }
+
+    /// Answers the Call `xid` of slot `s` on connection `k` with an
+    /// RDMA2_ERROR of `code` instead of forwarding or replying, and frees
+    /// the slot.
+    pub(super) fn fail_call(&mut self, k: usize, s: usize, xid: u32, code: u32) {
+        let Some(c) = self.conns.get_mut(&k) else {
+            return;
+        };
+        let e = c.proto.call_error(xid, code, &mut self.stats);
+        self.send_ctrl(k, e);
+        self.free_slot(k, s);
     }
 
     pub(super) fn free_slot(&mut self, k: usize, s: usize) {
