@@ -10,3 +10,10 @@
 pub fn attr_i32<T: TryInto<i32>>(v: T) -> i32 {
     v.try_into().unwrap_or(i32::MAX)
 }
+
+/// An `ib_device_attr` limit as a `u32`: on 6.12 a negative `int` is 0
+/// (no device reports one); on 7.3 the `u32` as it is.
+#[inline]
+pub fn attr_u32<T: TryInto<u32>>(v: T) -> u32 {
+    v.try_into().unwrap_or(0)
+}

@@ -18,6 +18,7 @@
 //! | [`fmt`] | 7.3's print macros take `kernel::fmt::Display` for `{}` | `kernel::fmt::Display` impls |
 //! | [`vec`] | `KVec::set_len` (6.12) is `KVec::clear`/`inc_len` on 7.3 | `KVec::clear` |
 //! | [`ib`] | `ib_device_attr` limits are `int` on 6.12, `u32` on 7.3 | `u32` accessors |
+//! | [`foreign`] | `ForeignOwnable`'s pointer is `*const c_void` on 6.12, `*mut c_void` on 7.3 | `ForeignOwnable::into_foreign` |
 //! | [`rpcrdma2_module!`] | `module!`'s `author:` is `authors: [..]` on 7.3 | `module!` with `authors` |
 //!
 //! Items that differ between 6.12 and 7.3 are chosen by the cfg
@@ -30,6 +31,7 @@
 
 pub mod errno;
 pub mod fmt;
+pub mod foreign;
 pub mod ib;
 pub mod init;
 // The KUnit kit: in the KUnit variant only, before the suites that use its

@@ -116,7 +116,7 @@ impl ClientRegistration {
             }),
             GFP_KERNEL,
         )?;
-        let p = &*reg as *const Registry as *mut Registry;
+        let p = core::ptr::from_ref::<Registry>(&reg).cast_mut();
         if REGISTRY
             .compare_exchange(
                 core::ptr::null_mut(),

@@ -34,6 +34,7 @@ use core::ffi::c_void;
 use core::fmt;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use kernel::ffi::c_ulong;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use kernel::types::ForeignOwnable;
@@ -76,7 +77,7 @@ impl SockAddr {
         };
         // SAFETY: `sockaddr_storage` is larger than and as aligned as
         // `sockaddr_in`, and `ss` is a local we own.
-        unsafe { core::ptr::write(&mut ss as *mut _ as *mut bindings::sockaddr_in, sin) };
+        unsafe { core::ptr::write(core::ptr::from_mut(&mut ss).cast(), sin) };
         // INVARIANT: family AF_INET with a sockaddr_in.
         SockAddr { ss }
     }
@@ -94,7 +95,7 @@ impl SockAddr {
         sin6.sin6_addr.in6_u.u6_addr8 = addr;
         // SAFETY: `sockaddr_storage` is larger than and as aligned as
         // `sockaddr_in6`, and `ss` is a local we own.
-        unsafe { core::ptr::write(&mut ss as *mut _ as *mut bindings::sockaddr_in6, sin6) };
+        unsafe { core::ptr::write(core::ptr::from_mut(&mut ss).cast(), sin6) };
         // INVARIANT: family AF_INET6 with a sockaddr_in6.
         SockAddr { ss }
     }
@@ -135,7 +136,7 @@ impl SockAddr {
     }
 
     pub(crate) fn as_ptr(&self) -> *const bindings::sockaddr {
-        (&self.ss as *const bindings::__kernel_sockaddr_storage).cast()
+        core::ptr::from_ref(&self.ss).cast()
     }
 }
 
@@ -203,7 +204,7 @@ impl<'a> ConnParam<'a> {
     pub fn rpcrdma_client(dev: &Device, private_data: &'a [u8]) -> ConnParam<'a> {
         ConnParam {
             private_data,
-            responder_resources: dev.max_qp_rd_atom().clamp(0, u8::MAX as i32) as u8,
+            responder_resources: u8::try_from(dev.max_qp_rd_atom().max(0)).unwrap_or(u8::MAX),
             initiator_depth: 0,
             flow_control: 0,
             retry_count: 6,
@@ -333,7 +334,11 @@ impl<'a> CmEvent<'a> {
                 // SAFETY: `id` and `ev` are the handler's arguments (caller
                 // guarantee); the function only reads them.
                 let data = unsafe {
-                    bindings::rdma_consumer_reject_data(id, ev as *const _ as *mut _, &mut len)
+                    bindings::rdma_consumer_reject_data(
+                        id,
+                        core::ptr::from_ref(ev).cast_mut(),
+                        &mut len,
+                    )
                 };
                 CmEvent::Rejected {
                     reason: status,
@@ -463,7 +468,7 @@ pub(super) unsafe extern "C" fn cm_handler<H: CmHandler>(
 /// the id, then releases `foreign`.
 pub struct CmId<H: CmHandler> {
     pub(super) id: NonNull<bindings::rdma_cm_id>,
-    pub(super) foreign: *const c_void,
+    pub(super) foreign: *mut c_void,
     pub(super) ctx: Arc<IdCtx<H>>,
 }
 
@@ -477,13 +482,13 @@ impl<H: CmHandler> CmId<H> {
     /// Creates an id in `net` whose events go to `handler`.
     pub fn new(net: &Net, handler: Arc<H>) -> Result<Self> {
         let ctx = IdCtx::new(handler)?;
-        let foreign = ctx.clone().into_foreign();
+        let foreign = crate::compat::foreign::into_foreign(ctx.clone());
         // SAFETY: `net` is live; the handler matches the context type.
         let ptr = unsafe {
             bindings::rpcrdma2_shim_create_id(
                 net.as_ptr(),
                 Some(cm_handler::<H>),
-                foreign as *mut c_void,
+                foreign,
                 bindings::rdma_ucm_port_space_RDMA_PS_TCP,
                 bindings::ib_qp_type_IB_QPT_RC,
             )
@@ -522,11 +527,11 @@ impl<H: CmHandler> CmId<H> {
     /// from `src` if given) within `timeout_ms`; the outcome is
     /// [`CmEvent::AddrResolved`] or [`CmEvent::AddrError`].
     pub fn resolve_addr(&self, src: Option<&SockAddr>, dst: &SockAddr, timeout_ms: u32) -> Result {
-        let src = src.map_or(core::ptr::null_mut(), |s| s.as_ptr() as *mut _);
+        let src = src.map_or(core::ptr::null_mut(), |s| s.as_ptr().cast_mut());
         // SAFETY: the id is live (type invariant); the addresses are valid
         // sockaddrs that rdma_cm copies during the call.
         let ret = unsafe {
-            bindings::rdma_resolve_addr(self.as_ptr(), src, dst.as_ptr(), timeout_ms as _)
+            bindings::rdma_resolve_addr(self.as_ptr(), src, dst.as_ptr(), timeout_ms as c_ulong)
         };
         if ret != 0 {
             pr_err!("rdma_resolve_addr({}) failed ({})\n", dst, ret);
@@ -539,7 +544,7 @@ impl<H: CmHandler> CmId<H> {
     /// [`CmEvent::RouteError`].
     pub fn resolve_route(&self, timeout_ms: u32) -> Result {
         // SAFETY: the id is live (type invariant).
-        let ret = unsafe { bindings::rdma_resolve_route(self.as_ptr(), timeout_ms as _) };
+        let ret = unsafe { bindings::rdma_resolve_route(self.as_ptr(), timeout_ms as c_ulong) };
         if ret != 0 {
             pr_err!("rdma_resolve_route failed ({})\n", ret);
         }
@@ -602,6 +607,6 @@ impl<H: CmHandler> Drop for CmId<H> {
         // handler call runs or will run.
         unsafe { bindings::rdma_destroy_id(self.id.as_ptr()) };
         // SAFETY: the id is gone, so nothing else uses the context.
-        drop(unsafe { <Arc<IdCtx<H>> as ForeignOwnable>::from_foreign(self.foreign.cast_mut()) });
+        drop(unsafe { <Arc<IdCtx<H>> as ForeignOwnable>::from_foreign(self.foreign) });
     }
 }

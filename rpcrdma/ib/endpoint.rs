@@ -66,7 +66,7 @@ impl<H: CmHandler, Q: QpHandler> Endpoint<H, Q> {
                 e.to_errno()
             )
         })?;
-        let ctx = &*qp as *const Qp<Q> as *mut c_void;
+        let ctx: *mut c_void = core::ptr::from_ref::<Qp<Q>>(&qp).cast_mut().cast();
         let both = u64::from(caps.max_send_wr) + u64::from(caps.max_recv_wr) + 2;
         let shared = both <= u64::try_from(dev.max_cqe()).unwrap_or(0);
         let (send_cq, recv_cq) = if shared {

@@ -124,7 +124,7 @@ unsafe extern "C" fn listen_handler(
 /// handler and is owned by `inner`'s queue.
 pub struct Listener {
     id: NonNull<bindings::rdma_cm_id>,
-    foreign: *const c_void,
+    foreign: *mut c_void,
     inner: Arc<ListenInner>,
 }
 
@@ -145,13 +145,13 @@ impl Listener {
             }),
             GFP_KERNEL,
         )?;
-        let foreign = inner.clone().into_foreign();
+        let foreign = crate::compat::foreign::into_foreign(inner.clone());
         // SAFETY: `net` is live; the handler matches the context type.
         let ptr = unsafe {
             bindings::rpcrdma2_shim_create_id(
                 net.as_ptr(),
                 Some(listen_handler),
-                foreign as *mut c_void,
+                foreign,
                 bindings::rdma_ucm_port_space_RDMA_PS_TCP,
                 bindings::ib_qp_type_IB_QPT_RC,
             )
@@ -169,7 +169,7 @@ impl Listener {
         // INVARIANT: from here on `drop` cleans up.
         let l = Listener { id, foreign, inner };
         // SAFETY: the id is live; rdma_cm copies the address.
-        let ret = unsafe { bindings::rdma_bind_addr(id.as_ptr(), addr.as_ptr() as *mut _) };
+        let ret = unsafe { bindings::rdma_bind_addr(id.as_ptr(), addr.as_ptr().cast_mut()) };
         if ret != 0 {
             pr_err!("rdma_bind_addr({}) failed ({})\n", addr, ret);
             return Err(Error::from_errno(ret));
@@ -233,9 +233,7 @@ impl Drop for Listener {
         // SAFETY: no id uses `foreign` any more: the listener and every
         // queued request are destroyed; dequeued requests hold their own
         // `Arc`.
-        drop(unsafe {
-            <Arc<ListenInner> as ForeignOwnable>::from_foreign(self.foreign.cast_mut())
-        });
+        drop(unsafe { <Arc<ListenInner> as ForeignOwnable>::from_foreign(self.foreign) });
     }
 }
 
@@ -277,13 +275,13 @@ impl Incoming {
     /// Hands the request to an owner: its events go to `handler` from now on.
     pub fn into_cm_id<H: CmHandler>(self, handler: Arc<H>) -> Result<CmId<H>> {
         let ctx = IdCtx::new(handler)?;
-        let foreign = ctx.clone().into_foreign();
+        let foreign = crate::compat::foreign::into_foreign(ctx.clone());
         let id = self.id;
         // SAFETY: the id is live and ours; with its handler mutex held no
         // event is delivered while context and handler change together.
         unsafe {
             bindings::rdma_lock_handler(id.as_ptr());
-            (*id.as_ptr()).context = foreign as *mut c_void;
+            (*id.as_ptr()).context = foreign;
             (*id.as_ptr()).event_handler = Some(cm_handler::<H>);
             bindings::rdma_unlock_handler(id.as_ptr());
         }

@@ -67,7 +67,7 @@ pub(crate) fn from_err_ptr<T>(ptr: *mut T) -> Result<NonNull<T>> {
 /// The address of the current task, to recognise re-entry from a callback.
 pub(crate) fn current_task() -> usize {
     let task: &kernel::task::Task = current!();
-    task as *const kernel::task::Task as usize
+    core::ptr::from_ref(task).addr()
 }
 
 /// An RDMA device (`struct ib_device`), borrowed.

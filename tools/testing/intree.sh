@@ -39,9 +39,12 @@ ksrc=$(realpath "$kdir/source")
 [ -f "$ksrc/net/sunrpc/Kconfig" ] || die "no kernel source behind $kdir"
 
 src=$work/linux out=$work/build
+# Another kernel's source (KERNEL=next, then default): its build directory
+# goes too (its generated host tools, scripts/kconfig's lexer among them,
+# belong to the other source).
 if [ ! -f "$src/.linked" ] || [ "$(cat "$src/.linked")" != "$ksrc" ]; then
 	log "hard-linking $ksrc to $src"
-	rm -rf "$src"
+	rm -rf "$src" "$out"
 	mkdir -p "$work"
 	cp -al "$ksrc" "$src"
 	echo "$ksrc" >"$src/.linked"

@@ -37,9 +37,9 @@ impl FastRegCaps {
         }
         Some(FastRegCaps {
             max_page_list_len: attrs.max_fast_reg_page_list_len,
-            max_sge_rd: attrs.max_sge_rd.max(0) as u32,
+            max_sge_rd: crate::compat::ib::attr_u32(attrs.max_sge_rd),
             sg_gaps: attrs.kernel_cap_flags
-                & (bindings::ib_kernel_cap_flags_IBK_SG_GAPS_REG as u64)
+                & u64::from(bindings::ib_kernel_cap_flags_IBK_SG_GAPS_REG)
                 != 0,
         })
     }
