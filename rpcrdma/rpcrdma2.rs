@@ -33,6 +33,7 @@ pub mod ib;
 pub mod sunrpc;
 pub mod trace;
 pub mod transport;
+pub mod why;
 
 /// The RPC-over-RDMA wire codec (the `xdr/` crate's module tree, compiled
 /// into the module unchanged).

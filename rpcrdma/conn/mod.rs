@@ -55,7 +55,6 @@ mod keepalive;
 mod recovery;
 mod reply;
 mod send;
-pub mod why;
 mod xdrbuf;
 
 use self::continued::CursorCell;
@@ -63,7 +62,7 @@ use self::continued::CursorCell;
 pub(crate) use self::establish::frwr_sizing;
 use self::frwr::{Chunking, Finish, RegSizing, RegTable};
 use self::recovery::RecoveryTable;
-use self::why::{CloseWhy, Why};
+use crate::why::{self, CloseWhy, Why};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex, SpinLock};
 
