@@ -17,7 +17,6 @@
 //! The tracepoints `rpcrdma2_bc_call` and `rpcrdma2_bc_reply` say what
 //! became of each Call and its reply.
 
-use crate::conn::{Conn, ProtoState};
 use crate::proto;
 use crate::proto::backchannel::{self as bcp, CallVerdict, ReplyError};
 use crate::sunrpc::bc::{self, BcRqst, BUF_SIZE};
@@ -229,12 +228,20 @@ impl Backchannel {
     }
 
     /// Sends the reply in `rqst` (a backchannel request's `rq_snd_buf`)
-    /// on `conn`: the header [`proto::Transport::prepare_bc_reply`]
-    /// plans, then the RPC Reply, in one Send. `EMSGSIZE` if it does not
+    /// on connection `conn_id`: the header
+    /// [`proto::Transport::prepare_bc_reply`] plans, then the RPC Reply,
+    /// in one Send that `post` posts with the fill function it is given
+    /// (the connection's `Conn::post_send`). `EMSGSIZE` if it does not
     /// fit inline (not sent: RFC 8167 has no chunks for it), `ENOBUFS` if
     /// no Send buffer or v2 credit is free, `ENOTCONN` if the connection
     /// is not up.
-    pub fn send_reply(&self, conn: &Conn, proto_state: &ProtoState, rqst: &BcTxRqst<'_>) -> Result {
+    pub fn send_reply(
+        &self,
+        conn_id: u32,
+        proto_state: &SpinLock<proto::Transport>,
+        rqst: &BcTxRqst<'_>,
+        post: impl FnOnce(&mut dyn FnMut(&mut [u8]) -> Result<usize>) -> Result,
+    ) -> Result {
         let len = rqst.call_len();
         let xid = u32::from_be(rqst.xid());
         let plan = proto_state
@@ -243,7 +250,7 @@ impl Backchannel {
         let outcome = |what: &CStr| {
             // Only on the error paths: the version costs the lock.
             let v = proto_state.lock().protocol();
-            trace::bc_reply(conn.id, xid, v, len, what);
+            trace::bc_reply(conn_id, xid, v, len, what);
         };
         let plan = match plan {
             Ok(p) => p,
@@ -269,7 +276,7 @@ impl Backchannel {
                 return Err(crate::compat::errno::emsgsize());
             }
         };
-        let posted = conn.post_send(|buf| {
+        let posted = post(&mut |buf| {
             let spec = plan.msg_spec(xid);
             let hdr = header::encode_msg(buf, plan.protocol, &spec).map_err(|_| EINVAL)?;
             let total = hdr.checked_add(len).ok_or(EINVAL)?;
@@ -281,7 +288,7 @@ impl Backchannel {
         });
         match posted {
             Ok(()) => {
-                trace::bc_reply(conn.id, xid, Some(plan.protocol), len, c"sent");
+                trace::bc_reply(conn_id, xid, Some(plan.protocol), len, c"sent");
                 self.stats.replies.fetch_add(1, Relaxed);
                 Ok(())
             }

@@ -6,9 +6,9 @@
 //! probe) and which later turns a disconnect, device removal or address
 //! change into an autoclose.
 
-use crate::conn::why::{CloseWhy, Why};
 use crate::ib::cm::{CmEvent, CmHandler};
 use crate::sunrpc::xprt_box::XprtRef;
+use crate::why::{CloseWhy, Why};
 use crate::xdr::pvtdata;
 use kernel::alloc::flags::GFP_KERNEL;
 use kernel::prelude::*;

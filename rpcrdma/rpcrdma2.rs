@@ -14,6 +14,10 @@
 //! [`compat`] and [`fault`]); everything else is transport logic on top
 //! of them.
 
+// `try_pin_init!` of a struct with many fields (`conn::QpState`) nests
+// deeper than the default limit of 128 (Rust Binder sets the same).
+#![recursion_limit = "256"]
+
 use kernel::prelude::*;
 
 pub mod backchannel;
@@ -29,6 +33,7 @@ pub mod ib;
 pub mod sunrpc;
 pub mod trace;
 pub mod transport;
+pub mod why;
 
 /// The RPC-over-RDMA wire codec (the `xdr/` crate's module tree, compiled
 /// into the module unchanged).

@@ -174,7 +174,7 @@ fn cm_unreachable_timeout_is_etimedout() -> TestResult {
 /// close flushes the QP before the CM reports the disconnect); reported
 /// once.
 fn close_reason_first_cause_flushed_gives_way() -> TestResult {
-    use crate::conn::why::{CloseWhy, Why};
+    use crate::why::{CloseWhy, Why};
     let w = CloseWhy::default();
     kassert_eq!(w.report(Why::Close), Some(Why::Close));
     kassert_eq!(w.report(Why::Close), None);

@@ -8,7 +8,6 @@
 
 use crate::backchannel::Backchannel;
 use crate::compat::init::PinInit;
-use crate::conn::why::Why;
 use crate::conn::{Conn, ConnStats, ProtoState};
 use crate::proto;
 use crate::sunrpc::bc::BcRqst;
@@ -19,6 +18,7 @@ use crate::sunrpc::xprt::{self, Xprt};
 use crate::sunrpc::xprt_box::{self, NewXprt, XprtBox};
 use crate::sunrpc::XprtCreate;
 use crate::trace;
+use crate::why::Why;
 use core::pin::Pin;
 use core::sync::atomic::{
     AtomicBool, AtomicU64,
@@ -622,7 +622,12 @@ impl Transport for RdmaXprt {
             return Err(crate::compat::errno::ebadslt());
         }
         let r = match this.data.current_conn() {
-            Some(conn) => this.data.bc.send_reply(&conn, &this.data.proto, &rqst),
+            Some(conn) => this
+                .data
+                .bc
+                .send_reply(conn.id, &this.data.proto, &rqst, |fill| {
+                    conn.post_send(fill)
+                }),
             None => Err(crate::compat::errno::enotconn()),
         };
         // Held only while sending, as the C client's backchannel task

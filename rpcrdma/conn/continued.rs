@@ -18,6 +18,38 @@ pub(super) struct Cursor {
     pub(super) offset: u32,
 }
 
+/// The connection's [`Cursor`], if a continued Call stopped half-way: a
+/// word, not a lock. Only the sender reads and writes it (`Conn::send`,
+/// [`Conn::post_send`] of the backchannel's replies and the connect
+/// worker's probe), and SUNRPC's transport send lock (`XPRT_LOCKED`)
+/// serialises all of them, so plain loads and stores keep it.
+pub(super) struct CursorCell(AtomicU64);
+
+/// No cursor: an offset no Call reaches (its length is a `u32` below the
+/// transport's largest payload).
+const NO_CURSOR: u64 = u64::MAX;
+
+impl CursorCell {
+    pub(super) const fn new() -> Self {
+        CursorCell(AtomicU64::new(NO_CURSOR))
+    }
+
+    pub(super) fn get(&self) -> Option<Cursor> {
+        let v = self.0.load(Relaxed);
+        (v != NO_CURSOR).then_some(Cursor {
+            xid: (v >> 32) as u32,
+            offset: v as u32,
+        })
+    }
+
+    pub(super) fn set(&self, c: Option<Cursor>) {
+        let v = c.map_or(NO_CURSOR, |c| {
+            (u64::from(c.xid) << 32) | u64::from(c.offset.min(u32::MAX - 1))
+        });
+        self.0.store(v, Relaxed);
+    }
+}
+
 impl Conn {
     /// Sends continued Call `rqst` (XID `xid`, host order) from where it
     /// stopped: each piece an `RDMA2_MSG` of at most the call inline
@@ -30,7 +62,7 @@ impl Conn {
         let q = &self.ep.qp().handler().0;
         let call_len = u32::try_from(rqst.call_len()).map_err(|_| EINVAL)?;
         loop {
-            let offset = match *q.cursor.lock() {
+            let offset = match q.cursor.get() {
                 Some(c) if c.xid == xid => c.offset,
                 _ => 0,
             };
@@ -50,7 +82,7 @@ impl Conn {
                         trace::credit_wait(self.id, xid, &c);
                         return Err(crate::compat::errno::enobufs());
                     }
-                    *q.cursor.lock() = None;
+                    q.cursor.set(None);
                     return Err(match e {
                         CallError::TooBig(t) => {
                             stats.too_big.fetch_add(1, Relaxed);
@@ -81,16 +113,16 @@ impl Conn {
                     // Counted as sent but not sent: the caller drops the
                     // connection, which resets the count.
                     let _ = q.sends.lock().push(sb);
-                    *q.cursor.lock() = None;
+                    q.cursor.set(None);
                     return Err(e);
                 }
             };
             sb.len = total;
             sb.buf.sync_for_device(total);
-            *q.cursor.lock() = span.more.then_some(Cursor {
+            q.cursor.set(span.more.then_some(Cursor {
                 xid,
                 offset: span.offset.saturating_add(span.len),
-            });
+            }));
             super::send::add_sent(&stats.req_bytes, u64::from(span.len));
             trace::piece(self.id, xid, c"call", span.offset, span.len, span.more);
             self.ep
@@ -111,7 +143,7 @@ impl Conn {
     /// one lock, on every Send.
     pub(super) fn continues(&self, xid: u32) -> Result<bool> {
         let q = &self.ep.qp().handler().0;
-        let Some(c) = *q.cursor.lock() else {
+        let Some(c) = q.cursor.get() else {
             return Ok(false);
         };
         if c.xid == xid {
@@ -130,7 +162,7 @@ impl Conn {
 
     /// A continued Call is half sent on this connection.
     pub(super) fn continuing(&self) -> bool {
-        self.ep.qp().handler().0.cursor.lock().is_some()
+        self.ep.qp().handler().0.cursor.get().is_some()
     }
 
     /// A message could be sent now: a Send buffer is free, the credit

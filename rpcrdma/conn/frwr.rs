@@ -154,19 +154,35 @@ impl Regs {
 /// position in the transport's pool: a reply reaches them through the
 /// request SUNRPC found for it ([`ReplyRqst::slot`]), without a lookup of
 /// its own. Dereferences to the slots; an RPC becomes active and inactive
-/// only through [`RegTable::activate`] and [`RegTable::deactivate`].
+/// only through [`RegTable::activate`] and [`RegTable::deactivate`],
+/// which keep its [`SlotFlags`] (`active`: which slots hold
+/// registrations, read without the lock) in step.
 pub(super) struct RegTable {
     slots: KVec<Regs>,
+    active: Arc<SlotFlags>,
 }
 
 impl RegTable {
-    /// `n` slots of `mrs_per_rpc` MRs.
+    /// `n` slots of `mrs_per_rpc` MRs, all idle.
     pub(super) fn new(n: usize, mrs_per_rpc: usize) -> Result<Self> {
         let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
             slots.push(Regs::new(mrs_per_rpc)?, GFP_KERNEL)?;
         }
-        Ok(RegTable { slots })
+        let active = SlotFlags::new(n)?;
+        Ok(RegTable { slots, active })
+    }
+
+    /// Which slots hold registrations, for readers without the lock. Only
+    /// a slot's sender makes it active, so for the sender, and for the
+    /// reply handler while the slot's request is pinned (its task cannot
+    /// encode again meanwhile), a slot seen idle stays idle but for a
+    /// transmission already under way; one seen active may turn idle at
+    /// any time (its invalidation ends), and the caller then takes the
+    /// lock and finds it so. A slot seen idle has its MRs back in the
+    /// pool.
+    pub(super) fn active(&self) -> Arc<SlotFlags> {
+        self.active.clone()
     }
 
     /// The registrations of `slot` if they are RPC `xid`'s (host order)
@@ -185,6 +201,7 @@ impl RegTable {
         // Idle after `deactivate`: never refused.
         r.life.step(Event::Activate).ok()?;
         r.xid = xid;
+        self.active.set(slot, true);
         Some(r)
     }
 
@@ -193,6 +210,8 @@ impl RegTable {
         if let Some(r) = self.slots.get_mut(slot) {
             r.reset();
         }
+        // After the MRs went back to the pool.
+        self.active.set(slot, false);
     }
 }
 
@@ -316,10 +335,12 @@ impl QpState {
     /// was received before the post); [`QpState::end_rpc`] decides again
     /// under the lock.
     pub(super) fn unposted(&self, slot: usize, xid: u32) -> bool {
-        self.regs
-            .lock()
-            .of(slot, xid)
-            .is_some_and(|r| r.life.phase() == Phase::Mapped)
+        self.active.get(slot)
+            && self
+                .regs
+                .lock()
+                .of(slot, xid)
+                .is_some_and(|r| r.life.phase() == Phase::Mapped)
     }
 
     /// Ends RPC `xid`, whose request the reply handler found and pinned
@@ -342,6 +363,14 @@ impl QpState {
     ) {
         let slot = usize::from(rqst.slot());
         let e = Ending { how, rqst };
+        if !self.active.get(slot) {
+            // No registrations (an inline RPC): no lock.
+            if inv.is_some() {
+                self.remote_inv_foreign(xid, inv);
+            }
+            self.finish(e, None);
+            return;
+        }
         let mut g = self.regs.lock();
         let Some(r) = g.of(slot, xid) else {
             drop(g);

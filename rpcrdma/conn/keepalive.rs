@@ -8,11 +8,11 @@
 //! error, and the connection ends with [`Why::Unresponsive`].
 
 use super::{Conn, QpState, SendOpCtx};
-use crate::conn::why::Why;
 use crate::ib::wc::{Completion, WorkCompletion};
 use crate::ib::wr::SendWr;
 use crate::proto::keepalive::Tick;
 use crate::trace;
+use crate::why::Why;
 use core::sync::atomic::Ordering::Relaxed;
 use kernel::prelude::*;
 

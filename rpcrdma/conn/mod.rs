@@ -39,8 +39,8 @@ use crate::trace;
 use crate::xdr::header::{self, Protocol};
 use core::ffi::CStr;
 use core::sync::atomic::{
-    AtomicU32, AtomicU64, AtomicUsize,
-    Ordering::{Relaxed, SeqCst},
+    AtomicBool, AtomicU32, AtomicU64, AtomicUsize,
+    Ordering::{Acquire, Relaxed, Release, SeqCst},
 };
 use kernel::alloc::{
     flags::{GFP_KERNEL, GFP_NOWAIT},
@@ -55,15 +55,14 @@ mod keepalive;
 mod recovery;
 mod reply;
 mod send;
-pub mod why;
 mod xdrbuf;
 
-use self::continued::Cursor;
+use self::continued::CursorCell;
 #[cfg(rpcrdma2_kunit)]
 pub(crate) use self::establish::frwr_sizing;
 use self::frwr::{Chunking, Finish, RegSizing, RegTable};
 use self::recovery::RecoveryTable;
-use self::why::{CloseWhy, Why};
+use crate::why::{self, CloseWhy, Why};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex, SpinLock};
 
@@ -187,6 +186,41 @@ impl SendCtx for SendOpCtx {
     }
 }
 
+/// One flag per request slot that says whether a table behind a lock has
+/// something for the slot, so that the common case (nothing) costs a load
+/// instead of the lock.
+///
+/// # Invariants
+///
+/// The table that owns the flags writes them, under its lock, whenever a
+/// slot changes between having something and not (each table says what);
+/// so with that lock free, a flag is true exactly when the table has
+/// something for the slot. Stores are release and loads acquire: a reader
+/// that sees a flag cleared sees what the table did before.
+pub struct SlotFlags(KVec<AtomicBool>);
+
+impl SlotFlags {
+    fn new(n: usize) -> Result<Arc<Self>> {
+        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            v.push(AtomicBool::new(false), GFP_KERNEL)?;
+        }
+        Ok(Arc::new(SlotFlags(v), GFP_KERNEL)?)
+    }
+
+    /// The flag of slot `i` (`false` for a slot the table does not have).
+    pub fn get(&self, i: usize) -> bool {
+        self.0.get(i).is_some_and(|a| a.load(Acquire))
+    }
+
+    /// Sets the flag of slot `i`; the owning table's only, under its lock.
+    fn set(&self, i: usize, v: bool) {
+        if let Some(a) = self.0.get(i) {
+            a.store(v, Release);
+        }
+    }
+}
+
 /// A stack over a fixed array (6.12's `KVec` has no `pop`).
 struct Stack<T> {
     items: KVec<Option<T>>,
@@ -246,6 +280,9 @@ pub struct QpState {
     /// Chunk registrations by request slot.
     #[pin]
     regs: SpinLock<RegTable>,
+    /// Which slots of `regs` hold registrations, without its lock
+    /// ([`RegTable::active`]).
+    active: Arc<SlotFlags>,
     /// The page list a range is mapped through (`Conn::register`; only
     /// the sender uses it). A mutex: it is held over the MR pool's
     /// (sleeping) lock.
@@ -261,6 +298,9 @@ pub struct QpState {
     /// Error recovery state by request slot.
     #[pin]
     recovery: SpinLock<RecoveryTable>,
+    /// Which slots' RPCs are being sent again after a transport error,
+    /// without `recovery`'s lock ([`RecoveryTable::tried`]).
+    tried: Arc<SlotFlags>,
     /// Send chains for REG_MR and LOCAL_INV WRs: a few KiB each, so kept
     /// on the heap, never on the (deep) stacks of rpciod and the CQ
     /// workqueue.
@@ -268,8 +308,7 @@ pub struct QpState {
     chains: SpinLock<Stack<KBox<SendChain<SendOpCtx>>>>,
     /// A continued Call stopped half-way (waiting for credits or a Send
     /// buffer).
-    #[pin]
-    cursor: SpinLock<Option<Cursor>>,
+    cursor: CursorCell,
     /// Messages received (successful Receives), for the keepalive;
     /// written by `recv_done` only.
     received: AtomicU64,
@@ -293,10 +332,12 @@ impl ConnQp {
         sizing: RegSizing,
     ) -> Result<Self> {
         let regs = RegTable::new(sizing.slots, sizing.mrs_per_rpc)?;
+        let active = regs.active();
         // Room for an MR's depth, allocated at connect so that the data
         // path never allocates.
         let scratch = KVec::with_capacity(sizing.depth, GFP_KERNEL)?;
         let recovery = RecoveryTable::new(sizing.slots)?;
+        let tried = recovery.tried();
         let mut chains = Stack::with_capacity(CHAINS)?;
         if sizing.depth > 0 {
             for _ in 0..CHAINS {
@@ -315,12 +356,14 @@ impl ConnQp {
                 why,
                 cm,
                 regs <- new_spinlock!(regs),
+                active,
                 scratch <- new_mutex!(scratch),
                 regs_idle <- new_condvar!(),
                 chunking <- new_spinlock!(None),
                 recovery <- new_spinlock!(recovery),
+                tried,
                 chains <- new_spinlock!(chains),
-                cursor <- new_spinlock!(None),
+                cursor: CursorCell::new(),
                 received: AtomicU64::new(0),
                 keepalive <- new_spinlock!(proto::keepalive::Keepalive::new()),
             }? Error),

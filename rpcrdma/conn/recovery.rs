@@ -25,8 +25,14 @@ struct Entry {
 }
 
 /// The recovery state of each request slot's RPC.
+///
+/// Most RPCs are never refused: their slot's entry says nothing was tried
+/// ([`State::NEW`]), and `tried` (a [`SlotFlags`], which only this table
+/// writes) says so without the lock, so that sending them costs no lock.
 pub(super) struct RecoveryTable {
     entries: KVec<Entry>,
+    /// Slot `i`'s entry holds a state other than [`State::NEW`].
+    tried: Arc<SlotFlags>,
 }
 
 impl RecoveryTable {
@@ -36,28 +42,43 @@ impl RecoveryTable {
         for _ in 0..n {
             entries.push(Entry::default(), GFP_KERNEL)?;
         }
-        Ok(RecoveryTable { entries })
+        let tried = SlotFlags::new(n)?;
+        Ok(RecoveryTable { entries, tried })
+    }
+
+    /// Which slots' RPCs were refused and are being sent again, for the
+    /// sender without the lock: only the reply handler sets a slot's flag,
+    /// before it completes the RPC for SUNRPC to send it again.
+    pub(super) fn tried(&self) -> Arc<SlotFlags> {
+        self.tried.clone()
     }
 
     /// RPC `xid` is about to be sent from `slot`: its state (the hints of
     /// this transmission). A slot's new RPC starts with nothing tried.
     pub(super) fn begin(&mut self, slot: usize, xid: u32) -> State {
-        match self.entries.get_mut(slot) {
-            Some(e) if e.xid == xid => e.state,
-            Some(e) => {
-                *e = Entry {
-                    xid,
-                    state: State::NEW,
-                };
-                State::NEW
-            }
-            None => State::NEW,
-        }
+        self.entry(slot, xid).map_or(State::NEW, |e| e.state)
     }
 
-    /// The entry of `slot` if its RPC is `xid`.
-    fn of(&mut self, slot: usize, xid: u32) -> Option<&mut Entry> {
-        self.entries.get_mut(slot).filter(|e| e.xid == xid)
+    /// The entry of RPC `xid` in `slot`, started afresh if the slot's
+    /// last RPC was another.
+    fn entry(&mut self, slot: usize, xid: u32) -> Option<&mut Entry> {
+        let e = self.entries.get_mut(slot)?;
+        if e.xid != xid {
+            *e = Entry {
+                xid,
+                state: State::NEW,
+            };
+            self.tried.set(slot, false);
+        }
+        Some(e)
+    }
+
+    /// Stores the state of RPC `xid` in `slot` for its next transmission.
+    fn store(&mut self, slot: usize, xid: u32, state: State) {
+        if let Some(e) = self.entry(slot, xid) {
+            e.state = state;
+            self.tried.set(slot, state != State::NEW);
+        }
     }
 }
 
@@ -80,10 +101,10 @@ impl QpState {
         let chunks = self.chunking().is_some() && self.proto.lock().config().max_segs > 0;
         let sent = Sent::of(plan.as_ref(), &rpc, chunks);
         let mut g = self.recovery.lock();
-        let Some(e) = g.of(slot, xid) else {
-            // Every Call sent on this connection has an entry; without
-            // one a resend could not carry its hints, so it would be
-            // refused the same way again: fail instead.
+        let Some(e) = g.entry(slot, xid) else {
+            // A slot the table does not have (cannot happen): a resend
+            // could not carry its hints, so it would be refused the same
+            // way again: fail instead.
             return Some(Recovery::Fail {
                 errno: proto::Errno::EIO,
                 why: recovery::Why::Permanent,
@@ -91,7 +112,7 @@ impl QpState {
         };
         let r = recovery::decide(protocol, body, &sent, &e.state);
         if let Recovery::Resend { state, .. } = r {
-            e.state = state;
+            g.store(slot, xid, state);
         }
         Some(r)
     }

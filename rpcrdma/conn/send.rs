@@ -45,7 +45,12 @@ impl Conn {
         let page_size = mr::page_size() as u32;
         let depth = chunking.map_or(1, |c| c.sizing.depth);
         // A resend after a transport error is planned as its recovery says.
-        let recovery = q.recovery.lock().begin(usize::from(slot), xid);
+        // (Most RPCs were never refused: no lock for them.)
+        let recovery = if q.tried.get(usize::from(slot)) {
+            q.recovery.lock().begin(usize::from(slot), xid)
+        } else {
+            proto::recovery::State::NEW
+        };
         let hints = recovery.hints();
         // Everything a Send can run short of is taken, or checked, before
         // the Call is counted as sent (credits, the probe, the count of
@@ -477,12 +482,8 @@ impl Conn {
     /// for MRs still in the Send queue. Process context.
     pub fn release(&self, slot: u16) {
         let q = &self.ep.qp().handler().0;
-        let active = q
-            .regs
-            .lock()
-            .get(usize::from(slot))
-            .is_some_and(|r| r.life.is_active());
-        if active {
+        // The caller is the slot's sender: an idle slot stays idle.
+        if q.active.get(usize::from(slot)) {
             self.release_slot(slot);
         }
     }
