@@ -30,6 +30,7 @@ pub mod conn;
 pub mod connect;
 pub mod fault;
 pub mod ib;
+pub mod net;
 pub mod sunrpc;
 pub mod trace;
 pub mod transport;

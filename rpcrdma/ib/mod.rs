@@ -240,36 +240,4 @@ impl Drop for DeviceRef {
     }
 }
 
-/// A network namespace, borrowed (`struct net`).
-#[repr(transparent)]
-pub struct Net(Opaque<bindings::net>);
-
-// SAFETY: network namespaces are shared kernel objects; rdma_cm takes its
-// own reference when an id is created in one.
-unsafe impl Sync for Net {}
-
-impl Net {
-    /// The initial namespace, `init_net`. The transport always uses its
-    /// `rpc_xprt`'s namespace; this is for the loopback suites (KUnit
-    /// variant only).
-    #[cfg(rpcrdma2_kunit)]
-    pub fn init() -> &'static Net {
-        // SAFETY: `init_net` is a static that lives forever; `Net` is a
-        // transparent wrapper that only hands out shared references.
-        unsafe { Net::from_raw(core::ptr::addr_of_mut!(bindings::init_net)) }
-    }
-
-    /// Borrows a raw namespace (e.g. `rpc_xprt::xprt_net`).
-    ///
-    /// # Safety
-    ///
-    /// `ptr` must point to a live `struct net` for `'a`.
-    pub unsafe fn from_raw<'a>(ptr: *mut bindings::net) -> &'a Net {
-        // SAFETY: transparent wrapper; validity is the caller's guarantee.
-        unsafe { &*ptr.cast::<Net>() }
-    }
-
-    pub(crate) fn as_ptr(&self) -> *mut bindings::net {
-        self.0.get()
-    }
-}
+pub use crate::net::Net;

@@ -111,17 +111,17 @@ impl Xprt {
     }
 
     /// The destination address (`xprt->addr`).
-    pub fn dst_addr(&self) -> Result<crate::ib::cm::SockAddr> {
+    pub fn dst_addr(&self) -> Result<crate::net::SockAddr> {
         // SAFETY: the xprt is alive; `addr` is set at creation and only
         // its port changes later (set_port, serialised by SUNRPC).
-        crate::ib::cm::SockAddr::from_storage(unsafe { &(*self.as_raw()).addr })
+        crate::net::SockAddr::from_storage(unsafe { &(*self.as_raw()).addr })
     }
 
     /// The network namespace the transport was created in.
-    pub fn net(&self) -> &crate::ib::Net {
+    pub fn net(&self) -> &crate::net::Net {
         // SAFETY: the xprt holds a reference on its namespace for its
         // whole life (xprt_alloc's get_net, put in xprt_free).
-        unsafe { crate::ib::Net::from_raw((*self.as_raw()).xprt_net) }
+        unsafe { crate::net::Net::from_raw((*self.as_raw()).xprt_net) }
     }
 
     /// Puts the current task to sleep until [`Xprt::write_space`].
