@@ -259,6 +259,7 @@ impl QpState {
             }
             Reply::Control(proto::Control::PropertiesPart) => (c"connprop_part", msg_xid, 0),
             Reply::Control(proto::Control::Fallback) => (c"fallback", msg_xid, 0),
+            Reply::Drop(proto::Cause::ReverseError { xid, .. }) => (c"reverse_error", xid, 0),
             Reply::Drop(cause) => {
                 if let proto::Cause::RdmaError { protocol, body } = cause {
                     trace::peer_error(self.id, msg_xid, protocol, &body, None);
@@ -453,6 +454,9 @@ impl QpState {
                 );
             }
             Reply::Control(_) => {}
+            Reply::Drop(cause @ proto::Cause::ReverseError { .. }) => {
+                self.send_reverse_error(qp, &cause)
+            }
             Reply::Drop(cause) => {
                 let unsolicited_error = matches!(cause, proto::Cause::RdmaError { .. });
                 if (cause.is_bad_reply() || unsolicited_error) && crate::compat::print::ratelimit()
@@ -470,6 +474,66 @@ impl QpState {
             self.send_grant(qp);
         }
         out.post_receives
+    }
+}
+
+impl QpState {
+    /// Answers a reverse-direction Call we cannot serve
+    /// ([`proto::Cause::ReverseError`], -00 §6.4.3) with `RDMA2_ERROR`, as
+    /// its responder: posted like a credit grant ([`QpState::send_grant`]).
+    /// Nothing is sent (the peer's Call times out, as if the message were
+    /// lost) when no Send buffer is free, or when the protocol state
+    /// allows no message now (not a settled version 2 connection, no
+    /// credit of the peer's left). A failed post drops the connection.
+    fn send_reverse_error(&self, qp: &Qp<ConnQp>, cause: &proto::Cause) {
+        let proto::Cause::ReverseError { xid, body } = *cause else {
+            return;
+        };
+        // The Send buffer first: a message counted as sent must go.
+        let Some(mut sb) = self.sends.lock().pop() else {
+            if crate::compat::print::ratelimit() {
+                pr_info!(
+                    "reply: reverse-direction Call xid {:#010x} not answered with {}: no Send buffer free\n",
+                    xid,
+                    body.name(Protocol::V2)
+                );
+            }
+            return;
+        };
+        let Some((err, credit)) = self.proto.lock().prepare_reverse_error(cause) else {
+            let _ = self.sends.lock().push(sb);
+            if crate::compat::print::ratelimit() {
+                pr_info!(
+                    "reply: reverse-direction Call xid {:#010x} not answered with {}: no credit or version 2 not settled\n",
+                    xid,
+                    body.name(Protocol::V2)
+                );
+            }
+            return;
+        };
+        match err.encode(sb.buf.as_mut_slice(), credit) {
+            Ok(n) => sb.len = n,
+            Err(_) => {
+                // Cannot happen with a Send buffer of >= 1024 bytes; the
+                // count is off by one message until the next connection.
+                let _ = self.sends.lock().push(sb);
+                return;
+            }
+        }
+        sb.buf.sync_for_device(sb.len);
+        if crate::compat::print::ratelimit() {
+            pr_info!(
+                "reply: answered reverse-direction Call xid {:#010x} with {} (-00 6.4.3)\n",
+                xid,
+                body.name(Protocol::V2)
+            );
+        }
+        if qp
+            .post_send_one(SendWr::send(SendOpCtx::Buf(sb)).signaled())
+            .is_err()
+        {
+            self.xprt.force_disconnect();
+        }
     }
 }
 
