@@ -39,6 +39,13 @@ options:
                          BIND_CONN_TO_SESSION), send the client a CB_NULL
                          of our own and count its reply (nfsd sends none
                          for NFSv4.1 and later)
+  --bad-reverse-call     v2, with --relay-callbacks: after the first reply on
+                         a connection, send the client once a reverse-direction
+                         Call it cannot serve (a CB_NULL offering a Write
+                         chunk) and count its RDMA2_ERROR answer
+                         (bad_reverse_call_answered: RDMA2_ERR_REPLY_RESOURCE
+                         with F_RESPONSE, -00 §6.4.3; else
+                         bad_reverse_call_wrong)
   --prop-segs N          v2: advertise Maximum RDMA Segment Count N in our
                          CONNPROP (default 16) and answer RDMA2_ERR_SEGMENTS
                          to Calls carrying more segments (counted in
@@ -181,6 +188,7 @@ fn parse() -> Result<Option<Config>, String> {
             "--no-write-chunks" => cfg.opts.no_write_chunks = true,
             "--max-segs" => cfg.opts.max_segs = Some(num(args.next(), &a)?),
             "--probe-callbacks" => cfg.opts.probe_callbacks = true,
+            "--bad-reverse-call" => cfg.opts.bad_reverse_call = true,
             "--prop-segs" => cfg.opts.prop_segs = Some(num(args.next(), &a)?),
             "--prop-seg-size" => cfg.opts.prop_seg_size = Some(num(args.next(), &a)?),
             "--no-private-data" => cfg.no_private_data = true,
@@ -237,6 +245,9 @@ fn parse() -> Result<Option<Config>, String> {
     }
     if cfg.opts.probe_callbacks && !cfg.opts.relay_callbacks {
         return Err("--probe-callbacks needs --relay-callbacks".into());
+    }
+    if cfg.opts.bad_reverse_call && !cfg.opts.relay_callbacks {
+        return Err("--bad-reverse-call needs --relay-callbacks".into());
     }
     Ok(Some(cfg))
 }

@@ -153,6 +153,10 @@ pub struct Options {
     pub remote_invalidate: bool,
     /// The reading of the version 2 credit word we send.
     pub credit_word: CreditWord,
+    /// v2: once per connection, send the client a reverse-direction Call
+    /// it cannot serve (a CB_NULL offering a Write chunk) and count its
+    /// `RDMA2_ERROR` answer (needs `relay_callbacks`).
+    pub bad_reverse_call: bool,
 }
 
 impl Default for Options {
@@ -178,6 +182,7 @@ impl Default for Options {
             prop_seg_size: None,
             remote_invalidate: false,
             credit_word: CreditWord::Ours,
+            bad_reverse_call: false,
         }
     }
 }
@@ -253,6 +258,10 @@ pub struct ConnProto {
     probes: Vec<u32>,
     /// Probes sent on this connection.
     probes_sent: u32,
+    /// `--bad-reverse-call`: sent on this connection.
+    bad_call_sent: bool,
+    /// `--bad-reverse-call`: its XID while no answer has come.
+    bad_call_pending: Option<u32>,
 }
 
 impl ConnProto {
@@ -276,6 +285,8 @@ impl ConnProto {
             client_returned: 0,
             probes: Vec::new(),
             probes_sent: 0,
+            bad_call_sent: false,
+            bad_call_pending: None,
         }
     }
 

@@ -658,6 +658,96 @@ fn cb_null_probe_answered_and_counted_not_forwarded() {
 }
 
 #[test]
+fn bad_reverse_call_offers_a_write_chunk_and_counts_the_error_answer() {
+    use rpcrdma_responder::proto::reverse::BAD_CALL_XID;
+    use rpcrdma_xdr::header::ErrorBody;
+    let mut st = Stats::default();
+    let opts = Options {
+        relay_callbacks: true,
+        bad_reverse_call: true,
+        no_connprop: true,
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts.clone(), client(4096));
+    // Nothing before the version is known.
+    assert!(p.bad_reverse_call().is_none());
+    p.on_receive(
+        &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 4, 1)),
+        &mut st,
+    );
+    let m = p.bad_reverse_call().unwrap();
+    // Once per connection.
+    assert!(p.bad_reverse_call().is_none());
+    let h = header::decode(&m).unwrap();
+    assert_eq!(h.protocol, Protocol::V2);
+    assert_eq!(h.xid, BAD_CALL_XID);
+    assert!(!h.flags.is_response());
+    let header::Body::Msg(b) = h.body else {
+        panic!("not an RDMA2_MSG: {:?}", h.body)
+    };
+    assert_eq!(b.chunks.writes.into_iter().count(), 1);
+    assert!(b.chunks.reads.is_empty() && b.chunks.reply.is_none());
+    // The payload is an RPC Call with the header's XID.
+    assert_eq!(&words(b.payload)[..2], &[BAD_CALL_XID, 0]);
+    let error = |xid: u32, body: ErrorBody| {
+        let mut buf = vec![0u8; 64];
+        let n = rpcrdma_xdr::v2::encode_error(&mut buf, xid, 1, &body).unwrap();
+        buf.truncate(n);
+        buf
+    };
+    let rr = ErrorBody::ReplyResource { length_needed: 0 };
+    // An error for another XID is not its answer.
+    p.on_receive(&error(7, rr), &mut st);
+    assert_eq!(
+        (st.bad_reverse_call_answered, st.bad_reverse_call_wrong),
+        (0, 0)
+    );
+    assert_eq!(
+        p.on_receive(&error(BAD_CALL_XID, rr), &mut st),
+        vec![Action::Nothing]
+    );
+    assert_eq!(
+        (st.bad_reverse_call_answered, st.bad_reverse_call_wrong),
+        (1, 0)
+    );
+    // Counted once: a second answer is unexpected.
+    p.on_receive(&error(BAD_CALL_XID, rr), &mut st);
+    assert_eq!(
+        (st.bad_reverse_call_answered, st.bad_reverse_call_wrong),
+        (1, 0)
+    );
+    // Another code is counted as wrong.
+    let mut q = ConnProto::new(opts, client(4096));
+    q.on_receive(&null_call(Protocol::V2, 1), &mut st);
+    assert!(q.bad_reverse_call().is_some());
+    q.on_receive(&error(BAD_CALL_XID, ErrorBody::BadXdr), &mut st);
+    assert_eq!(
+        (st.bad_reverse_call_answered, st.bad_reverse_call_wrong),
+        (1, 1)
+    );
+    // Not without the switch, nor in version 1.
+    let mut r = ConnProto::new(
+        Options {
+            relay_callbacks: true,
+            ..Options::default()
+        },
+        client(4096),
+    );
+    r.on_receive(&null_call(Protocol::V2, 1), &mut st);
+    assert!(r.bad_reverse_call().is_none());
+    let mut v1 = ConnProto::new(
+        Options {
+            relay_callbacks: true,
+            bad_reverse_call: true,
+            ..Options::default()
+        },
+        client(4096),
+    );
+    v1.on_receive(&null_call(Protocol::V1, 1), &mut st);
+    assert!(v1.bad_reverse_call().is_none());
+}
+
+#[test]
 fn err_every_refuses_calls_and_counts_refused_xids_sent_again() {
     let mut st = Stats::default();
     let opts = Options {

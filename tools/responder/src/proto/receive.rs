@@ -166,6 +166,24 @@ impl ConnProto {
         if v2 && !matches!(h.body, Body::Error(_)) {
             self.client_credit(h.credit);
         }
+        if let Some(ok) = self.bad_call_answer(&h) {
+            if ok {
+                stats.bad_reverse_call_answered += 1;
+                log::info(format_args!(
+                    "the client answered our bad reverse-direction Call (xid {:#x}) with RDMA2_ERR_REPLY_RESOURCE",
+                    h.xid
+                ));
+            } else {
+                stats.bad_reverse_call_wrong += 1;
+                log::warn(format_args!(
+                    "the client answered our bad reverse-direction Call (xid {:#x}) with {:?} ({:?}), not RDMA2_ERR_REPLY_RESOURCE with F_RESPONSE",
+                    h.xid,
+                    h.body,
+                    h.flags
+                ));
+            }
+            return vec![Action::Nothing];
+        }
         if let Some(reply) = self.reverse_reply(&h) {
             if let Some(i) = self.probes.iter().position(|&x| x == h.xid) {
                 self.probes.swap_remove(i);

@@ -4,9 +4,10 @@
 //! ([`ConnProto::reverse_call`]), our CB_NULL probes
 //! ([`ConnProto::cb_null`]), and the client's replies to them.
 
-use rpcrdma_xdr::chunk::ChunkLists;
-use rpcrdma_xdr::header::{self, Body, Flags, MsgKind, MsgSpec, Protocol};
+use rpcrdma_xdr::chunk::{ChunkLists, Segment};
+use rpcrdma_xdr::header::{self, Body, ErrorBody, Flags, MsgKind, MsgSpec, Protocol};
 use rpcrdma_xdr::props::RVREQSUP_NONE;
+use rpcrdma_xdr::v2;
 
 use super::ConnProto;
 
@@ -14,6 +15,15 @@ use super::ConnProto;
 /// callback XIDs are another counter; a clash would only misroute one
 /// reply).
 pub const PROBE_XID: u32 = 0xcb00_0000;
+
+/// XID of the `--bad-reverse-call` Call (one per connection).
+pub const BAD_CALL_XID: u32 = 0xcbad_0001;
+
+/// The `RDMA2_ERROR` code the client must answer the `--bad-reverse-call`
+/// Call with: it offers a Write chunk, which a responder that "cannot
+/// handle any Write chunks for a request" answers with
+/// `RDMA2_ERR_REPLY_RESOURCE` (-00 §6.4.3).
+pub const BAD_CALL_ANSWER: u32 = v2::ERR_REPLY_RESOURCE;
 
 impl ConnProto {
     /// The client announced Reverse Request Support `NONE` (-00 §5.2.5:
@@ -93,5 +103,63 @@ impl ConnProto {
         }
         self.probes.push(xid);
         Some(m)
+    }
+
+    /// `--bad-reverse-call`: once per version 2 connection whose client
+    /// takes reverse-direction Calls, a Call it cannot serve (-00 §6.4.3):
+    /// an `RDMA2_MSG` without `F_RESPONSE` carrying a CB_NULL and offering
+    /// a Write chunk (one segment, never written). Its `RDMA2_ERROR`
+    /// answer is counted by [`Self::bad_call_answer`]. `None` otherwise.
+    pub fn bad_reverse_call(&mut self) -> Option<Vec<u8>> {
+        if !self.opts.bad_reverse_call
+            || !self.opts.relay_callbacks
+            || self.bad_call_sent
+            || self.version != Some(Protocol::V2)
+            || self.refuses_reverse_calls()
+        {
+            return None;
+        }
+        let seg = [Segment {
+            handle: 0x0bad_0001,
+            length: 4096,
+            offset: 0,
+        }];
+        let writes: [&[Segment]; 1] = [&seg];
+        let spec = MsgSpec {
+            xid: BAD_CALL_XID,
+            credit: self.credit_word(false),
+            kind: MsgKind::Msg,
+            flags: Flags::NONE,
+            inv_handle: 0,
+            chunks: ChunkLists {
+                reads: &[],
+                writes: &writes,
+                reply: None,
+            },
+        };
+        let mut buf = vec![0u8; spec.encoded_len(Protocol::V2)?];
+        let n = header::encode_msg(&mut buf, Protocol::V2, &spec).ok()?;
+        buf.truncate(n);
+        buf.extend_from_slice(&crate::nfs::null_call(BAD_CALL_XID, 0x4000_0000, 1));
+        self.bad_call_sent = true;
+        self.bad_call_pending = Some(BAD_CALL_XID);
+        Some(buf)
+    }
+
+    /// Counts the client's `RDMA2_ERROR` answer to the
+    /// `--bad-reverse-call` Call: `Some(true)` with the code expected
+    /// ([`BAD_CALL_ANSWER`]), `Some(false)` with another; `None` if `h`
+    /// is not that answer.
+    pub(super) fn bad_call_answer(&mut self, h: &header::Header<'_>) -> Option<bool> {
+        let Body::Error(e) = h.body else { return None };
+        if h.protocol != Protocol::V2 || self.bad_call_pending != Some(h.xid) {
+            return None;
+        }
+        self.bad_call_pending = None;
+        Some(
+            h.flags.is_response()
+                && e.code() == BAD_CALL_ANSWER
+                && matches!(e, ErrorBody::ReplyResource { .. }),
+        )
     }
 }

@@ -395,6 +395,24 @@ impl Server {
         if let Some(prog) = probe {
             self.probe_callbacks(k, prog);
         }
+        self.send_bad_reverse_call(k);
+    }
+
+    /// `--bad-reverse-call`: after the first reply on a version 2
+    /// connection, a reverse-direction Call the client cannot serve.
+    fn send_bad_reverse_call(&mut self, k: usize) {
+        let Some(c) = self.conns.get_mut(&k) else {
+            return;
+        };
+        if let Some(m) = c.proto.bad_reverse_call() {
+            self.stats.bad_reverse_call_sent += 1;
+            log::info(format_args!(
+                "{}: reverse-direction Call with a Write chunk (xid {:#x}) sent",
+                c.peer,
+                crate::proto::reverse::BAD_CALL_XID
+            ));
+            self.send_ctrl(k, m);
+        }
     }
 
     /// Sends the client a CB_NULL of callback program `prog`.
