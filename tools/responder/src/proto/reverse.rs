@@ -109,7 +109,8 @@ impl ConnProto {
     /// takes reverse-direction Calls, a Call it cannot serve (-00 §6.4.3):
     /// an `RDMA2_MSG` without `F_RESPONSE` carrying a CB_NULL and offering
     /// a Write chunk (one segment, never written). Its `RDMA2_ERROR`
-    /// answer is counted by [`Self::bad_call_answer`]. `None` otherwise.
+    /// answer is counted when it arrives (`bad_reverse_call_answered`,
+    /// `bad_reverse_call_wrong`). `None` otherwise.
     pub fn bad_reverse_call(&mut self) -> Option<Vec<u8>> {
         if !self.opts.bad_reverse_call
             || !self.opts.relay_callbacks
