@@ -291,10 +291,10 @@ impl QpState {
                 if c.pool.lost() > lost {
                     self.stats.mrs_orphaned.fetch_add(1, Relaxed);
                 }
-                // The put (the pool's lock) is ordered before this load;
-                // the sender stores `wanted` before it looks at the pool
-                // again under that lock (`Conn::ready_to_send`): one of
-                // the two sees the other.
+                // The put stores the pool's count before this load of
+                // `wanted`; the sender stores `wanted` before it reads the
+                // count again (`Conn::ready_to_send`), all sequentially
+                // consistent: one of the two sees the other.
                 let n = c.wanted.load(SeqCst);
                 if n != 0 && c.pool.available() >= n {
                     c.wanted.store(0, Relaxed);

@@ -22,13 +22,18 @@ use kernel::sync::{Arc, Mutex};
 ///
 /// # Invariants
 ///
-/// Every MR in `free` is `Free` and belongs to `pd`.
+/// Every MR in `free` is `Free` and belongs to `pd`. `available` is the
+/// number of MRs in `free` whenever its lock is free (written only under
+/// it).
 #[pin_data]
 pub struct MrPool {
     pd: Arc<Pd>,
     shape: MrShape,
     size: usize,
     lost: AtomicUsize,
+    /// MRs in `free`, readable without its lock (a sender checks it for
+    /// every RPC, most of which need none).
+    available: AtomicUsize,
     #[pin]
     free: Mutex<FreeList>,
 }
@@ -69,12 +74,14 @@ impl MrPool {
             slots.push(Some(Mr::new(pd, &shape)?), GFP_KERNEL)?;
         }
         let v = FreeList { slots, n: size };
+        let available = AtomicUsize::new(size);
         Arc::pin_init(
             pin_init!(MrPool {
                 pd: pd.clone(),
                 shape,
                 size,
                 lost: AtomicUsize::new(0),
+                available,
                 free <- kernel::new_mutex!(v, "rpcrdma2_mr_pool"),
             }),
             GFP_KERNEL,
@@ -88,7 +95,10 @@ impl MrPool {
 
     /// Takes a `Free` MR; `None` when the pool is empty.
     pub fn get(&self) -> Option<Mr> {
-        self.free.lock().pop()
+        let mut free = self.free.lock();
+        let mr = free.pop();
+        self.available.store(free.n, Ordering::SeqCst);
+        mr
     }
 
     /// Gives an MR back. A `Mapped` or `Invalidated` one is unmapped
@@ -110,8 +120,15 @@ impl MrPool {
         };
         if reusable {
             // A slot is free unless more MRs come back than were taken;
-            // an extra one is deregistered like a broken one.
-            if self.free.lock().push(mr).is_ok() {
+            // an extra one is deregistered like a broken one, once the
+            // lock is dropped.
+            let extra = {
+                let mut free = self.free.lock();
+                let r = free.push(mr);
+                self.available.store(free.n, Ordering::SeqCst);
+                r
+            };
+            if extra.is_ok() {
                 return;
             }
         } else {
@@ -125,9 +142,13 @@ impl MrPool {
         self.size
     }
 
-    /// MRs available now.
+    /// MRs available now: a snapshot, without the pool's lock. The count
+    /// is stored and loaded sequentially consistent, so a caller that
+    /// stores a flag of its own (sequentially consistent) before reading
+    /// it, against one that returns MRs and then reads that flag, cannot
+    /// both miss the other's store.
     pub fn available(&self) -> usize {
-        self.free.lock().n
+        self.available.load(Ordering::SeqCst)
     }
 
     /// MRs deregistered by [`MrPool::put`] and not replaced yet.
@@ -141,8 +162,15 @@ impl MrPool {
         while self.lost.load(Ordering::Relaxed) > 0 {
             let mr = Mr::new(&self.pd, &self.shape)?;
             self.lost.fetch_sub(1, Ordering::Relaxed);
-            // Dropped (deregistered) if there is no slot.
-            let _ = self.free.lock().push(mr);
+            // Dropped (deregistered) if there is no slot, once the lock
+            // is dropped.
+            let extra = {
+                let mut free = self.free.lock();
+                let r = free.push(mr);
+                self.available.store(free.n, Ordering::SeqCst);
+                r
+            };
+            drop(extra);
             done += 1;
         }
         Ok(done)
