@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Server script for rpcrdma2-v2-continuation.sh: responders that continue
+# Server script for rpcrdma2-v2-continuation.sh (20080-20083) and
+# rpcrdma2-v2-credit-reading.sh (20084, 20085): responders that continue
 # replies and return credits in each of their grant patterns.
 #   20080  every reply over 1024 bytes continued in 1024-byte pieces
 #   20081  the same, --grant exact, 8 credits
