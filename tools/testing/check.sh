@@ -48,8 +48,8 @@ else mod_build=build/$kernel kunit_build=build/kunit-$kernel; fi
 # The integration tests come in two tiers (run-all.sh --tier, a test's
 # "integration-tier: long" line): make check runs tier check; the long
 # tier (fault catalogues, injected errors, soak, races, keepalive, the
-# other reading of the credit word, the stock C client through the
-# responder) runs as integration-long (make check-long), which CI runs
+# other reading of the credit word, the second RDMA provider (siw), the
+# stock C client through the responder) runs as integration-long (make check-long), which CI runs
 # after make check. The split keeps make check under its 45-minute budget
 # cold (Documentation/testing.rst, "Timings").
 ALL=(kernel host module kunit integration)

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # integration-test: a second RDMA provider: rpcrdma2 over soft-iWARP (siw0), NFSv3 and v4.1 to svcrdma (version 1) and to the user-space responder (version 2), Read and Write chunks
 # run.sh-options: --provider siw --timeout 900 --server-script tools/testing/integration/server/responder.sh
+# integration-tier: long
 #
 # Client script for tools/testing/vm/run.sh --provider siw: both guests
 # run soft-iWARP (siw0 on eth0) instead of soft-RoCE, so rdma_cm connects

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# integration-test: version 2 credit words in the other reading of -00 §4.3.1 from the responder (the grant in the low half; the high half the same, or zero): inline-only rpcrdma2 (frwr=0) continuing Calls and receiving continued replies, eight RPCs in flight, without stall or overrun
+# integration-test: version 2 credit words in the other reading of -00 §4.3.1 from the responder (the grant in the low half; the high half the same, or zero): inline-only rpcrdma2 (frwr=0) continuing Calls and receiving continued replies, eight RPCs in flight, without stall (over soft-RoCE an overrun of the responder is retried, not seen)
 # run.sh-options: --timeout 900 --server-script tools/testing/integration/server/responder-continuation.sh
 # integration-tier: long
 #
