@@ -579,9 +579,9 @@ pub struct ReplyRqst {
 // context that may take `queue_lock` (a spinlock, taken with bottom
 // halves enabled as the C reply handlers do).
 unsafe impl Send for ReplyRqst {}
-// SAFETY: `&ReplyRqst` gives only reads of the request's stable fields
-// and writes of its receive buffer, which the pin makes the handle's.
-unsafe impl Sync for ReplyRqst {}
+// Not `Sync`: `&ReplyRqst` writes the request's receive buffer
+// (`copy_reply`, `write_reply_at`, `place_written`), so two threads
+// sharing one handle could race on it.
 
 impl ReplyRqst {
     /// # Safety
