@@ -54,20 +54,9 @@ fn hz() -> usize {
 /// Initial Call/Reply buffer size of a slot; grown on demand in buf_alloc.
 const SLOT_BUF_SIZE: usize = 2048;
 
-/// Per-request state after each `rpc_rqst`.
-#[pin_data]
-pub struct Slot {
-    /// Call and Reply encode/decode buffers (`rq_buffer`, `rq_rbuffer`).
-    /// Only the task that owns the slot uses them; the lock documents and
-    /// enforces that without unsafe code.
-    #[pin]
-    bufs: SpinLock<SlotBufs>,
-}
-
-struct SlotBufs {
-    send: KVec<u8>,
-    recv: KVec<u8>,
-}
+/// Per-request state after each `rpc_rqst`: none yet beyond what the
+/// slot itself keeps (its pool index, its Call and Reply buffers).
+pub struct Slot;
 
 /// The free slots, as the handles that say they are free: a stack over a
 /// fixed array with room for every slot (6.12's `KVec` has no `pop`, and
@@ -199,17 +188,8 @@ impl RdmaXprt {
     fn new_slots(n: u16) -> Result<KVec<Pin<KBox<SlotBox<Slot>>>>> {
         let mut slots = KVec::with_capacity(n.into(), GFP_KERNEL)?;
         for index in 0..n {
-            let bufs = SlotBufs {
-                send: KVec::from_elem(0, SLOT_BUF_SIZE, GFP_KERNEL)?,
-                recv: KVec::from_elem(0, SLOT_BUF_SIZE, GFP_KERNEL)?,
-            };
             slots.push(
-                SlotBox::<Slot>::new(
-                    index,
-                    pin_init!(Slot {
-                        bufs <- new_spinlock!(bufs, "rpcrdma2_slot_bufs"),
-                    }),
-                )?,
+                SlotBox::<Slot>::new::<core::convert::Infallible>(index, SLOT_BUF_SIZE, Slot)?,
                 GFP_KERNEL,
             )?;
         }
@@ -327,45 +307,11 @@ impl Transport for RdmaXprt {
         this.queue_connect(delay);
     }
 
-    fn buf_alloc(this: &XprtBox<Self>, slot: &SlotBox<Slot>, rqst: BufRqst<'_>) -> Result {
-        let (call, reply) = rqst.buffer_sizes();
-        let (have_send, have_recv) = {
-            let mut bufs = slot.data.bufs.lock();
-            if bufs.send.len() >= call && bufs.recv.len() >= reply {
-                // The common case: the slot's buffers are big enough.
-                let (send, recv) = (bufs.send.as_mut_ptr(), bufs.recv.as_mut_ptr());
-                drop(bufs);
-                // SAFETY: the buffers live in the slot, hold at least the
-                // requested sizes, and only this slot's owner replaces
-                // them (in a later buf_alloc, after buf_free).
-                unsafe { rqst.set_buffers(send, recv) };
-                return Ok(());
-            }
-            (bufs.send.len(), bufs.recv.len())
-        };
-        // Grow a buffer outside the slot's spinlock: the allocation may
-        // sleep (GFP_KERNEL in a synchronous task's context).
-        let gfp = slot::task_gfp();
-        let grow = |have: usize, want: usize| -> Result<Option<KVec<u8>>> {
-            if have >= want {
-                return Ok(None);
-            }
-            let v = KVec::from_elem(0, want, gfp).map_err(|_| ENOMEM)?;
-            this.data.stats.hardway.fetch_add(want as u64, Relaxed);
-            Ok(Some(v))
-        };
-        let new_send = grow(have_send, call)?;
-        let new_recv = grow(have_recv, reply)?;
-        let mut bufs = slot.data.bufs.lock();
-        let old_send = new_send.map(|v| core::mem::replace(&mut bufs.send, v));
-        let old_recv = new_recv.map(|v| core::mem::replace(&mut bufs.recv, v));
-        let (send, recv) = (bufs.send.as_mut_ptr(), bufs.recv.as_mut_ptr());
-        drop(bufs);
-        drop((old_send, old_recv));
-        // SAFETY: the buffers live in the slot, hold at least the requested
-        // sizes, and only this slot's owner replaces them (in the next
-        // buf_alloc, which SUNRPC issues only after buf_free).
-        unsafe { rqst.set_buffers(send, recv) };
+    fn buf_alloc(this: &XprtBox<Self>, _slot: &SlotBox<Slot>, rqst: BufRqst<'_>) -> Result {
+        let grown = rqst.use_slot_buffers()?;
+        if grown > 0 {
+            this.data.stats.hardway.fetch_add(grown as u64, Relaxed);
+        }
         Ok(())
     }
 

@@ -591,12 +591,23 @@ impl<Q: QpHandler> Qp<Q> {
             pr_err!("send completion for an unknown WR; ignored\n");
             return;
         };
-        if !self.is_outstanding(&self.send, idx) {
-            pr_err!("send completion for idle slot {}; ignored\n", idx);
-            return;
-        }
+        // The first WR is taken under the same lock as the check that
+        // `idx` is outstanding: an inline Send's completion costs one
+        // acquisition. Only this handler (one completion at a time per
+        // CQ) and the sweep after the drain take WRs out, so `idx` stays
+        // outstanding until this loop takes it.
+        let mut first = true;
         loop {
-            let popped = self.send.lock().pop();
+            let popped = {
+                let mut st = self.send.lock();
+                if first && !st.is_outstanding(idx) {
+                    drop(st);
+                    pr_err!("send completion for idle slot {}; ignored\n", idx);
+                    return;
+                }
+                st.pop()
+            };
+            first = false;
             let Some((slot, s)) = popped else { return };
             if slot == idx {
                 let c = Completion::Done(wc);
@@ -616,12 +627,19 @@ impl<Q: QpHandler> Qp<Q> {
             pr_err!("receive completion for an unknown WR; ignored\n");
             return;
         };
-        if !self.is_outstanding(&self.recv, idx) {
-            pr_err!("receive completion for idle slot {}; ignored\n", idx);
-            return;
-        }
+        // Checked and taken under one lock, as in `complete_send`.
+        let mut first = true;
         loop {
-            let popped = self.recv.lock().pop();
+            let popped = {
+                let mut st = self.recv.lock();
+                if first && !st.is_outstanding(idx) {
+                    drop(st);
+                    pr_err!("receive completion for idle slot {}; ignored\n", idx);
+                    return;
+                }
+                st.pop()
+            };
+            first = false;
             let Some((slot, ctx)) = popped else { return };
             if slot == idx {
                 self.handler.recv_done(self, ctx, Completion::Done(wc));
@@ -634,12 +652,6 @@ impl<Q: QpHandler> Qp<Q> {
             );
             self.handler.recv_done(self, ctx, Completion::Aborted);
         }
-    }
-
-    fn is_outstanding<C, W>(&self, ring: &SpinLock<RingState<C, W>>, idx: usize) -> bool {
-        let st = ring.lock();
-        let cap = st.ctxs.len();
-        idx < cap && wrap(idx + cap - st.tail, cap) < st.outstanding
     }
 
     /// Stops new posts on both queues.

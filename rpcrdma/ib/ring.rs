@@ -123,6 +123,12 @@ impl<C, W: Copy> RingState<C, W> {
         Ok(())
     }
 
+    /// Whether slot `idx` holds the context of an outstanding WR.
+    pub(super) fn is_outstanding(&self, idx: usize) -> bool {
+        let cap = self.cap();
+        idx < cap && wrap(idx + cap - self.tail, cap) < self.outstanding
+    }
+
     /// Takes the oldest outstanding context: `(slot, ctx)`.
     pub(super) fn pop(&mut self) -> Option<(usize, C)> {
         if self.outstanding == 0 {

@@ -21,9 +21,10 @@ use super::rqst::Rqst;
 use super::xprt::{spin_lock, spin_unlock, Xprt};
 use crate::bindings;
 use crate::compat::init::PinInit;
+use core::cell::UnsafeCell;
 use core::pin::Pin;
 use core::ptr::{addr_of, addr_of_mut, NonNull};
-use kernel::alloc::{flags::GFP_KERNEL, KBox};
+use kernel::alloc::{flags::GFP_KERNEL, KBox, KVec};
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
@@ -75,6 +76,9 @@ pub struct SlotBox<S> {
     rqst: Opaque<bindings::rpc_rqst>,
     /// Position in the transport's pool (a tag, as `blk_mq`'s).
     index: u16,
+    /// The request's Call and Reply buffers, reached only through the
+    /// [`BufRqst`](super::rqst::BufRqst) of the slot's `->buf_alloc`.
+    bufs: UnsafeCell<CallBuffers>,
     /// The transport's per-request state.
     #[pin]
     pub data: S,
@@ -82,26 +86,50 @@ pub struct SlotBox<S> {
 
 // SAFETY: the `rpc_rqst` is only touched by SUNRPC under its own rules
 // (one task owns a request at a time) and by the transport on that task's
-// behalf; `S` carries its own synchronisation.
+// behalf; the buffers only by the owning task's `->buf_alloc` (through its
+// `BufRqst`) and by the drop of the box; `S` carries its own
+// synchronisation.
 unsafe impl<S: Send> Send for SlotBox<S> {}
 // SAFETY: as above.
 unsafe impl<S: Sync> Sync for SlotBox<S> {}
 
+/// A request's Call and Reply buffers (`rq_buffer`, `rq_rbuffer`), kept
+/// with its slot from one RPC to the next and grown when an RPC needs
+/// more ([`BufRqst::use_slot_buffers`](super::rqst::BufRqst::use_slot_buffers)).
+/// The transport reads neither: it sees the encoded Call and the Reply
+/// through the request's `xdr_buf`s.
+pub struct CallBuffers {
+    pub(super) send: KVec<u8>,
+    pub(super) recv: KVec<u8>,
+}
+
 impl<S> SlotBox<S> {
     /// Allocates a pinned slot with a zeroed `rpc_rqst`, at position
-    /// `index` of its pool.
-    pub fn new<E>(index: u16, data: impl PinInit<S, E>) -> Result<Pin<KBox<Self>>>
+    /// `index` of its pool, with Call and Reply buffers of `buf_size`
+    /// bytes each.
+    pub fn new<E>(index: u16, buf_size: usize, data: impl PinInit<S, E>) -> Result<Pin<KBox<Self>>>
     where
         Error: From<E>,
     {
+        let bufs = CallBuffers {
+            send: KVec::from_elem(0, buf_size, GFP_KERNEL)?,
+            recv: KVec::from_elem(0, buf_size, GFP_KERNEL)?,
+        };
         KBox::try_pin_init(
             try_pin_init!(SlotBox {
                 rqst: Opaque::new(bindings::rpc_rqst::default()),
                 index,
+                bufs: UnsafeCell::new(bufs),
                 data <- data,
             }? Error),
             GFP_KERNEL,
         )
+    }
+
+    /// The slot's buffers, for the `buf_alloc` trampoline's
+    /// [`BufRqst`](super::rqst::BufRqst).
+    pub(super) fn bufs(&self) -> &UnsafeCell<CallBuffers> {
+        &self.bufs
     }
 
     /// The slot's position in its pool.

@@ -225,8 +225,9 @@ unsafe extern "C" fn buf_alloc<T: Transport>(task: *mut bindings::rpc_task) -> i
     // SAFETY: SUNRPC calls buf_alloc with the task's rqst set.
     let (this, slot) = unsafe { slot_of::<T>((*task).tk_rqstp) };
     // SAFETY: this is `->buf_alloc` for the slot's request, which the
-    // running task owns; the handle lives for the call below only.
-    let rqst = unsafe { BufRqst::new(slot.rqst()) };
+    // running task owns, with the slot's buffers; the handle lives for the
+    // call below only.
+    let rqst = unsafe { BufRqst::new(slot.rqst(), slot.bufs()) };
     match T::buf_alloc(this, slot, rqst) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),

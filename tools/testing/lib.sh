@@ -34,6 +34,7 @@ variant_source() {
 variant_fragment() {
 	case $1 in
 	debug) echo debug.fragment ;;
+	next) echo next.fragment ;;
 	esac
 }
 

@@ -21,8 +21,9 @@
 #            $RPCRDMA2_CACHE/kernel/<version>-debug-<key>/; its key also
 #            hashes debug.fragment.  The default variant's key is computed
 #            exactly as before variants existed.
-#   next     Linux 7.3 (linux-source-7.3) with config.fragment, built with
-#            clang-19 (7.3 needs LLVM 17 or later), cached under
+#   next     Linux 7.3 (linux-source-7.3) with config.fragment, then
+#            next.fragment on top (what 7.3 split into new options),
+#            built with clang-19 (7.3 needs LLVM 17 or later), cached under
 #            $RPCRDMA2_CACHE/kernel/<version>-next-<key>/. Debian 12 has no
 #            7.3 source: the package comes from trixie-backports, which this
 #            script adds as an apt source pinned so that apt takes nothing
