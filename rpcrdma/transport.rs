@@ -22,7 +22,7 @@ use crate::why::Why;
 use core::pin::Pin;
 use core::sync::atomic::{
     AtomicBool, AtomicU64,
-    Ordering::{Relaxed, SeqCst},
+    Ordering::{Acquire, Relaxed, Release, SeqCst},
 };
 use kernel::alloc::{flags::GFP_KERNEL, KBox, KVec};
 use kernel::new_spinlock;
@@ -54,9 +54,16 @@ fn hz() -> usize {
 /// Initial Call/Reply buffer size of a slot; grown on demand in buf_alloc.
 const SLOT_BUF_SIZE: usize = 2048;
 
-/// Per-request state after each `rpc_rqst`: none yet beyond what the
-/// slot itself keeps (its pool index, its Call and Reply buffers).
-pub struct Slot;
+/// Per-request state after each `rpc_rqst` (beyond what the slot itself
+/// keeps: its pool index, its Call and Reply buffers).
+pub struct Slot {
+    /// A transmission of the request registered MRs (set by
+    /// `send_request`, taken by `buf_free`): only then may the request
+    /// have some left when it is released, and only then does `buf_free`
+    /// look at the connection. SUNRPC orders the two (the request leaves
+    /// the transmit queue under `queue_lock` before `buf_free`).
+    registered: AtomicBool,
+}
 
 /// The free slots, as the handles that say they are free: a stack over a
 /// fixed array with room for every slot (6.12's `KVec` has no `pop`, and
@@ -189,7 +196,13 @@ impl RdmaXprt {
         let mut slots = KVec::with_capacity(n.into(), GFP_KERNEL)?;
         for index in 0..n {
             slots.push(
-                SlotBox::<Slot>::new::<core::convert::Infallible>(index, SLOT_BUF_SIZE, Slot)?,
+                SlotBox::<Slot>::new::<core::convert::Infallible>(
+                    index,
+                    SLOT_BUF_SIZE,
+                    Slot {
+                        registered: AtomicBool::new(false),
+                    },
+                )?,
                 GFP_KERNEL,
             )?;
         }
@@ -319,6 +332,11 @@ impl Transport for RdmaXprt {
         // An RPC abandoned with MRs still registered (a signal, a soft
         // timeout): invalidate them before its memory is reused. A
         // connection that is gone took its MRs with it (deregistered).
+        // An RPC that never registered any has nothing to look at.
+        if !slot.data.registered.load(Acquire) {
+            return;
+        }
+        slot.data.registered.store(false, Relaxed);
         if let Some(conn) = this.data.current_conn() {
             conn.release(slot.index());
             crate::fault::delay_if(crate::fault::Point::HoldConn, 2000);
@@ -342,7 +360,11 @@ impl Transport for RdmaXprt {
             Self::close(this);
             return Err(crate::compat::errno::enotconn());
         }
-        match conn.send(&rqst, slot.index(), &this.data.conn_stats) {
+        let sent = conn.send(&rqst, slot.index(), &this.data.conn_stats);
+        if conn.registered(slot.index()) && !slot.data.registered.load(Relaxed) {
+            slot.data.registered.store(true, Release);
+        }
+        match sent {
             Ok(()) => {}
             Err(e) if e == crate::compat::errno::enobufs() => {
                 this.data.stats.empty_sendq.fetch_add(1, Relaxed);

@@ -22,7 +22,7 @@ use crate::ib::endpoint::Endpoint;
 use crate::ib::mr::caps::FastRegCaps;
 use crate::ib::mr::inv::MrWr;
 use crate::ib::mr::pool::MrPool;
-use crate::ib::mr::{self, Mr, MrAccess, MrState, PageSeg, RemoteRegion};
+use crate::ib::mr::{self, Mr, MrAccess, MrState, RemoteRegion};
 use crate::ib::qp::{Qp, QpCaps, QpHandler};
 use crate::ib::verbs::PollContext;
 use crate::ib::wc::Completion;
@@ -46,7 +46,7 @@ use kernel::alloc::{
     flags::{GFP_KERNEL, GFP_NOWAIT},
     KVec,
 };
-use kernel::{new_condvar, new_mutex, new_spinlock};
+use kernel::{new_condvar, new_spinlock};
 
 mod continued;
 mod establish;
@@ -64,7 +64,7 @@ use self::frwr::{Chunking, Finish, RegSizing, RegTable};
 use self::recovery::RecoveryTable;
 use crate::why::{self, CloseWhy, Why};
 use kernel::prelude::*;
-use kernel::sync::{Arc, CondVar, Mutex, SpinLock};
+use kernel::sync::{Arc, CondVar, SpinLock};
 
 /// Send chains a connection keeps for posting REG_MRs and LOCAL_INVs (more
 /// are allocated when they are all in use, and freed after).
@@ -283,11 +283,6 @@ pub struct QpState {
     /// Which slots of `regs` hold registrations, without its lock
     /// ([`RegTable::active`]).
     active: Arc<SlotFlags>,
-    /// The page list a range is mapped through (`Conn::register`; only
-    /// the sender uses it). A mutex: it is held over the MR pool's
-    /// (sleeping) lock.
-    #[pin]
-    scratch: Mutex<KVec<PageSeg>>,
     /// Notified when a slot that is being released ([`Conn::release`])
     /// has no WR left in the Send queue.
     #[pin]
@@ -333,9 +328,6 @@ impl ConnQp {
     ) -> Result<Self> {
         let regs = RegTable::new(sizing.slots, sizing.mrs_per_rpc)?;
         let active = regs.active();
-        // Room for an MR's depth, allocated at connect so that the data
-        // path never allocates.
-        let scratch = KVec::with_capacity(sizing.depth, GFP_KERNEL)?;
         let recovery = RecoveryTable::new(sizing.slots)?;
         let tried = recovery.tried();
         let mut chains = Stack::with_capacity(CHAINS)?;
@@ -357,7 +349,6 @@ impl ConnQp {
                 cm,
                 regs <- new_spinlock!(regs),
                 active,
-                scratch <- new_mutex!(scratch),
                 regs_idle <- new_condvar!(),
                 chunking <- new_spinlock!(None),
                 recovery <- new_spinlock!(recovery),

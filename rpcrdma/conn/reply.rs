@@ -6,7 +6,20 @@
 //! disconnect; the RPC ends through `frwr` once its MRs are invalidated.
 
 use super::*;
+use crate::proto::chunks::reply::{Invalidated, ReplyError};
+use crate::proto::reqlife::Phase;
 use crate::sunrpc::rqst::ReplyRqst;
+
+/// What a reply that uses chunks found in its RPC's registrations
+/// ([`QpState::check_chunked`]).
+pub(super) enum ChunkedCheck<'a> {
+    /// The RPC's current transmission is not posted yet: the reply
+    /// answers an earlier one.
+    Stale,
+    /// The reply checked against the registrations, and the remotely
+    /// invalidated rkey against the MRs; `None` if the RPC has none.
+    Checked(Option<(Result<ReplyData<'a>, ReplyError>, Option<Invalidated>)>),
+}
 
 impl QpState {
     /// Copies an inline reply into request `rqst` (RPC `xid`) and ends it.
@@ -94,8 +107,41 @@ impl QpState {
         }
     }
 
-    /// A reply that uses chunks: checks it against what RPC `xid`
-    /// (request `rqst`) registered, then ends the RPC.
+    /// Looks once, under one lock, at what RPC `xid` in request slot
+    /// `slot` registered, for a reply that uses chunks (header `h`,
+    /// remotely invalidated `inv`): whether the reply is stale (the RPC's
+    /// current transmission is not posted yet, see
+    /// [`QpState::unposted`]), else the reply checked against the
+    /// registration and the remotely invalidated rkey against its MRs.
+    pub(super) fn check_chunked<'a>(
+        &self,
+        slot: usize,
+        xid: u32,
+        h: &crate::xdr::header::Header<'a>,
+        inv: Option<u32>,
+    ) -> ChunkedCheck<'a> {
+        if !self.active.get(slot) {
+            return ChunkedCheck::Checked(None);
+        }
+        let mut g = self.regs.lock();
+        let Some(r) = g.of(slot, xid) else {
+            return ChunkedCheck::Checked(None);
+        };
+        if r.life.phase() == Phase::Mapped {
+            return ChunkedCheck::Stale;
+        }
+        // Borrowed: a copy of the plan (its 32 ranges, about 500 bytes)
+        // per reply showed in the profile as memcpy.
+        let checked = r.plan.as_ref().and_then(|plan| {
+            let segs = r.segs.get(..r.nsegs)?;
+            let ours = inv.map(|k| plan.invalidated(segs, k));
+            Some((plan.check_reply(segs, h), ours))
+        });
+        ChunkedCheck::Checked(checked)
+    }
+
+    /// A reply that uses chunks, checked against what RPC `xid` (request
+    /// `rqst`) registered ([`QpState::check_chunked`]): ends the RPC.
     pub(super) fn deliver_chunked(
         &self,
         qp: &Qp<ConnQp>,
@@ -103,23 +149,16 @@ impl QpState {
         xid: u32,
         h: &crate::xdr::header::Header<'_>,
         inv: Option<u32>,
+        checked: ChunkedCheck<'_>,
     ) {
         let slot = usize::from(rqst.slot());
-        // Check the reply against the registration and the remotely
-        // invalidated rkey against the RPC's MRs.
-        let checked = {
-            let mut g = self.regs.lock();
-            g.of(slot, xid).and_then(|r| {
-                // Borrowed: a copy of the plan (its 32 ranges, about 500
-                // bytes) per reply showed in the profile as memcpy.
-                let plan = r.plan.as_ref()?;
-                let segs = r.segs.get(..r.nsegs)?;
-                let ours = inv.map(|k| plan.invalidated(segs, k));
-                Some((plan.check_reply(segs, h), ours))
-            })
+        let checked = match checked {
+            ChunkedCheck::Checked(c) => c,
+            // Dropped before (`handle`): not reached.
+            ChunkedCheck::Stale => return self.stale_reply(xid, inv),
         };
         let (checked, inv) = match checked {
-            Some((c, Some(proto::chunks::reply::Invalidated::NotOurs))) => {
+            Some((c, Some(Invalidated::NotOurs))) => {
                 self.remote_inv_foreign(xid, inv);
                 (Some(c), None)
             }
@@ -315,11 +354,20 @@ impl QpState {
         // answers an earlier one: dropped before it reaches the request,
         // its registrations or its recovery state (`end_rpc` decides
         // again under the lock, for a transmission that starts meanwhile).
+        // A reply that uses chunks is checked against its registrations
+        // under the same lock (most replies with chunks are replies to
+        // RPCs with MRs; an inline RPC's has no lock).
+        let chunked = match (&out.reply, &rqst) {
+            (Reply::Chunked { xid, header }, Some(r)) => {
+                Some(self.check_chunked(usize::from(r.slot()), *xid, header, inv))
+            }
+            _ => None,
+        };
         let stale = match (&out.reply, &rqst) {
-            (
-                Reply::Deliver { xid, .. } | Reply::Chunked { xid, .. } | Reply::Fail { xid, .. },
-                Some(r),
-            ) => self.unposted(usize::from(r.slot()), *xid),
+            (Reply::Chunked { .. }, _) => matches!(chunked, Some(ChunkedCheck::Stale)),
+            (Reply::Deliver { xid, .. } | Reply::Fail { xid, .. }, Some(r)) => {
+                self.unposted(usize::from(r.slot()), *xid)
+            }
             _ => false,
         };
         // A transport error: resend the RPC or fail it (recovery.rs).
@@ -357,9 +405,9 @@ impl QpState {
                 Some(r) => self.deliver_inline(qp, r, xid, payload, inv),
                 None => no_request(xid),
             },
-            Reply::Chunked { xid, header } => match rqst.take() {
-                Some(r) => self.deliver_chunked(qp, r, xid, &header, inv),
-                None => no_request(xid),
+            Reply::Chunked { xid, header } => match (rqst.take(), chunked) {
+                (Some(r), Some(c)) => self.deliver_chunked(qp, r, xid, &header, inv, c),
+                _ => no_request(xid),
             },
             Reply::Fail {
                 xid,

@@ -20,6 +20,60 @@ pub(super) fn add_sent(c: &AtomicU64, v: u64) {
     }
 }
 
+/// A Call counted as sent, to be encoded into its Send buffer: the
+/// transport header (with the chunk lists of its segments) and the parts
+/// of the Call that go inline behind it.
+struct CallMsg<'a, 'r> {
+    rqst: &'a TxRqst<'r>,
+    xid: u32,
+    plan: &'a proto::CallPlan,
+    chunks: &'a ChunkPlan,
+    /// Whether the peer may invalidate remotely (the header names an
+    /// rkey for it).
+    remote_inv: bool,
+}
+
+impl CallMsg<'_, '_> {
+    /// Encodes the transport header into `sb` with the RPC's segments
+    /// (`segs`, in [`ChunkPlan::ranges`] order); `sb.len` is its length.
+    fn encode_header(&self, sb: &mut SendBuf, segs: &[crate::xdr::chunk::Segment]) -> Result {
+        let lists = self
+            .chunks
+            .chunk_lists(segs, self.remote_inv)
+            .map_err(|_| EINVAL)?;
+        let spec = crate::xdr::header::MsgSpec {
+            kind: self.chunks.kind(),
+            chunks: lists.lists(),
+            inv_handle: lists.inv_handle(),
+            ..self.plan.msg_spec(self.xid)
+        };
+        sb.len = header::encode_msg(sb.buf.as_mut_slice(), self.plan.protocol, &spec)
+            .map_err(|_| EINVAL)?;
+        Ok(())
+    }
+
+    /// Copies what goes inline of the Call behind the header in `sb`,
+    /// and syncs the whole message for the device.
+    fn encode_body(&self, sb: &mut SendBuf) -> Result {
+        let layout = self.chunks.send_layout();
+        if !layout.is_empty() {
+            let hdr = sb.len;
+            let total = hdr.checked_add(layout.len() as usize).ok_or(EINVAL)?;
+            let body = sb.buf.as_mut_slice().get_mut(hdr..total).ok_or(EINVAL)?;
+            xdrbuf::copy_call_layout(self.rqst, body, &layout)?;
+            sb.len = total;
+        }
+        sb.buf.sync_for_device(sb.len);
+        Ok(())
+    }
+
+    /// Both, for a Call without registrations.
+    fn encode(&self, sb: &mut SendBuf, segs: &[crate::xdr::chunk::Segment]) -> Result {
+        self.encode_header(sb, segs)?;
+        self.encode_body(sb)
+    }
+}
+
 impl Conn {
     /// Marshals `rqst` (in request slot `slot`) and posts it: inline as
     /// `RDMA_MSG` / `RDMA2_MSG`, or with a Reply chunk over the whole
@@ -200,54 +254,14 @@ impl Conn {
         stats: &ConnStats,
     ) -> Result {
         let q = &self.ep.qp().handler().0;
-        let chunking = self.chunking.as_deref();
         let n = chunks.ranges().len();
         if n > 0 {
-            if let Err(e) = self.register(rqst, slot, xid, chunks, chunking) {
+            if let Err(e) = self.register(rqst, slot, xid, chunks, self.chunking.as_deref()) {
                 let _ = q.sends.lock().push(sb);
                 self.release(slot);
                 return Err(e);
             }
         }
-        let r = (|| {
-            // An inline RPC has no registrations: no look at the table.
-            let g = (n > 0).then(|| q.regs.lock());
-            let segs = match &g {
-                Some(g) => {
-                    let r = g.get(usize::from(slot)).ok_or(EINVAL)?;
-                    r.segs.get(..r.nsegs).ok_or(EINVAL)?
-                }
-                None => &[],
-            };
-            let lists = chunks.chunk_lists(segs, remote_inv).map_err(|_| EINVAL)?;
-            let spec = crate::xdr::header::MsgSpec {
-                kind: chunks.kind(),
-                chunks: lists.lists(),
-                inv_handle: lists.inv_handle(),
-                ..plan.msg_spec(xid)
-            };
-            let buf = sb.buf.as_mut_slice();
-            let hdr = header::encode_msg(buf, plan.protocol, &spec).map_err(|_| EINVAL)?;
-            drop(g);
-            let layout = chunks.send_layout();
-            if layout.is_empty() {
-                return Ok(hdr);
-            }
-            let total = hdr.checked_add(layout.len() as usize).ok_or(EINVAL)?;
-            let body = buf.get_mut(hdr..total).ok_or(EINVAL)?;
-            xdrbuf::copy_call_layout(rqst, body, &layout)?;
-            Ok(total)
-        })();
-        let total = match r {
-            Ok(t) => t,
-            Err(e) => {
-                let _ = q.sends.lock().push(sb);
-                self.release(slot);
-                return Err(e);
-            }
-        };
-        sb.len = total;
-        sb.buf.sync_for_device(total);
         if chunks.call() == proto::CallForm::Long {
             add_sent(&stats.nomsg_calls, 1);
         }
@@ -260,13 +274,29 @@ impl Conn {
             sum(chunks.write_ranges()) + sum(chunks.reply_ranges()),
         );
         add_sent(&stats.req_bytes, u64::from(chunks.send_layout().len()));
-        self.post_with_regs(slot, n, sb, free, rqst.task_id(), xid)
+        let call = CallMsg {
+            rqst,
+            xid,
+            plan,
+            chunks,
+            remote_inv,
+        };
+        if n == 0 {
+            // An inline RPC has no registrations: no look at the table.
+            return match call.encode(&mut sb, &[]) {
+                Ok(()) => self.post_inline(sb, free, rqst.task_id(), xid),
+                Err(e) => {
+                    let _ = q.sends.lock().push(sb);
+                    Err(e)
+                }
+            };
+        }
+        self.post_with_regs(slot, n, sb, free, &call)
     }
 
     /// Maps every range of `chunks` into an MR from the pool and keeps
     /// the MRs and their segments in `slot` (made active for `xid` with
-    /// the first one). The connection's page list scratch is held
-    /// throughout: only this sender maps, so it is never contended.
+    /// the first one).
     fn register(
         &self,
         rqst: &TxRqst<'_>,
@@ -278,7 +308,6 @@ impl Conn {
         let q = &self.ep.qp().handler().0;
         let c = chunking.ok_or(EIO)?;
         let i = usize::from(slot);
-        let mut pages = q.scratch.lock();
         let nread = chunks.read_ranges().len();
         for (k, range) in chunks.ranges().iter().enumerate() {
             if range.part == Part::WritePad {
@@ -293,7 +322,7 @@ impl Conn {
                 (XdrSide::Reply, MrAccess::RemoteWrite)
             };
             let mapped = xdrbuf::xdr_range(range)
-                .and_then(|r| rqst.map_range(side, &r, &mut mr, access, xid, &mut pages));
+                .and_then(|r| rqst.map_range(side, &r, &mut mr, access, xid));
             if let Err(e) = mapped {
                 c.pool.put(mr);
                 if crate::compat::print::ratelimit() {
@@ -340,33 +369,39 @@ impl Conn {
         Ok(())
     }
 
-    /// Posts the REG_MRs of `slot`'s `n` MRs chained before the
-    /// signalled Send `sb`; without MRs (`n` 0) the Send alone, signalled
-    /// as [`proto::signal`] says with `free` Send buffers left. Traced
+    /// Posts the inline Call in `sb` (taken with `free` Send buffers
+    /// left) alone, signalled as [`proto::signal`] says. Traced
     /// (`rpcrdma2_post_send`) under Call `xid` of task `task`.
+    fn post_inline(&self, sb: SendBuf, free: usize, task: u32, xid: u32) -> Result {
+        let q = &self.ep.qp().handler().0;
+        // Decided once: it moves the count of unsignalled Sends.
+        let signaled = self.signal_inline(free);
+        trace::post_send(self.id, task, xid, 0, signaled, free);
+        if crate::fault::fires(crate::fault::Point::PostSend) {
+            // As a refused post: the buffer comes back unposted.
+            let _ = q.sends.lock().push(sb);
+            return Err(EIO);
+        }
+        let wr = SendWr::send(SendOpCtx::Buf(sb));
+        self.ep
+            .qp()
+            .post_send_one(if signaled { wr.signaled() } else { wr })
+    }
+
+    /// Posts the REG_MRs of `slot`'s `n` MRs chained before the
+    /// signalled Send `sb` (taken with `free` left) of `call`, whose
+    /// header is encoded with the slot's segments under the same look at
+    /// the slot that counts the REG_MRs as posted.
     fn post_with_regs(
         &self,
         slot: u16,
         n: usize,
-        sb: SendBuf,
+        mut sb: SendBuf,
         free: usize,
-        task: u32,
-        xid: u32,
+        call: &CallMsg<'_, '_>,
     ) -> Result {
         let q = &self.ep.qp().handler().0;
         let qp = self.ep.qp();
-        if n == 0 {
-            // Decided once: it moves the count of unsignalled Sends.
-            let signaled = self.signal_inline(free);
-            trace::post_send(self.id, task, xid, 0, signaled, free);
-            if crate::fault::fires(crate::fault::Point::PostSend) {
-                // As a refused post: the buffer comes back unposted.
-                let _ = q.sends.lock().push(sb);
-                return Err(EIO);
-            }
-            let wr = SendWr::send(SendOpCtx::Buf(sb));
-            return qp.post_send_one(if signaled { wr.signaled() } else { wr });
-        }
         let i = usize::from(slot);
         let mut chain = match q.take_chain() {
             Ok(c) => c,
@@ -385,27 +420,37 @@ impl Conn {
         let mut taken = 0usize;
         let mut first = true;
         loop {
-            // One look at the slot per chain: the first also counts the
-            // REG_MRs as posted, before the post (their contexts may come
-            // back before it returns; from now on a reply with the XID
-            // may be for this transmission, until now it was stale,
-            // `end_rpc`).
+            // One look at the slot per chain: the first also encodes the
+            // header with the slot's segments and counts the REG_MRs as
+            // posted, before the post (their contexts may come back
+            // before it returns; from now on a reply with the XID may be
+            // for this transmission, until now it was stale, `end_rpc`).
             let mut g = q.regs.lock();
             let Some(r) = g.get_mut(i) else { break };
             if first {
                 first = false;
+                let encoded = r
+                    .segs
+                    .get(..r.nsegs)
+                    .ok_or(EINVAL)
+                    .and_then(|segs| call.encode_header(&mut sb, segs));
                 let posted = u32::try_from(n).unwrap_or(u32::MAX);
-                if r.life.step(Event::Posted(posted)).is_err() {
-                    // Only this sender moves the slot out of `Mapped` (a
-                    // reply leaves it as it is), so this cannot happen;
-                    // if it did, the REG_MRs would be in the Send queue
-                    // unaccounted for: post nothing and give the MRs
-                    // back.
+                // Only this sender moves the slot out of `Mapped` (a
+                // reply leaves it as it is), so the step cannot fail; if
+                // it did, the REG_MRs would be in the Send queue
+                // unaccounted for: post nothing and give the MRs back.
+                let stepped = encoded.and_then(|()| {
+                    r.life
+                        .step(Event::Posted(posted))
+                        .map(|_| ())
+                        .map_err(|_| EIO)
+                });
+                if let Err(e) = stepped {
                     drop(g);
                     q.put_chain(chain);
                     let _ = q.sends.lock().push(sb);
                     self.release(slot);
-                    return Err(EIO);
+                    return Err(e);
                 }
             }
             let mut full = false;
@@ -460,14 +505,27 @@ impl Conn {
             self.release(slot);
             return Err(EIO);
         }
-        let _ = chain.push(SendWr::send(SendOpCtx::Buf(sb)).signaled());
-        trace::post_send(self.id, task, xid, n, true, free);
-        let r = if crate::fault::fires(crate::fault::Point::PostSend) {
-            // As a refused post: every WR comes back aborted.
-            qp.discard_send_chain(&mut chain);
+        let task = call.rqst.task_id();
+        trace::post_send(self.id, task, call.xid, n, true, free);
+        // The Call's body behind its header, outside the lock.
+        let r = if let Err(e) = call.encode_body(&mut sb) {
+            Err(e)
+        } else if crate::fault::fires(crate::fault::Point::PostSend) {
             Err(EIO)
         } else {
-            qp.post_send_chain(&mut chain)
+            Ok(())
+        };
+        let r = match r {
+            Ok(()) => {
+                let _ = chain.push(SendWr::send(SendOpCtx::Buf(sb)).signaled());
+                qp.post_send_chain(&mut chain)
+            }
+            Err(e) => {
+                // As a refused post: every REG_MR comes back aborted.
+                qp.discard_send_chain(&mut chain);
+                let _ = q.sends.lock().push(sb);
+                Err(e)
+            }
         };
         q.put_chain(chain);
         if r.is_err() {
@@ -475,6 +533,12 @@ impl Conn {
             self.release(slot);
         }
         r
+    }
+
+    /// Whether `slot` holds registrations on this connection (for its
+    /// sender, after a transmission; no lock).
+    pub fn registered(&self, slot: u16) -> bool {
+        self.ep.qp().handler().0.active.get(usize::from(slot))
     }
 
     /// Invalidates and releases whatever `slot` still has registered

@@ -330,8 +330,9 @@ impl Mr {
         (self.mapped != 0).then_some(self.region)
     }
 
-    /// Maps up to [`Mr::depth`] of `segs` for the peer to access as
-    /// `access`, with `tag` in the high 32 bits of the iova (the C client
+    /// Maps up to [`Mr::depth`] of `segs` (taken one by one, so that a
+    /// caller can produce them as it goes, without a list of its own) for
+    /// the peer to access as `access`, with `tag` in the high 32 bits of the iova (the C client
     /// puts the RPC's XID there; a peer's access to a stale mapping then
     /// misses). Without SG_GAPS, stops after
     /// a segment that does not end at a page boundary or before one that
@@ -349,19 +350,17 @@ impl Mr {
     /// ([`Mr::unmap`]) or dropped.
     pub unsafe fn map_pages(
         &mut self,
-        segs: &[PageSeg],
+        segs: impl IntoIterator<Item = PageSeg>,
         access: MrAccess,
         tag: u32,
     ) -> Result<usize> {
         self.check_free()?;
         let psize = page_size() as u64;
-        let n = segs.len().min(self.sg.len());
-        if n == 0 {
-            return Err(EINVAL);
-        }
+        let cap = self.sg.len();
+        let mut segs = segs.into_iter().peekable();
         let mut i = 0;
-        while i < n {
-            let Some(&s) = segs.get(i) else { break };
+        while i < cap {
+            let Some(s) = segs.next() else { break };
             if s.page.is_null() || s.len == 0 || u64::from(s.offset) + u64::from(s.len) > psize {
                 pr_err!(
                     "MR: page segment {} [+{}, {} bytes] is empty or leaves its page (-EINVAL)\n",
@@ -371,7 +370,7 @@ impl Mr {
                 );
                 return Err(EINVAL);
             }
-            // SAFETY: `i < n <= sg.len()`; the page is valid (caller).
+            // SAFETY: `i < cap == sg.len()`; the page is valid (caller).
             unsafe {
                 bindings::rpcrdma2_shim_sg_set_page(
                     self.sg.as_mut_ptr().add(i),
@@ -385,10 +384,13 @@ impl Mr {
                 continue;
             }
             let ends_in_page = (u64::from(s.offset) + u64::from(s.len)) % psize != 0;
-            let next_offset = segs.get(i).map_or(0, |n| n.offset);
-            if (i < n && next_offset != 0) || ends_in_page {
+            let next_offset = segs.peek().map_or(0, |n| n.offset);
+            if (i < cap && next_offset != 0) || ends_in_page {
                 break;
             }
+        }
+        if i == 0 {
+            return Err(EINVAL);
         }
         self.map_sg(i as u32, access, tag)?;
         Ok(i)

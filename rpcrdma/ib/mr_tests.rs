@@ -106,7 +106,7 @@ fn frwr_map_rules() -> TestResult {
     let rkey0 = mr.rkey();
     // SAFETY: `pages` outlives the MRs (declared first).
     let n = step!(
-        unsafe { mr.map_pages(&[seg(0, 0, 100), seg(1, 0, ps)], MrAccess::RemoteWrite, 7) },
+        unsafe { mr.map_pages([seg(0, 0, 100), seg(1, 0, ps)], MrAccess::RemoteWrite, 7) },
         "mapping"
     );
     kassert_eq!(n, if caps.sg_gaps { 2 } else { 1 });
@@ -118,7 +118,7 @@ fn frwr_map_rules() -> TestResult {
     kassert_eq!(mr.state(), MrState::Mapped);
     // Mapped: no second mapping, no remote invalidation; unmap is fine.
     // SAFETY: as above.
-    kassert!(unsafe { mr.map_pages(&[seg(0, 0, ps)], MrAccess::RemoteRead, 1) }.is_err());
+    kassert!(unsafe { mr.map_pages([seg(0, 0, ps)], MrAccess::RemoteRead, 1) }.is_err());
     kassert!(mr.remote_invalidated(s.rkey).is_err());
     kassert!(step!(mr.unmap(), "unmapping").is_none());
     kassert_eq!(mr.state(), MrState::Free);
@@ -126,7 +126,7 @@ fn frwr_map_rules() -> TestResult {
     // A piece that starts inside its page starts a new MR.
     // SAFETY: as above.
     let n = step!(
-        unsafe { mr.map_pages(&[seg(0, 0, ps), seg(1, 8, 8)], MrAccess::RemoteRead, 8) },
+        unsafe { mr.map_pages([seg(0, 0, ps), seg(1, 8, 8)], MrAccess::RemoteRead, 8) },
         "mapping"
     );
     kassert_eq!(n, if caps.sg_gaps { 2 } else { 1 });
@@ -142,7 +142,7 @@ fn frwr_map_rules() -> TestResult {
     }
     // SAFETY: as above (the same page several times is fine for the test).
     let n = step!(
-        unsafe { mr.map_pages(&many, MrAccess::RemoteRead, 9) },
+        unsafe { mr.map_pages(many.iter().copied(), MrAccess::RemoteRead, 9) },
         "mapping"
     );
     kassert_eq!(n, shape.depth as usize);
@@ -150,12 +150,12 @@ fn frwr_map_rules() -> TestResult {
     kassert!(mr.unmap().is_ok());
     let r = {
         // SAFETY: as above (the pages outlive the mapping attempt).
-        unsafe { mr.map_pages(&[seg(0, 8, ps)], MrAccess::RemoteRead, 1) }
+        unsafe { mr.map_pages([seg(0, 8, ps)], MrAccess::RemoteRead, 1) }
     };
     kassert_eq!(r, Err(EINVAL));
     let r = {
         // SAFETY: an empty list maps nothing.
-        unsafe { mr.map_pages(&[], MrAccess::RemoteRead, 1) }
+        unsafe { mr.map_pages(core::iter::empty(), MrAccess::RemoteRead, 1) }
     };
     kassert_eq!(r, Err(EINVAL));
     kassert_eq!(mr.state(), MrState::Free);

@@ -357,12 +357,11 @@ impl<'a> TxRqst<'a> {
     }
 
     /// Maps `range` of the `side` buffer into `mr` for the peer to access
-    /// as `access` (the iova tagged with `xid`, host order), building the
-    /// page list in `pages` (which needs room for the range's pages: the
-    /// chunk plan sizes ranges by the FRWR depth, and the caller sizes
-    /// `pages` by it, so no allocation happens here). `EINVAL` for a range
-    /// outside the buffer, `ENOMEM` if `pages` is too small, `EIO` if the
-    /// MR took only part of it.
+    /// as `access` (the iova tagged with `xid`, host order), its pages
+    /// handed to the MR one by one (no page list of its own, so no
+    /// allocation and no lock). `EINVAL` for a range outside the buffer,
+    /// `ENOMEM` if it has more pages than the MR's depth (the chunk plan
+    /// sizes ranges by it), `EIO` if the MR took only part of it.
     ///
     /// The caller must invalidate (or drop) the MR before the request is
     /// completed or its buffers freed: the memory belongs to the request.
@@ -373,7 +372,6 @@ impl<'a> TxRqst<'a> {
         mr: &mut crate::ib::mr::Mr,
         access: crate::ib::mr::MrAccess,
         xid: u32,
-        pages: &mut KVec<crate::ib::mr::PageSeg>,
     ) -> Result {
         // SAFETY: as in `xdr_shape`.
         let b = unsafe { &*self.xdr_buf(side) };
@@ -411,34 +409,34 @@ impl<'a> TxRqst<'a> {
                 let start = (b.page_base as usize).checked_add(off).ok_or(EINVAL)?;
                 let (mut idx, mut in_page) = (start / ps, start % ps);
                 let npages = (in_page + len).div_ceil(ps);
-                if npages > pages.capacity() {
+                if npages > mr.depth() {
                     return Err(ENOMEM);
                 }
-                crate::compat::vec::clear(pages);
-                let segs = pages;
+                let pages = b.pages;
                 let mut left = len;
-                while left > 0 {
+                let segs = core::iter::from_fn(|| {
+                    if left == 0 {
+                        return None;
+                    }
                     let take = (ps - in_page).min(left);
                     // SAFETY: `idx` indexes the page array, which covers
-                    // `page_base + page_len` bytes (checked above).
-                    let page = unsafe { *b.pages.add(idx) };
-                    segs.push(
-                        crate::ib::mr::PageSeg {
-                            page,
-                            offset: in_page as u32,
-                            len: take as u32,
-                        },
-                        // Within the capacity checked above: never allocates.
-                        kernel::alloc::flags::GFP_NOWAIT,
-                    )?;
+                    // `page_base + page_len` bytes (checked above), and
+                    // `left` ends the walk at the range's last byte.
+                    let page = unsafe { *pages.add(idx) };
+                    let seg = crate::ib::mr::PageSeg {
+                        page,
+                        offset: in_page as u32,
+                        len: take as u32,
+                    };
                     left -= take;
                     idx += 1;
                     in_page = 0;
-                }
+                    Some(seg)
+                });
                 // SAFETY: the pages belong to the request until it
                 // completes; the caller invalidates the MR before that.
                 let n = unsafe { mr.map_pages(segs, access, xid)? };
-                if n != segs.len() {
+                if n != npages {
                     let _ = mr.unmap();
                     return Err(EIO);
                 }

@@ -9,7 +9,7 @@ use super::caps::MrShape;
 use super::{Mr, MrState};
 use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::prelude::*;
-use kernel::sync::{Arc, Mutex};
+use kernel::sync::{Arc, SpinLock};
 
 /// A pool of FRWR MRs for one connection (one PD).
 ///
@@ -34,8 +34,10 @@ pub struct MrPool {
     /// MRs in `free`, readable without its lock (a sender checks it for
     /// every RPC, most of which need none).
     available: AtomicUsize,
+    /// A spinlock: nothing that may sleep (unmapping, deregistering an
+    /// MR) happens under it.
     #[pin]
-    free: Mutex<FreeList>,
+    free: SpinLock<FreeList>,
 }
 
 /// A stack of MRs in `size` preallocated slots: `slots[..n]` are `Some`,
@@ -82,7 +84,7 @@ impl MrPool {
                 size,
                 lost: AtomicUsize::new(0),
                 available,
-                free <- kernel::new_mutex!(v, "rpcrdma2_mr_pool"),
+                free <- kernel::new_spinlock!(v, "rpcrdma2_mr_pool"),
             }),
             GFP_KERNEL,
         )

@@ -128,7 +128,7 @@ fn register_and_advertise(
     // SAFETY: `pages` outlives every MR of this test (frwr_loopback
     // declares it first) and is not touched by the CPU while B is mapped.
     let n = step!(
-        unsafe { b.map_pages(&segs, MrAccess::RemoteRead, XID + 1) },
+        unsafe { b.map_pages(segs, MrAccess::RemoteRead, XID + 1) },
         "mapping pages"
     );
     kassert_eq!(n, 3);
