@@ -400,6 +400,9 @@ impl Conn {
         free: usize,
         call: &CallMsg<'_, '_>,
     ) -> Result {
+        if n == 1 {
+            return self.post_one_reg(slot, sb, free, call);
+        }
         let q = &self.ep.qp().handler().0;
         let qp = self.ep.qp();
         let i = usize::from(slot);
@@ -539,6 +542,75 @@ impl Conn {
     /// sender, after a transmission; no lock).
     pub fn registered(&self, slot: u16) -> bool {
         self.ep.qp().handler().0.active.get(usize::from(slot))
+    }
+
+    /// [`Conn::post_with_regs`] for a Call with one MR (a READ of up to
+    /// one MR's pages, the common chunked RPC): the REG_MR and the Send
+    /// posted together from the stack, without a chain.
+    fn post_one_reg(
+        &self,
+        slot: u16,
+        mut sb: SendBuf,
+        free: usize,
+        call: &CallMsg<'_, '_>,
+    ) -> Result {
+        let q = &self.ep.qp().handler().0;
+        let qp = self.ep.qp();
+        // One look at the slot: the header encoded with its segment, the
+        // REG_MR counted as posted before the post (see `post_with_regs`)
+        // and its MR taken into the WR.
+        let reg = {
+            let mut g = q.regs.lock();
+            g.get_mut(usize::from(slot))
+                .ok_or((EIO, None))
+                .and_then(|r| {
+                    let segs = r.segs.get(..r.nsegs).ok_or((EINVAL, None))?;
+                    call.encode_header(&mut sb, segs).map_err(|e| (e, None))?;
+                    // `register` stored the MR, and only this sender moves
+                    // the slot out of `Mapped`: neither can fail (see
+                    // `post_with_regs`).
+                    let mr = r.take().ok_or((EIO, None))?;
+                    if r.life.step(Event::Posted(1)).is_err() {
+                        // Back to the pool once the lock is dropped.
+                        return Err((EIO, Some(mr)));
+                    }
+                    Ok(SendWr::reg_mr(SendOpCtx::Reg {
+                        wr: MrWr::new(mr),
+                        slot,
+                    }))
+                })
+        };
+        let reg = match reg {
+            Ok(wr) => wr,
+            Err((e, mr)) => {
+                if let Some(mr) = mr {
+                    q.put_mr(mr);
+                }
+                let _ = q.sends.lock().push(sb);
+                self.release(slot);
+                return Err(e);
+            }
+        };
+        trace::post_send(self.id, call.rqst.task_id(), call.xid, 1, true, free);
+        // The Call's body behind its header, outside the lock.
+        let r = match call.encode_body(&mut sb) {
+            Ok(()) if crate::fault::fires(crate::fault::Point::PostSend) => Err(EIO),
+            r => r,
+        };
+        let r = match r {
+            Ok(()) => qp.post_send_pair(reg, SendWr::send(SendOpCtx::Buf(sb)).signaled()),
+            Err(e) => {
+                // As a refused post: the REG_MR comes back aborted.
+                qp.discard_send(reg);
+                let _ = q.sends.lock().push(sb);
+                Err(e)
+            }
+        };
+        if r.is_err() {
+            // Everything came back as Aborted.
+            self.release(slot);
+        }
+        r
     }
 
     /// Invalidates and releases whatever `slot` still has registered

@@ -584,6 +584,20 @@ impl<Q: QpHandler> Qp<Q> {
         self.post_wrs(&mut [Some(wr)])
     }
 
+    /// Posts two Send-queue WRs, `first` then `second`, in one
+    /// `ib_post_send()` (e.g. a REG_MR and the Send that advertises its
+    /// MR), without a [`SendChain`]. Failure is as for [`Qp::post_send`].
+    pub fn post_send_pair(&self, first: SendWr<Q::SendCtx>, second: SendWr<Q::SendCtx>) -> Result {
+        self.post_wrs(&mut [Some(first), Some(second)])
+    }
+
+    /// Hands `wr` back through [`QpHandler::send_done`] as
+    /// [`Completion::Aborted`] without posting it (a post the caller gave
+    /// up on).
+    pub fn discard_send(&self, wr: SendWr<Q::SendCtx>) {
+        self.handler.send_done(self, wr.ctx, Completion::Aborted);
+    }
+
     /// A Send-queue completion: retire every earlier unsignalled WR, then
     /// hand back this one.
     fn complete_send(&self, wc: &WorkCompletion) {
