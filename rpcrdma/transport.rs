@@ -11,20 +11,20 @@ use crate::compat::init::PinInit;
 use crate::conn::{Conn, ConnStats, ProtoState};
 use crate::proto;
 use crate::sunrpc::bc::BcRqst;
+use crate::sunrpc::pool::SlotPool;
 use crate::sunrpc::rqst::{BcTxRqst, BufRqst, TxRqst};
-use crate::sunrpc::slot::{self, FreeSlot, SlotBox, Task};
+use crate::sunrpc::slot::{SlotBox, Task};
 use crate::sunrpc::transport::{SeqFile, Transport};
-use crate::sunrpc::xprt::{self, Xprt};
+use crate::sunrpc::xprt;
 use crate::sunrpc::xprt_box::{self, NewXprt, XprtBox};
 use crate::sunrpc::XprtCreate;
 use crate::trace;
 use crate::why::Why;
-use core::pin::Pin;
 use core::sync::atomic::{
     AtomicBool, AtomicU64,
     Ordering::{Acquire, Relaxed, Release, SeqCst},
 };
-use kernel::alloc::{flags::GFP_KERNEL, KBox, KVec};
+use kernel::alloc::{flags::GFP_KERNEL, KBox};
 use kernel::new_spinlock;
 use kernel::prelude::*;
 use kernel::sync::{Arc, SpinLock};
@@ -65,47 +65,6 @@ pub struct Slot {
     registered: AtomicBool,
 }
 
-/// The free slots, as the handles that say they are free: a stack over a
-/// fixed array with room for every slot (6.12's `KVec` has no `pop`, and
-/// a fixed array never allocates on the hot path).
-struct FreeList {
-    free: KVec<Option<FreeSlot<Slot>>>,
-    top: usize,
-}
-
-impl FreeList {
-    /// The one handle of each of `slots`, all free.
-    fn full(slots: &[Pin<KBox<SlotBox<Slot>>>]) -> Result<Self> {
-        let mut free = KVec::with_capacity(slots.len(), GFP_KERNEL)?;
-        for slot in slots {
-            // SAFETY: the slot was just made, so no task holds it, and
-            // this is its only handle. It is pinned in the transport's slot
-            // array, dropped only with the transport after `destroy`,
-            // which SUNRPC calls once every task, and so every slot, is
-            // released (the array is declared after the free list, so it
-            // outlives the handles also while the transport is dropped).
-            // The handle goes only to this transport's `alloc_slot`
-            // (`task_set_slot`, `wake_up_backlog` with its own `rpc_xprt`)
-            // and back to this free list from its `free_slot`.
-            free.push(Some(unsafe { FreeSlot::new(slot.as_ref()) }), GFP_KERNEL)?;
-        }
-        let top = free.len();
-        Ok(FreeList { free, top })
-    }
-
-    fn pop(&mut self) -> Option<FreeSlot<Slot>> {
-        self.top = self.top.checked_sub(1)?;
-        self.free.as_mut_slice().get_mut(self.top)?.take()
-    }
-
-    fn push(&mut self, slot: FreeSlot<Slot>) {
-        if let Some(e) = self.free.as_mut_slice().get_mut(self.top) {
-            *e = Some(slot);
-            self.top += 1;
-        }
-    }
-}
-
 /// Transport-level counters (the connection keeps the data-path ones).
 #[derive(Default)]
 pub struct Stats {
@@ -122,13 +81,10 @@ pub struct Stats {
 /// The rpcrdma2 transport instance.
 #[pin_data]
 pub struct RdmaXprt {
-    /// The handles of the free slots (declared before `slots`, so they are
-    /// dropped before the slots they point to).
+    /// The request slots, fixed for the transport's lifetime (lent and
+    /// taken back by SUNRPC's `alloc_slot` and `free_slot`).
     #[pin]
-    free: SpinLock<FreeList>,
-    /// Every request slot, fixed for the transport's lifetime: the memory
-    /// the handles in `free` and the slots lent to SUNRPC point to.
-    slots: KVec<Pin<KBox<SlotBox<Slot>>>>,
+    slots: SlotPool<Slot>,
     /// The current connection, if any. Replaced only by the connect
     /// worker and close/destroy, which SUNRPC serialises (XPRT_LOCKED).
     #[pin]
@@ -152,11 +108,12 @@ pub struct RdmaXprt {
 
 impl RdmaXprt {
     fn new(max_reqs: u16) -> Result<impl PinInit<Self, Error>> {
-        let slots = Self::new_slots(max_reqs)?;
-        let free = FreeList::full(&slots)?;
+        let slots =
+            SlotPool::new::<_, core::convert::Infallible>(max_reqs, SLOT_BUF_SIZE, |_| Slot {
+                registered: AtomicBool::new(false),
+            })?;
         Ok(try_pin_init!(RdmaXprt {
-            free <- new_spinlock!(free, "rpcrdma2_free_slots"),
-            slots,
+            slots <- slots,
             conn <- new_spinlock!(None, "rpcrdma2_conn"),
             connect_failed: AtomicBool::new(false),
             stats: Stats::default(),
@@ -192,39 +149,16 @@ impl RdmaXprt {
         .validated()
     }
 
-    fn new_slots(n: u16) -> Result<KVec<Pin<KBox<SlotBox<Slot>>>>> {
-        let mut slots = KVec::with_capacity(n.into(), GFP_KERNEL)?;
-        for index in 0..n {
-            slots.push(
-                SlotBox::<Slot>::new::<core::convert::Infallible>(
-                    index,
-                    SLOT_BUF_SIZE,
-                    Slot {
-                        registered: AtomicBool::new(false),
-                    },
-                )?,
-                GFP_KERNEL,
-            )?;
-        }
-        Ok(slots)
-    }
-
     /// How many request slots are free (KUnit variant only).
     #[cfg(rpcrdma2_kunit)]
     pub fn free_slots(&self) -> usize {
-        self.free.lock().top
-    }
-
-    fn take_slot(&self) -> Option<FreeSlot<Slot>> {
-        self.free.lock().pop()
+        self.slots.free_count()
     }
 
     fn current_conn(&self) -> Option<Arc<Conn>> {
         self.conn.lock().clone()
     }
 
-    /// Tears the connection down (drains the QP, destroys the id);
-    /// `reason` is for the tracepoint.
     /// Remembers that connection `id` ended because of `why`.
     fn closed(&self, id: u32, why: Option<Why>) {
         if let Some(w) = why {
@@ -233,10 +167,13 @@ impl RdmaXprt {
         }
     }
 
-    fn disconnect(&self, xprt: &Xprt, reason: Why) {
-        let conn = self.conn.lock().take();
+    /// Tears the connection down (drains the QP, destroys the id);
+    /// `reason` is for the tracepoint.
+    fn disconnect(this: &XprtBox<Self>, reason: Why) {
+        let d = &this.data;
+        let conn = d.conn.lock().take();
         if let Some(conn) = conn {
-            self.closed(conn.id, conn.disconnect(reason));
+            d.closed(conn.id, conn.disconnect(reason));
             // Every completion of the connection is handled now, not when
             // the last reference goes: another holder (a `buf_free`, the
             // keepalive) may drop it after the next connection is up, and
@@ -246,31 +183,13 @@ impl RdmaXprt {
             conn.drain();
             drop(conn);
             // The next connection starts with an empty congestion window.
-            // The free list's lock keeps `put_slot` from resetting a slot
-            // meanwhile.
-            let free = self.free.lock();
-            for slot in self.slots.iter() {
-                // SAFETY: the slots are this transport's, and `xprt` is its
-                // `rpc_xprt` (every caller passes `this.xprt()`); a free
-                // slot is reset only under `free`, held here.
-                unsafe { slot.reset_cong(xprt) };
-            }
-            drop(free);
-            if self.proto.lock().disconnected() == proto::ProbeLoss::NowV1Only {
+            this.reset_slots_cong();
+            if d.proto.lock().disconnected() == proto::ProbeLoss::NowV1Only {
                 pr_info!(
                     "the server lost two version 2 probes in a row: using version 1 from now on\n"
                 );
             }
         }
-    }
-
-    /// Returns a free slot to the pool, its `rpc_rqst` zeroed (under the
-    /// free list's lock: `disconnect` resets `rq_cong` of every slot,
-    /// free ones too, under it).
-    fn put_slot(&self, mut slot: FreeSlot<Slot>) {
-        let mut free = self.free.lock();
-        slot.reset();
-        free.push(slot);
     }
 }
 
@@ -283,25 +202,8 @@ impl Transport for RdmaXprt {
         })
     }
 
-    fn alloc_slot(this: &XprtBox<Self>, task: &Task) {
-        if let Some(slot) = this.data.take_slot() {
-            slot::task_set_slot(task, slot);
-            return;
-        }
-        slot::task_add_backlog(this.xprt(), task);
-        // A slot freed between the pop and joining the backlog would have
-        // found no waiter: check again, as the C client does.
-        if let Some(slot) = this.data.take_slot() {
-            if let Some(slot) = slot::wake_up_backlog(this.xprt(), slot) {
-                this.data.put_slot(slot);
-            }
-        }
-    }
-
-    fn free_slot(this: &XprtBox<Self>, slot: FreeSlot<Slot>) {
-        if let Some(slot) = slot::wake_up_backlog(this.xprt(), slot) {
-            this.data.put_slot(slot);
-        }
+    fn slots(&self) -> &SlotPool<Slot> {
+        &self.slots
     }
 
     fn set_port(this: &XprtBox<Self>, port: u16) {
@@ -434,7 +336,7 @@ impl Transport for RdmaXprt {
     }
 
     fn close(this: &XprtBox<Self>) {
-        this.data.disconnect(this.xprt(), Why::Close);
+        Self::disconnect(this, Why::Close);
         this.xprt().record_close();
         this.xprt().disconnect_done();
     }
@@ -526,7 +428,7 @@ impl Transport for RdmaXprt {
         let xprt = this.xprt();
         // A connection left from before (e.g. after a failed attempt) is
         // torn down first; close normally did it already.
-        this.data.disconnect(this.xprt(), Why::Reconnect);
+        Self::disconnect(this, Why::Reconnect);
         let last = this.data.last_close.load(Relaxed);
         if last != 0 {
             let why = Why::from_u8(last as u8).unwrap_or(Why::Close);
@@ -640,10 +542,10 @@ impl Transport for RdmaXprt {
     fn destroy(this: &XprtBox<Self>) {
         // The connection's handlers hold back-references: tear it down
         // before the transport goes away.
-        this.data.disconnect(this.xprt(), Why::Destroy);
+        Self::disconnect(this, Why::Destroy);
         this.data.bc.destroy();
-        let free = this.data.free.lock().top;
-        let all = this.data.slots.len();
+        let free = this.data.slots.free_count();
+        let all = this.data.slots.size();
         if free != all {
             pr_err!(
                 "destroy: {} of {} request slots still in use\n",

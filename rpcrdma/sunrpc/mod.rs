@@ -26,6 +26,8 @@
 //! - [`slot`]: `rpc_task` as [`slot::Task`], and the request slots
 //!   ([`slot::SlotBox`]) with the handle of a free one
 //!   ([`slot::FreeSlot`]).
+//! - [`pool`]: a transport's slots ([`pool::SlotPool`]), which the
+//!   `alloc_slot` and `free_slot` trampolines lend and take back.
 //! - [`transport`]: the [`transport::Transport`] trait a transport
 //!   implements and the trampolines that call it: the `rpc_xprt_ops`
 //!   table, the class's `setup` and the connect worker.
@@ -35,6 +37,7 @@
 //! - [`bc`]: backchannel (NFSv4.1 callback) requests.
 
 pub mod bc;
+pub mod pool;
 pub mod rqst;
 pub mod slot;
 pub mod transport;

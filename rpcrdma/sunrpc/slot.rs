@@ -65,7 +65,8 @@ impl Task {
 /// the transport's state `S`.
 ///
 /// Pinned: SUNRPC holds pointers to the `rpc_rqst` while a task owns it.
-/// While no task holds it, the transport holds it as a [`FreeSlot`].
+/// While no task holds it, its pool ([`SlotPool`](super::pool::SlotPool))
+/// holds it as a [`FreeSlot`].
 ///
 /// `#[repr(C)]` with `rqst` and `index` first: their offsets do not
 /// depend on `S`, so a request found by XID maps back to its slot's index
@@ -183,7 +184,7 @@ impl<S> SlotBox<S> {
     /// `alloc_slot`), and if it is free, its [`FreeSlot`] is not being
     /// [reset](FreeSlot::reset) meanwhile (which zeroes `rq_cong` too,
     /// without the lock).
-    pub unsafe fn reset_cong(&self, xprt: &Xprt) {
+    pub(super) unsafe fn reset_cong(&self, xprt: &Xprt) {
         // SAFETY: the slot is alive; every writer of `rq_cong` of a slot
         // of `xprt` holds `xprt`'s `transport_lock` (per the caller), held
         // across the store, or is the reset of a free slot, which the
@@ -206,12 +207,12 @@ impl<S> SlotBox<S> {
 }
 
 /// A request slot that is not lent to SUNRPC: an owned handle to a
-/// [`SlotBox`] that no task holds. A transport keeps its free slots as
-/// these; [`task_set_slot`] and [`wake_up_backlog`] consume one to lend
-/// the slot to SUNRPC, and the `free_slot` trampoline makes one again
-/// when SUNRPC gives the slot back ([`super::transport::Transport::free_slot`]).
+/// [`SlotBox`] that no task holds. A [`SlotPool`](super::pool::SlotPool)
+/// keeps its free slots as these; [`task_set_slot`] and
+/// [`wake_up_backlog`] consume one to lend the slot to SUNRPC, and the
+/// `free_slot` trampoline makes one again when SUNRPC gives the slot back.
 ///
-/// The handle does not own the slot's memory (the transport's slot array
+/// The handle does not own the slot's memory (the pool's slot array
 /// does, for the transport's lifetime): what it owns is the right to use
 /// or lend the slot. Only [`FreeSlot::new`] (`unsafe`, for the pool that
 /// makes each slot's one handle) and the `free_slot` trampoline make one.
@@ -226,7 +227,7 @@ impl<S> SlotBox<S> {
 /// the `free_slot` op of the transport it was lent to; it is lent only to
 /// the transport it belongs to (the one whose `alloc_slot` and
 /// `free_slot` ops the slot's pool serves).
-pub struct FreeSlot<S>(NonNull<SlotBox<S>>);
+pub(super) struct FreeSlot<S>(NonNull<SlotBox<S>>);
 
 // SAFETY: the handle is the sole user of a slot no task holds (type
 // invariant); sending it sends that right, and `SlotBox<S>` is `Send`
@@ -252,7 +253,7 @@ impl<S> FreeSlot<S> {
     /// - The handle goes only to the transport the slot belongs to (its
     ///   [`task_set_slot`] in `alloc_slot` with that transport's task, its
     ///   [`wake_up_backlog`], its pool).
-    pub unsafe fn new(slot: Pin<&SlotBox<S>>) -> Self {
+    pub(super) unsafe fn new(slot: Pin<&SlotBox<S>>) -> Self {
         // INVARIANT: per the caller.
         FreeSlot(NonNull::from(slot.get_ref()))
     }
@@ -276,7 +277,7 @@ impl<S> FreeSlot<S> {
     }
 
     /// Zeroes the `rpc_rqst` for reuse, as the C client does on release.
-    pub fn reset(&mut self) {
+    pub(super) fn reset(&mut self) {
         // SAFETY: the slot is alive and no task holds it (type
         // invariant), so SUNRPC does not touch the `rpc_rqst`; the one
         // other writer of a free slot, `SlotBox::reset_cong`, requires
@@ -306,7 +307,7 @@ impl<S> core::ops::Deref for FreeSlot<S> {
 /// `task` is the task `alloc_slot` was called for, so the slot goes to
 /// the transport whose `alloc_slot` runs, the one its pool serves
 /// ([`FreeSlot`]'s invariant).
-pub fn task_set_slot<S>(task: &Task, slot: FreeSlot<S>) {
+pub(super) fn task_set_slot<S>(task: &Task, slot: FreeSlot<S>) {
     let rq = slot.into_rqst();
     // SAFETY: the task runs the caller (type invariant of `Task`); the
     // slot is free and stays alive until SUNRPC gives it back
@@ -318,7 +319,7 @@ pub fn task_set_slot<S>(task: &Task, slot: FreeSlot<S>) {
 }
 
 /// Queues a task on the transport's backlog (no slot free right now).
-pub fn task_add_backlog(xprt: &Xprt, task: &Task) {
+pub(super) fn task_add_backlog(xprt: &Xprt, task: &Task) {
     task.set_status(-(bindings::EAGAIN as i32));
     // SAFETY: both are alive.
     unsafe { bindings::xprt_add_backlog_noncongested(xprt.as_raw(), task.raw()) };
@@ -330,7 +331,7 @@ pub fn task_add_backlog(xprt: &Xprt, task: &Task) {
 ///
 /// `xprt` is the transport the slot belongs to ([`FreeSlot`]'s
 /// invariant): the caller's own.
-pub fn wake_up_backlog<S>(xprt: &Xprt, slot: FreeSlot<S>) -> Option<FreeSlot<S>> {
+pub(super) fn wake_up_backlog<S>(xprt: &Xprt, slot: FreeSlot<S>) -> Option<FreeSlot<S>> {
     let rq = slot.rqst.get();
     // SAFETY: both are alive; the slot is free and stays alive until
     // SUNRPC gives it back (`FreeSlot`'s invariant).

@@ -12,6 +12,7 @@
 //! instantiated for the transport type, so nothing here names that type
 //! and no `#[no_mangle]` entry point is needed.
 
+use super::pool::SlotPool;
 use super::rqst::{BcTxRqst, BufRqst, Rqst, TxRqst};
 use super::slot::{FreeSlot, SlotBox, Task};
 use super::xprt_box::{free_addresses, NewXprt, XprtBox};
@@ -54,12 +55,9 @@ pub trait Transport: Sized + Send + Sync + 'static {
     /// [`XprtBox::create`] (not yet connected); may sleep.
     fn setup(args: &XprtCreate<'_>) -> Result<NewXprt<Self>>;
 
-    /// Gives `task` a slot ([`task_set_slot`](super::slot::task_set_slot))
-    /// or queues it on the backlog.
-    fn alloc_slot(this: &XprtBox<Self>, task: &Task);
-    /// Takes back a slot SUNRPC is done with: the handle says it is free
-    /// again.
-    fn free_slot(this: &XprtBox<Self>, slot: FreeSlot<Self::Slot>);
+    /// The transport's request slots: `alloc_slot` and `free_slot` lend
+    /// and take them back (the transport implements neither).
+    fn slots(&self) -> &SlotPool<Self::Slot>;
     /// rpcbind found the server's port.
     fn set_port(this: &XprtBox<Self>, port: u16);
     /// Starts (re)connecting; the connect lock is the caller's to take.
@@ -182,7 +180,8 @@ unsafe extern "C" fn alloc_slot<T: Transport>(
     task: *mut bindings::rpc_task,
 ) {
     // SAFETY: see above; the task is alive for the call.
-    unsafe { T::alloc_slot(XprtBox::from_xprt(x), Task::from_raw(task)) }
+    let (this, task) = unsafe { (XprtBox::<T>::from_xprt(x), Task::from_raw(task)) };
+    this.data.slots().alloc(this.xprt(), task)
 }
 
 /// # Safety
@@ -196,7 +195,8 @@ unsafe extern "C" fn free_slot<T: Transport>(
     // `alloc_slot` (or a backlog wake-up) lent it, when the task that held
     // it is done with it (`xprt_release`, after `buf_free`, with
     // `tk_rqstp` cleared), so the slot is free again.
-    unsafe { T::free_slot(XprtBox::from_xprt(x), FreeSlot::from_rqst(rq)) }
+    let (this, slot) = unsafe { (XprtBox::<T>::from_xprt(x), FreeSlot::from_rqst(rq)) };
+    this.data.slots().release(this.xprt(), slot)
 }
 
 /// # Safety

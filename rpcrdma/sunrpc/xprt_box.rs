@@ -161,6 +161,18 @@ impl<T: Transport> XprtBox<T> {
         &self.xprt
     }
 
+    /// Forgets every request's congestion-window slot: credits are valid
+    /// for one connection only, and the next connection starts with
+    /// `cong = 0` (RFC 8166 §3.3.3); as C's `rpcrdma_req_reset` on every
+    /// request when a connection is torn down, whether a task holds it or
+    /// not ([`SlotBox::reset_cong`](super::slot::SlotBox::reset_cong)).
+    pub fn reset_slots_cong(&self) {
+        // SAFETY: the pool `T::slots` gives is the one this transport's
+        // `alloc_slot` and `free_slot` trampolines lend from and take back
+        // to, with this `rpc_xprt`.
+        unsafe { self.data.slots().reset_cong(self.xprt()) }
+    }
+
     /// Allocates and initialises a transport: generic `rpc_xprt` fields,
     /// the destination address and display strings, the ops table, the
     /// connect worker, then `T` from `init`. Returns the new instance
