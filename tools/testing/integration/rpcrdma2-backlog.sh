@@ -5,7 +5,7 @@
 # Client script for tools/testing/vm/run.sh. rpcrdma2 has a fixed number
 # of request slots (128, the credits it asks for); an RPC that finds none
 # free waits on SUNRPC's backlog queue, and a slot given back goes
-# straight to the first waiter (FreeSlot handles, rpcrdma/sunrpc/rqst.rs).
+# straight to the first waiter (FreeSlot handles, rpcrdma/sunrpc/pool.rs).
 # Nothing else in the suite fills every slot. NFSv3 (no session slot
 # table in front of the transport) to svcrdma:
 #   1. 4 fio jobs of 4 KiB direct random reads, iodepth 128 each (512 in
