@@ -19,6 +19,7 @@
 //! | [`vec`] | `KVec::set_len` (6.12) is `KVec::clear`/`inc_len` on 7.3 | `KVec::clear` |
 //! | [`ib`] | `ib_device_attr` limits are `int` on 6.12, `u32` on 7.3 | `u32` accessors |
 //! | [`foreign`] | `ForeignOwnable`'s pointer is `*const c_void` on 6.12, `*mut c_void` on 7.3 | `ForeignOwnable::into_foreign` |
+//! | [`set_once`] | `kernel::sync::SetOnce` (7.3 has it, from 6.17) | `kernel::sync::SetOnce` |
 //! | [`rpcrdma2_module!`] | `module!`'s `author:` is `authors: [..]` on 7.3 | `module!` with `authors` |
 //!
 //! Items that differ between 6.12 and 7.3 are chosen by the cfg
@@ -41,6 +42,7 @@ pub mod init;
 pub mod kunit;
 pub mod params;
 pub mod print;
+pub mod set_once;
 pub mod vec;
 
 /// `module!` with one author: the key is `author` on 6.12 and `authors` (a

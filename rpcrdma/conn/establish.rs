@@ -156,7 +156,8 @@ impl Conn {
             let pool = MrPool::new(ep.pd(), caps.shape(sizing.depth), size)?;
             stats.mrs_allocated.fetch_add(size as u64, Relaxed);
             let c = Arc::new(Chunking::new(sizing, pool), GFP_KERNEL)?;
-            *ep.qp().handler().0.chunking.lock() = Some(c.clone());
+            // Set once: the connection's QP handler is new.
+            let _ = ep.qp().handler().0.chunking.populate(c.clone());
             chunking = Some(c);
         }
 

@@ -62,6 +62,7 @@ use self::continued::CursorCell;
 pub(crate) use self::establish::frwr_sizing;
 use self::frwr::{Chunking, Finish, RegSizing, RegTable};
 use self::recovery::RecoveryTable;
+use crate::compat::set_once::SetOnce;
 use crate::why::{self, CloseWhy, Why};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, SpinLock};
@@ -287,9 +288,9 @@ pub struct QpState {
     /// has no WR left in the Send queue.
     #[pin]
     regs_idle: CondVar,
-    /// Set once the PD exists (`None`: inline only).
-    #[pin]
-    chunking: SpinLock<Option<Arc<Chunking>>>,
+    /// Set once the PD exists (never: inline only); read without a
+    /// lock.
+    chunking: SetOnce<Arc<Chunking>>,
     /// Error recovery state by request slot.
     #[pin]
     recovery: SpinLock<RecoveryTable>,
@@ -350,7 +351,7 @@ impl ConnQp {
                 regs <- new_spinlock!(regs),
                 active,
                 regs_idle <- new_condvar!(),
-                chunking <- new_spinlock!(None),
+                chunking: SetOnce::new(),
                 recovery <- new_spinlock!(recovery),
                 tried,
                 chains <- new_spinlock!(chains),
@@ -400,8 +401,8 @@ impl QpState {
         }
     }
 
-    fn chunking(&self) -> Option<Arc<Chunking>> {
-        self.chunking.lock().clone()
+    fn chunking(&self) -> Option<&Chunking> {
+        self.chunking.as_ref().map(|c| &**c)
     }
 
     /// An empty Send chain from the connection's spares, else a new one.
