@@ -114,6 +114,11 @@ impl Regs {
         }
     }
 
+    /// Whether an MR is back in the slot.
+    pub(super) fn holds_mrs(&self) -> bool {
+        self.mrs.iter().any(Option::is_some)
+    }
+
     /// Takes one MR that is back.
     pub(super) fn take(&mut self) -> Option<Mr> {
         // Only the place found is moved out of: `Option::take` on every
@@ -179,8 +184,9 @@ impl RegTable {
     /// encode again meanwhile), a slot seen idle stays idle but for a
     /// transmission already under way; one seen active may turn idle at
     /// any time (its invalidation ends), and the caller then takes the
-    /// lock and finds it so. A slot seen idle has its MRs back in the
-    /// pool.
+    /// lock and finds it so. A slot seen idle holds no MR: they are back
+    /// in the pool, or on their way there (the last one of a drain goes
+    /// back after the slot is reset, before its RPC ends).
     pub(super) fn active(&self) -> Arc<SlotFlags> {
         self.active.clone()
     }
@@ -210,7 +216,7 @@ impl RegTable {
         if let Some(r) = self.slots.get_mut(slot) {
             r.reset();
         }
-        // After the MRs went back to the pool.
+        // After the MRs left the slot (for the pool).
         self.active.set(slot, false);
     }
 }
@@ -496,13 +502,21 @@ impl QpState {
 
     /// [`QpState::drain_slot`] with the registration table locked. Each
     /// MR goes back to the pool with the lock dropped (one that is not
-    /// clean is deregistered there, which may sleep).
+    /// clean is deregistered there, which may sleep); the last one after
+    /// the slot is reset under the lock it was taken under, so that an
+    /// RPC with one MR takes the lock once. The RPC ends (the caller
+    /// finishes it) only after every MR is back.
     fn drain_locked<'a>(
         &'a self,
         mut g: RegGuard<'a>,
         slot: usize,
     ) -> (u32, Option<Ending>, Option<Tail>) {
+        let mut last = None;
         while let Some(mr) = g.get_mut(slot).and_then(|r| r.take()) {
+            if !g.get(slot).is_some_and(Regs::holds_mrs) {
+                last = Some(mr);
+                break;
+            }
             drop(g);
             self.put_mr(mr);
             g = self.regs.lock();
@@ -511,13 +525,35 @@ impl QpState {
             Some(r) => match r.life.step(Event::Drain) {
                 // `finish` is `None` if a LOCAL_INV failed.
                 Ok(Action::Drained { finish, wake }) => ((r.xid, finish, r.tail.take()), wake),
-                // Not invalidating (cannot happen): leave the slot alone.
-                _ => return (r.xid, None, None),
+                // Not invalidating (cannot happen): leave the slot alone
+                // (and its last MR in it).
+                _ => {
+                    let xid = r.xid;
+                    if let Some(mr) = last.take() {
+                        if let Err(mr) = r.store(mr) {
+                            last = Some(mr);
+                        }
+                    }
+                    drop(g);
+                    if let Some(mr) = last {
+                        self.put_mr(mr);
+                    }
+                    return (xid, None, None);
+                }
             },
-            None => return (0, None, None),
+            None => {
+                drop(g);
+                if let Some(mr) = last {
+                    self.put_mr(mr);
+                }
+                return (0, None, None);
+            }
         };
         g.deactivate(slot);
         drop(g);
+        if let Some(mr) = last {
+            self.put_mr(mr);
+        }
         if wake {
             self.regs_idle.notify_all();
         }
