@@ -1,21 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! KUnit suites in Rust for Linux 6.12 (and 7.3, with the same suites).
+//! KUnit suites in Rust, one source form for Linux 6.12 and 7.3.
 //!
-//! 6.12 has no `#[kunit_tests]` (it arrived in 6.15), so [`kunit_suite!`]
-//! builds what `kunit_test_suites()` builds in C: a zero-terminated
-//! `kunit_case` array, a `kunit_suite` pointing at it, and a pointer to the
-//! suite in the `.kunit_test_suites` section, which KUnit runs when the
-//! module is loaded and reports as KTAP in the kernel log.
+//! A suite is declared with [`kunit_suite!`] (a list of test functions)
+//! or [`kunit_table_suite!`] (one parameterized case over a static table);
+//! what they expand to is chosen by the cfg `rpcrdma2_kernel_7_3`:
 //!
-//! On 7.3 (`rpcrdma2_kernel_7_3`) only `generate_params` differs: it takes
-//! the running test first; the structures' new fields stay zero, as a C
-//! designated initialiser leaves them.
+//! - 7.3: [`kunit_suite!`] is the kernel's own `#[kunit_tests(suite)]`
+//!   (`kernel::prelude::kunit_tests`, since 6.15) on a module of `#[test]`
+//!   functions that call the listed cases. `#[kunit_tests]` has no
+//!   parameterized cases, so [`kunit_table_suite!`] builds its case with
+//!   the kernel's `kernel::kunit::kunit_case()` plus a `generate_params`
+//!   (7.3's, which takes the running test first) and registers the suite
+//!   with the kernel's `kernel::kunit_unsafe_test_suite!`.
+//! - 6.12, which has neither, gets what C's `kunit_test_suites()` builds:
+//!   a zero-terminated `kunit_case` array with a C-ABI trampoline per case,
+//!   a `kunit_suite` pointing at it, and a pointer to the suite in the
+//!   `.kunit_test_suites` section, which KUnit runs when the module is
+//!   loaded and reports as KTAP in the kernel log.
 //!
 //! A test case is a plain `fn() -> TestResult`. The [`kassert!`] and
 //! [`kassert_eq!`] macros print a KUnit-style failure message and return
-//! early; the generated trampoline then marks the case failed, exactly as
-//! `kunit_set_failure()` does.
+//! early, so destructors run; the case is then marked failed: on 7.3 by
+//! the `#[kunit_tests]` wrapper, which asserts (through KUnit) that the
+//! case returned `Ok`; on 6.12 and for table entries by [`run_case`],
+//! exactly as `kunit_set_failure()` does.
 
 use core::fmt;
 use kernel::bindings;
@@ -110,6 +119,7 @@ pub unsafe fn table_run<T: TableTest>(test: *mut bindings::kunit) {
 
 /// Turns a suite name into the fixed-size, NUL-padded array `kunit_suite`
 /// holds. Fails the build for names of 256 bytes or more.
+#[cfg(not(rpcrdma2_kernel_7_3))]
 pub const fn suite_name(name: &str) -> [kernel::ffi::c_char; 256] {
     let bytes = name.as_bytes();
     assert!(bytes.len() < 256, "KUnit suite name too long");
@@ -166,7 +176,8 @@ macro_rules! kassert_eq {
 
 /// The `kunit_suite` for the `CASES` array in scope and its entry in
 /// `.kunit_test_suites` (what C's `kunit_test_suites()` emits). Internal
-/// to [`kunit_suite!`] and [`kunit_table_suite!`].
+/// to [`kunit_suite!`] and [`kunit_table_suite!`] on 6.12.
+#[cfg(not(rpcrdma2_kernel_7_3))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __kunit_suite_entry {
@@ -241,6 +252,7 @@ macro_rules! kunit_table_suite {
                 unsafe { $crate::compat::kunit::table_run::<$ty>(test) }
             }
 
+            #[cfg(not(rpcrdma2_kernel_7_3))]
             static mut CASES: [kunit_case; 2] = [
                 kunit_case {
                     run_case: Some(run),
@@ -253,7 +265,29 @@ macro_rules! kunit_table_suite {
                 unsafe { core::mem::MaybeUninit::zeroed().assume_init() },
             ];
 
+            #[cfg(not(rpcrdma2_kernel_7_3))]
             $crate::__kunit_suite_entry!($suite);
+
+            /// The case's name.
+            #[cfg(rpcrdma2_kernel_7_3)]
+            const NAME: &core::ffi::CStr = match core::ffi::CStr::from_bytes_with_nul(
+                concat!(stringify!($case), "\0").as_bytes(),
+            ) {
+                Ok(name) => name,
+                Err(_) => panic!("KUnit case name with a NUL byte"),
+            };
+
+            #[cfg(rpcrdma2_kernel_7_3)]
+            static mut CASES: [kunit_case; 2] = [
+                kunit_case {
+                    generate_params: Some(params),
+                    ..kernel::kunit::kunit_case(NAME, run)
+                },
+                pin_init::zeroed(),
+            ];
+
+            #[cfg(rpcrdma2_kernel_7_3)]
+            kernel::kunit_unsafe_test_suite!($suite, CASES);
         }
     };
 }
@@ -266,7 +300,8 @@ macro_rules! kunit_table_suite {
 /// ```
 ///
 /// Creates a module named after the suite holding the C-ABI trampolines,
-/// the case array, the suite and its `.kunit_test_suites` entry.
+/// the case array, the suite and its `.kunit_test_suites` entry (6.12).
+#[cfg(not(rpcrdma2_kernel_7_3))]
 #[macro_export]
 macro_rules! kunit_suite {
     ($suite:ident { $($case:ident),+ $(,)? }) => {
@@ -316,6 +351,31 @@ macro_rules! kunit_suite {
             ];
 
             $crate::__kunit_suite_entry!($suite);
+        }
+    };
+}
+
+/// Declares a KUnit suite from test functions in the current module.
+///
+/// ```ignore
+/// kunit_suite!(rpcrdma2_example { case_one, case_two });
+/// fn case_one() -> TestResult { kassert!(1 + 1 == 2); Ok(()) }
+/// ```
+///
+/// Creates a module named after the suite, under the kernel's
+/// `#[kunit_tests]`, with a `#[test]` function per case that runs it (7.3).
+#[cfg(rpcrdma2_kernel_7_3)]
+#[macro_export]
+macro_rules! kunit_suite {
+    ($suite:ident { $($case:ident),+ $(,)? }) => {
+        #[kernel::prelude::kunit_tests($suite)]
+        mod $suite {
+            $(
+                #[test]
+                fn $case() -> $crate::compat::kunit::TestResult {
+                    super::$case()
+                }
+            )+
         }
     };
 }

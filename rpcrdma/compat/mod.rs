@@ -10,7 +10,7 @@
 //!
 //! | item | 6.12 lacks | replaced by |
 //! |------|------------|-------------|
-//! | [`kunit`] (KUnit variant only) | `#[kunit_tests]` | `kernel::kunit::kunit_tests` (6.15) |
+//! | [`kunit`] (KUnit variant only) | `#[kunit_tests]` (7.3: used for [`kunit_suite!`]); parameterized Rust cases (7.3 neither) | `kernel::prelude::kunit_tests` (6.15) |
 //! | [`errno`] | `EPROTONOSUPPORT`, `EMSGSIZE`, `ENOTCONN`, `ETIMEDOUT` ... in `kernel::error::code` | the same names in `kernel::error::code`, once listed there |
 //! | [`print::ratelimit`] | rate-limited printing (`pr_*_ratelimited`) | the kernel crate's rate-limited print macros, once there |
 //! | [`params`] | parameters in `module!` (the C side declares them in `shim.c`) | `module!` parameters (`rust/kernel/module_param.rs`, after 6.12; needs `bool`) |

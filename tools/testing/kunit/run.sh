@@ -26,9 +26,13 @@ esac
 	die "$ko (the KUnit variant for the $RPCRDMA2_KERNEL_VARIANT kernel) is not built: run 'make $target'"
 results=$(mktemp -d "${TMPDIR:-/tmp}/rpcrdma2-kunit.XXXXXX")
 trap 'rm -rf "$results"' EXIT
-# The testbed kernel keeps KUnit off at boot (KUNIT_DEFAULT_ENABLED=n):
-# enable it for this run only.
-"$RPCRDMA2_TOP/tools/testing/vm/run.sh" --results "$results" --append kunit.enable=1 "$@" "$here/guest-kunit.sh" ||
+# kunit.enable=1: KUnit is on (the testbed kernels' default too; the
+# option keeps a kernel configured otherwise usable). kunit.autorun=1: a
+# module's suites run when it is loaded; 7.3 makes that a parameter whose
+# default (KUNIT_AUTORUN_ENABLED) the testbed's allnoconfig base turns off,
+# and without it 7.3 registers the suites and runs none. 6.12 always runs
+# them and ignores the unknown kunit.autorun, as it does any dotted option.
+"$RPCRDMA2_TOP/tools/testing/vm/run.sh" --results "$results" --append "kunit.enable=1 kunit.autorun=1" "$@" "$here/guest-kunit.sh" ||
 	die "KUnit guest run failed (exit $?)"
 ktap=$results/client/kunit.log
 [ -f "$ktap" ] || die "the guest produced no $ktap"
