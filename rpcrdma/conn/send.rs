@@ -255,7 +255,25 @@ impl Conn {
     ) -> Result {
         let q = &self.ep.qp().handler().0;
         let n = chunks.ranges().len();
-        if n > 0 {
+        // One MR (the common chunked RPC): mapped here, and it enters the
+        // slot only as the WR that registers it (`post_one_reg`).
+        let one = if n == 1 {
+            match self
+                .chunking
+                .as_deref()
+                .ok_or(EIO)
+                .and_then(|c| self.map_one(rqst, xid, chunks, 0, c))
+            {
+                Ok(m) => Some(m),
+                Err(e) => {
+                    let _ = q.sends.lock().push(sb);
+                    return Err(e);
+                }
+            }
+        } else {
+            None
+        };
+        if n > 1 {
             if let Err(e) = self.register(rqst, slot, xid, chunks, self.chunking.as_deref()) {
                 let _ = q.sends.lock().push(sb);
                 self.release(slot);
@@ -291,7 +309,59 @@ impl Conn {
                 }
             };
         }
-        self.post_with_regs(slot, n, sb, free, &call)
+        match one {
+            Some((mr, seg)) => self.post_one_reg(slot, mr, seg, sb, free, &call),
+            None => self.post_with_regs(slot, n, sb, free, &call),
+        }
+    }
+
+    /// Takes an MR from the pool and maps range `k` of `chunks` (Call
+    /// `xid`) into it: the MR and the segment that advertises it.
+    /// `ENOBUFS` if the pool is empty; on failure the MR is back in the
+    /// pool.
+    fn map_one(
+        &self,
+        rqst: &TxRqst<'_>,
+        xid: u32,
+        chunks: &ChunkPlan,
+        k: usize,
+        c: &Chunking,
+    ) -> Result<(Mr, crate::xdr::chunk::Segment)> {
+        let range = chunks.ranges().get(k).ok_or(EINVAL)?;
+        if range.part == Part::WritePad {
+            return Err(EINVAL);
+        }
+        let Some(mut mr) = c.pool.get() else {
+            return Err(crate::compat::errno::enobufs());
+        };
+        let (side, access) = if k < chunks.read_ranges().len() {
+            (XdrSide::Call, MrAccess::RemoteRead)
+        } else {
+            (XdrSide::Reply, MrAccess::RemoteWrite)
+        };
+        let mapped = xdrbuf::xdr_range(range)
+            .and_then(|r| rqst.map_range(side, &r, &mut mr, access, xid))
+            .and_then(|()| mr.region().ok_or(EIO));
+        match mapped {
+            Ok(region) => {
+                let seg = super::frwr::segment(region);
+                let q = &self.ep.qp().handler().0;
+                trace::mr_reg(q.id, xid, seg.handle, seg.length, seg.offset);
+                Ok((mr, seg))
+            }
+            Err(e) => {
+                c.pool.put(mr);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "send: xid {:#010x}: mapping {:?} failed ({:?})\n",
+                        xid,
+                        range,
+                        e
+                    );
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Maps every range of `chunks` into an MR from the pool and keeps
@@ -308,35 +378,8 @@ impl Conn {
         let q = &self.ep.qp().handler().0;
         let c = chunking.ok_or(EIO)?;
         let i = usize::from(slot);
-        let nread = chunks.read_ranges().len();
-        for (k, range) in chunks.ranges().iter().enumerate() {
-            if range.part == Part::WritePad {
-                return Err(EINVAL);
-            }
-            let Some(mut mr) = c.pool.get() else {
-                return Err(crate::compat::errno::enobufs());
-            };
-            let (side, access) = if k < nread {
-                (XdrSide::Call, MrAccess::RemoteRead)
-            } else {
-                (XdrSide::Reply, MrAccess::RemoteWrite)
-            };
-            let mapped = xdrbuf::xdr_range(range)
-                .and_then(|r| rqst.map_range(side, &r, &mut mr, access, xid));
-            if let Err(e) = mapped {
-                c.pool.put(mr);
-                if crate::compat::print::ratelimit() {
-                    pr_err!(
-                        "send: xid {:#010x}: mapping {:?} failed ({:?})\n",
-                        xid,
-                        range,
-                        e
-                    );
-                }
-                return Err(e);
-            }
-            let seg = super::frwr::segment(mr.region().ok_or(EIO)?);
-            trace::mr_reg(q.id, xid, seg.handle, seg.length, seg.offset);
+        for k in 0..chunks.ranges().len() {
+            let (mr, seg) = self.map_one(rqst, xid, chunks, k, c)?;
             let mut g = q.regs.lock();
             // The slot holds this RPC from its first MR on (one lock for
             // both): until then nothing of it is registered, so a failure
@@ -400,9 +443,6 @@ impl Conn {
         free: usize,
         call: &CallMsg<'_, '_>,
     ) -> Result {
-        if n == 1 {
-            return self.post_one_reg(slot, sb, free, call);
-        }
         let q = &self.ep.qp().handler().0;
         let qp = self.ep.qp();
         let i = usize::from(slot);
@@ -544,53 +584,51 @@ impl Conn {
         self.ep.qp().handler().0.active.get(usize::from(slot))
     }
 
-    /// [`Conn::post_with_regs`] for a Call with one MR (a READ of up to
-    /// one MR's pages, the common chunked RPC): the REG_MR and the Send
-    /// posted together from the stack, without a chain.
+    /// Posts the REG_MR of a Call's one MR (`mr`, mapped, advertised as
+    /// `seg`: a READ of up to one MR's pages, the common chunked RPC) and
+    /// its signalled Send `sb` (taken with `free` left) together, from the
+    /// stack. One look at `slot`: it is made active for the Call, its
+    /// header encoded with the segment and the REG_MR counted as posted
+    /// (before the post, as in [`Conn::post_with_regs`]), so the MR never
+    /// sits in the slot before its REG_MR completes.
     fn post_one_reg(
         &self,
         slot: u16,
+        mr: Mr,
+        seg: crate::xdr::chunk::Segment,
         mut sb: SendBuf,
         free: usize,
         call: &CallMsg<'_, '_>,
     ) -> Result {
         let q = &self.ep.qp().handler().0;
         let qp = self.ep.qp();
-        // One look at the slot: the header encoded with its segment, the
-        // REG_MR counted as posted before the post (see `post_with_regs`)
-        // and its MR taken into the WR.
-        let reg = {
+        let i = usize::from(slot);
+        let ready = {
             let mut g = q.regs.lock();
-            g.get_mut(usize::from(slot))
-                .ok_or((EIO, None))
-                .and_then(|r| {
-                    let segs = r.segs.get(..r.nsegs).ok_or((EINVAL, None))?;
-                    call.encode_header(&mut sb, segs).map_err(|e| (e, None))?;
-                    // `register` stored the MR, and only this sender moves
-                    // the slot out of `Mapped`: neither can fail (see
-                    // `post_with_regs`).
-                    let mr = r.take().ok_or((EIO, None))?;
-                    if r.life.step(Event::Posted(1)).is_err() {
-                        // Back to the pool once the lock is dropped.
-                        return Err((EIO, Some(mr)));
-                    }
-                    Ok(SendWr::reg_mr(SendOpCtx::Reg {
-                        wr: MrWr::new(mr),
-                        slot,
-                    }))
-                })
-        };
-        let reg = match reg {
-            Ok(wr) => wr,
-            Err((e, mr)) => {
-                if let Some(mr) = mr {
-                    q.put_mr(mr);
-                }
-                let _ = q.sends.lock().push(sb);
-                self.release(slot);
-                return Err(e);
+            let r = g.activate(i, call.xid).ok_or(EIO).and_then(|r| {
+                r.plan = Some(*call.chunks);
+                let place = r.segs.get_mut(0).ok_or(EINVAL)?;
+                *place = seg;
+                r.nsegs = 1;
+                call.encode_header(&mut sb, r.segs.get(..1).ok_or(EINVAL)?)?;
+                // Active since just now (`Mapped`): never refused.
+                r.life.step(Event::Posted(1)).map(|_| ()).map_err(|_| EIO)
+            });
+            if r.is_err() {
+                // Nothing of the Call stays in the slot.
+                g.deactivate(i);
             }
+            r
         };
+        if let Err(e) = ready {
+            q.put_mr(mr);
+            let _ = q.sends.lock().push(sb);
+            return Err(e);
+        }
+        let reg = SendWr::reg_mr(SendOpCtx::Reg {
+            wr: MrWr::new(mr),
+            slot,
+        });
         trace::post_send(self.id, call.rqst.task_id(), call.xid, 1, true, free);
         // The Call's body behind its header, outside the lock.
         let r = match call.encode_body(&mut sb) {
