@@ -605,32 +605,40 @@ impl<Q: QpHandler> Qp<Q> {
             pr_err!("send completion for an unknown WR; ignored\n");
             return;
         };
-        // The first WR is taken under the same lock as the check that
-        // `idx` is outstanding: an inline Send's completion costs one
-        // acquisition. Only this handler (one completion at a time per
-        // CQ) and the sweep after the drain take WRs out, so `idx` stays
-        // outstanding until this loop takes it.
+        // The WRs are taken two at a time, the first two under the same
+        // lock as the check that `idx` is outstanding: a signalled Send
+        // that retires one earlier WR (a REG_MR, or an unsignalled Send)
+        // costs one acquisition. Only this handler (one completion at a
+        // time per CQ) and the sweep after the drain take WRs out, so
+        // `idx` stays outstanding until this loop takes it.
         let mut first = true;
         loop {
-            let popped = {
+            let (a, b) = {
                 let mut st = self.send.lock();
                 if first && !st.is_outstanding(idx) {
                     drop(st);
                     pr_err!("send completion for idle slot {}; ignored\n", idx);
                     return;
                 }
-                st.pop()
+                let a = st.pop();
+                let b = match a {
+                    Some((slot, _)) if slot != idx => st.pop(),
+                    _ => None,
+                };
+                (a, b)
             };
             first = false;
-            let Some((slot, s)) = popped else { return };
-            if slot == idx {
-                let c = Completion::Done(wc);
-                let ctx = s.finish(&c);
-                self.handler.send_done(self, ctx, c);
-                return;
+            for popped in [a, b] {
+                let Some((slot, s)) = popped else { return };
+                if slot == idx {
+                    let c = Completion::Done(wc);
+                    let ctx = s.finish(&c);
+                    self.handler.send_done(self, ctx, c);
+                    return;
+                }
+                let ctx = s.finish(&Completion::Retired);
+                self.handler.send_done(self, ctx, Completion::Retired);
             }
-            let ctx = s.finish(&Completion::Retired);
-            self.handler.send_done(self, ctx, Completion::Retired);
         }
     }
 
