@@ -25,13 +25,13 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$here/lib.sh"
 cd "$RPCRDMA2_TOP"
 
-ensure_debs python3-sphinx
+ensure_debs python3-sphinx python3-matplotlib
 
 fail=0
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-# -C: no conf.py (the defaults suffice); -W: warnings are errors.
-sphinx-build -q -C -W -b html -d "$out/doctrees" Documentation "$out/html" || fail=1
+# Documentation/conf.py: the local extension (sphinx/); -W: warnings are errors.
+sphinx-build -q -W -b html -d "$out/doctrees" Documentation "$out/html" || fail=1
 
 table=Documentation/conformance.rst
 test_fns() { # FILE...: the names of the #[test] functions in FILE...

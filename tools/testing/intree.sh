@@ -20,8 +20,8 @@
 #      keeps it (its dependencies hold);
 #   3. (not with --config-only) modules_prepare (the Rust crates: a few
 #      minutes on 2 cores) and net/sunrpc/xprtrdma2/rpcrdma2.ko, with the
-#      testbed kernel's Module.symvers; fails unless the module is built
-#      and modinfo names it rpcrdma2.
+#      testbed kernel's Module.symvers and, for modpost, its vmlinux.o;
+#      fails unless the module is built and modinfo names it rpcrdma2.
 #
 # Needs the testbed kernel (make kernel).
 
@@ -85,6 +85,12 @@ log "in-tree configuration: CONFIG_SUNRPC_XPRT_RDMA2=m"
 ((config_only)) && exit 0
 
 cp "$kdir/Module.symvers" "$out/Module.symvers"
+# modpost resolves an in-tree module's symbols against vmlinux.o of the
+# output directory (Module.symvers is read only for external modules);
+# without it every symbol is undefined. The testbed kernel has sunrpc and
+# ib_core built in, so its vmlinux.o has all the module needs (read only:
+# a link does).
+ln -sfn "$kdir/vmlinux.o" "$out/vmlinux.o"
 jobs=$(($(nproc) + 1))
 step "modules_prepare" make -s -C "$src" O="$out" "${vars[@]}" -j"$jobs" modules_prepare
 step "net/sunrpc/xprtrdma2/rpcrdma2.ko" make -s -C "$src" O="$out" "${vars[@]}" -j"$jobs" \

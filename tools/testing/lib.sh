@@ -120,11 +120,13 @@ VM_DEBS=(qemu-system-x86 busybox-static nfs-kernel-server nfs-common
 # rustfmt and clippy are separate packages that rustc-web only recommends,
 # and ensure_debs installs no recommends), g++ for libFuzzer (the
 # libfuzzer-sys crate compiles its C++), ca-certificates for crates.io,
-# python3 and Sphinx for the bench tools' unit tests and the documentation.
+# python3 and Sphinx for the bench tools' unit tests and the documentation,
+# matplotlib for the chart the documentation build draws
+# (Documentation/sphinx/benchchart.py; make bench's report draws it too).
 # The -web toolchain packages come from bookworm-security (bookworm's own
 # are older than the crates' rust-version).
 HOST_DEBS=(rustc-web cargo-web rustfmt-web rust-web-clippy g++ make ca-certificates
-	python3 python3-sphinx)
+	python3 python3-sphinx python3-matplotlib)
 # The responder (tools/responder/build.sh), on top of HOST_DEBS: cmake for
 # rdma-mummy-sys's C part, libclang for its bindgen, the rdma-core
 # libraries it loads.

@@ -541,6 +541,103 @@ def srv_profile_table(sprof, rows):
     return out
 
 
+def row_stat(rows, cfg, job, key="stats"):
+    """Statistics of a configuration's job or phase, rows[(cfg, job)]: key
+    "stats" the figure itself, "cpu" the client's CPU per operation, "srv"
+    the server's; None if it has no number."""
+    row = rows.get((cfg, job))
+    return row.get(key) if row and row["stats"] else None
+
+
+def ratio(a, b):
+    """a / b of two statistics as a ratio of means, with the relative
+    standard deviations added in quadrature; None if either is missing."""
+    if not a or not b or not b["mean"]:
+        return None
+    r = a["mean"] / b["mean"]
+    return {"ratio": r, "sd": r * math.hypot(a["cv_pct"] / 100, b["cv_pct"] / 100)}
+
+
+def fio_ratios(rows, job):
+    """The ratios of means of one fio job between configurations."""
+    _, unit, perf = JOBS[job]
+
+    def mean_of(cfg, j=job):
+        return row_stat(rows, cfg, j)
+
+    def cpu_of(cfg):
+        return row_stat(rows, cfg, job, "cpu")
+
+    def srv_of(cfg):
+        return row_stat(rows, cfg, job, "srv")
+
+    raw = mean_of("raw", perf) if unit == "MiB/s" else None
+    return {"job": job,
+            "rpcrdma2_1k/C_1k": ratio(mean_of("r2-1k"), mean_of("c-1k")),
+            "rpcrdma2_1k/C_default": ratio(mean_of("r2-1k"), mean_of("c")),
+            "rpcrdma2_default/C_default": ratio(mean_of("r2"), mean_of("c")),
+            "TCP/C_default": ratio(mean_of("tcp"), mean_of("c")),
+            "rpcrdma2_1k/raw": ratio(mean_of("r2-1k"), raw),
+            "rpcrdma2_default/raw": ratio(mean_of("r2"), raw),
+            "C_default/raw": ratio(mean_of("c"), raw),
+            "cpu_per_op:rpcrdma2_default/C_default": ratio(cpu_of("r2"), cpu_of("c")),
+            "cpu_per_op:rpcrdma2_1k/C_1k": ratio(cpu_of("r2-1k"), cpu_of("c-1k")),
+            "cpu_per_op:TCP/C_default": ratio(cpu_of("tcp"), cpu_of("c")),
+            "srv_cpu_per_op:rpcrdma2_default/C_default": ratio(srv_of("r2"), srv_of("c")),
+            "srv_cpu_per_op:rpcrdma2_1k/C_1k": ratio(srv_of("r2-1k"), srv_of("c-1k")),
+            "srv_cpu_per_op:TCP/C_default": ratio(srv_of("tcp"), srv_of("c")),
+            "v2_continuation/v2_chunks": ratio(mean_of("v2-inl"), mean_of("v2")),
+            "cpu_per_op:v2_continuation/v2_chunks": ratio(cpu_of("v2-inl"), cpu_of("v2")),
+            "C_responder/C_svcrdma": ratio(mean_of("c-resp"), mean_of("c")),
+            "cpu_per_op:C_responder/C_svcrdma": ratio(cpu_of("c-resp"), cpu_of("c")),
+            "C_responder_baseline/C_svcrdma": ratio(mean_of("c-resp0"), mean_of("c")),
+            "rpcrdma2_default/module_baseline": ratio(mean_of("r2"), mean_of("r2-0")),
+            "cpu_per_op:rpcrdma2_default/module_baseline": ratio(cpu_of("r2"), cpu_of("r2-0")),
+            "srv_cpu_per_op:rpcrdma2_default/module_baseline": ratio(srv_of("r2"), srv_of("r2-0")),
+            "module_baseline/C_default": ratio(mean_of("r2-0"), mean_of("c"))}
+
+
+def metadata_ratios(rows, ops_rows, meta_cfgs):
+    """Per metadata configuration and phase: elapsed C client / configuration
+    and CPU per RPC configuration / C client; version 1 over version 2 of
+    the phases and of the operations' RTTs."""
+    def mean_of(cfg, job):
+        return row_stat(rows, cfg, job)
+
+    def cpu_of(cfg, job):
+        return row_stat(rows, cfg, job, "cpu")
+
+    def op_stat(cfg, op, what):
+        row = ops_rows.get((cfg, op))
+        return row.get(what) if row else None
+
+    meta_ratios = []  # per (cfg, phase): C/cfg elapsed, cfg/C cpu; v1/v2
+    for cfg in meta_cfgs:
+        cref = "m-c" + meta_suffix(cfg)
+        for ph in META_PHASES:
+            if (cfg, ph) not in rows:
+                continue
+            meta_ratios.append({"config": cfg, "phase": ph,
+                                "speedup_vs_C": ratio(mean_of(cref, ph), mean_of(cfg, ph)),
+                                "cpu_per_rpc_vs_C": ratio(cpu_of(cfg, ph), cpu_of(cref, ph))})
+    v2v1 = []
+    for suffix in sorted({meta_suffix(c) for c in meta_cfgs}):
+        v2, v1 = "m-v2" + suffix, "m-v1" + suffix
+        if v2 not in meta_cfgs or v1 not in meta_cfgs:
+            continue
+        for ph in META_PHASES:
+            v2v1.append({"what": f"phase {ph}", "nfs": suffix or ".nfs4.1",
+                         "elapsed_v1/v2": ratio(mean_of(v1, ph), mean_of(v2, ph)),
+                         "cpu_per_rpc_v2/v1": ratio(cpu_of(v2, ph), cpu_of(v1, ph))})
+        ops = sorted({op for (c, op) in ops_rows if c in (v1, v2)},
+                     key=lambda op: -(op_stat(v2, op, "ops_per_run") or 0))
+        for op in ops:
+            v2v1.append({"what": f"op {op}", "nfs": suffix or ".nfs4.1",
+                         "p50_v1/v2": ratio(op_stat(v1, op, "p50"), op_stat(v2, op, "p50")),
+                         "mean_rtt_v1/v2": ratio(op_stat(v1, op, "rtt"), op_stat(v2, op, "rtt"))})
+    return meta_ratios, v2v1
+
+
 def percentile(vals, q):
     v = sorted(vals)
     if not v:
@@ -741,24 +838,6 @@ def main(res):
         if row["kind"] == "perftest":
             row["mount_options"] = "perftest " + (row["mount_options"] or "")
 
-    def mean_of(cfg, job):
-        row = rows.get((cfg, job))
-        return row["stats"] if row and row["stats"] else None
-
-    def cpu_of(cfg, job):
-        row = rows.get((cfg, job))
-        return row["cpu"] if row and row["stats"] and row["cpu"] else None
-
-    def srv_of(cfg, job):
-        row = rows.get((cfg, job))
-        return row["srv"] if row and row["stats"] and row["srv"] else None
-
-    def ratio(a, b):
-        if not a or not b or not b["mean"]:
-            return None
-        r = a["mean"] / b["mean"]
-        return {"ratio": r, "sd": r * math.hypot(a["cv_pct"] / 100, b["cv_pct"] / 100)}
-
     def rf(r):
         return f"{r['ratio']:.2f}±{r['sd']:.2f}" if r else "n/a"
 
@@ -776,35 +855,13 @@ def main(res):
 
     ratios = []
     for job, (title, unit, perf) in JOBS.items():
-        raw = mean_of("raw", perf) if unit == "MiB/s" else None
-        entry = {"job": job,
-                 "rpcrdma2_1k/C_1k": ratio(mean_of("r2-1k", job), mean_of("c-1k", job)),
-                 "rpcrdma2_1k/C_default": ratio(mean_of("r2-1k", job), mean_of("c", job)),
-                 "rpcrdma2_default/C_default": ratio(mean_of("r2", job), mean_of("c", job)),
-                 "TCP/C_default": ratio(mean_of("tcp", job), mean_of("c", job)),
-                 "rpcrdma2_1k/raw": ratio(mean_of("r2-1k", job), raw),
-                 "rpcrdma2_default/raw": ratio(mean_of("r2", job), raw),
-                 "C_default/raw": ratio(mean_of("c", job), raw),
-                 "cpu_per_op:rpcrdma2_default/C_default": ratio(cpu_of("r2", job), cpu_of("c", job)),
-                 "cpu_per_op:rpcrdma2_1k/C_1k": ratio(cpu_of("r2-1k", job), cpu_of("c-1k", job)),
-                 "cpu_per_op:TCP/C_default": ratio(cpu_of("tcp", job), cpu_of("c", job)),
-                 "srv_cpu_per_op:rpcrdma2_default/C_default": ratio(srv_of("r2", job), srv_of("c", job)),
-                 "srv_cpu_per_op:rpcrdma2_1k/C_1k": ratio(srv_of("r2-1k", job), srv_of("c-1k", job)),
-                 "srv_cpu_per_op:TCP/C_default": ratio(srv_of("tcp", job), srv_of("c", job)),
-                 "v2_continuation/v2_chunks": ratio(mean_of("v2-inl", job), mean_of("v2", job)),
-                 "cpu_per_op:v2_continuation/v2_chunks": ratio(cpu_of("v2-inl", job), cpu_of("v2", job)),
-                 "C_responder/C_svcrdma": ratio(mean_of("c-resp", job), mean_of("c", job)),
-                 "cpu_per_op:C_responder/C_svcrdma": ratio(cpu_of("c-resp", job), cpu_of("c", job)),
-                 "C_responder_baseline/C_svcrdma": ratio(mean_of("c-resp0", job), mean_of("c", job)),
-                 "rpcrdma2_default/module_baseline": ratio(mean_of("r2", job), mean_of("r2-0", job)),
-                 "cpu_per_op:rpcrdma2_default/module_baseline": ratio(cpu_of("r2", job), cpu_of("r2-0", job)),
-                 "srv_cpu_per_op:rpcrdma2_default/module_baseline": ratio(srv_of("r2", job), srv_of("r2-0", job)),
-                 "module_baseline/C_default": ratio(mean_of("r2-0", job), mean_of("c", job)),
-                 "paired:rpcrdma2_default/module_baseline": paired("r2", "r2-0", job, "value"),
-                 "paired:cpu_per_op:rpcrdma2_default/module_baseline": paired("r2", "r2-0", job, "cpu_us_op"),
-                 "paired:srv_cpu_per_op:rpcrdma2_default/module_baseline": paired("r2", "r2-0", job,
-                                                                                  "srv_cpu_us_op"),
-                 "raw_counterpart": perf if unit == "MiB/s" else None}
+        entry = fio_ratios(rows, job)
+        entry.update({
+            "paired:rpcrdma2_default/module_baseline": paired("r2", "r2-0", job, "value"),
+            "paired:cpu_per_op:rpcrdma2_default/module_baseline": paired("r2", "r2-0", job, "cpu_us_op"),
+            "paired:srv_cpu_per_op:rpcrdma2_default/module_baseline": paired("r2", "r2-0", job,
+                                                                             "srv_cpu_us_op"),
+            "raw_counterpart": perf if unit == "MiB/s" else None})
         ratios.append(entry)
 
     # --- metadata: per-op aggregation over the phases of each repeat ---
@@ -873,30 +930,7 @@ def main(res):
         row = ops_rows.get((cfg, op))
         return row[what] if row else None
 
-    meta_ratios = []  # per (cfg, phase): C/cfg elapsed, cfg/C cpu; v1/v2
-    for cfg in meta_cfgs:
-        cref = "m-c" + meta_suffix(cfg)
-        for ph in META_PHASES:
-            if (cfg, ph) not in rows:
-                continue
-            meta_ratios.append({"config": cfg, "phase": ph,
-                                "speedup_vs_C": ratio(mean_of(cref, ph), mean_of(cfg, ph)),
-                                "cpu_per_rpc_vs_C": ratio(cpu_of(cfg, ph), cpu_of(cref, ph))})
-    v2v1 = []
-    for suffix in sorted({meta_suffix(c) for c in meta_cfgs}):
-        v2, v1 = "m-v2" + suffix, "m-v1" + suffix
-        if v2 not in meta_cfgs or v1 not in meta_cfgs:
-            continue
-        for ph in META_PHASES:
-            v2v1.append({"what": f"phase {ph}", "nfs": suffix or ".nfs4.1",
-                         "elapsed_v1/v2": ratio(mean_of(v1, ph), mean_of(v2, ph)),
-                         "cpu_per_rpc_v2/v1": ratio(cpu_of(v2, ph), cpu_of(v1, ph))})
-        ops = sorted({op for (c, op) in ops_rows if c in (v1, v2)},
-                     key=lambda op: -(op_stat(v2, op, "ops_per_run") or 0))
-        for op in ops:
-            v2v1.append({"what": f"op {op}", "nfs": suffix or ".nfs4.1",
-                         "p50_v1/v2": ratio(op_stat(v1, op, "p50"), op_stat(v2, op, "p50")),
-                         "mean_rtt_v1/v2": ratio(op_stat(v1, op, "rtt"), op_stat(v2, op, "rtt"))})
+    meta_ratios, v2v1 = metadata_ratios(rows, ops_rows, meta_cfgs)
 
     # --- failures: loud ---
     failed = []
@@ -1305,11 +1339,15 @@ def main(res):
                         "" if r["srv_cpu_us_op"] is None else r["srv_cpu_us_op"],
                         "" if r["srv_util"] is None else r["srv_util"]])
 
-    chart(res, settings, rows, ratios, meta_cfgs, meta_ratios, ops_rows, v2v1)
+    chart(os.path.join(res, "bench.png"), settings, rows, ratios, meta_cfgs, meta_ratios, ops_rows, v2v1)
     return 3 if failed else 0
 
 
-def chart(res, settings, rows, ratios, meta_cfgs, meta_ratios, ops_rows, v2v1):
+def chart(path, settings, rows, ratios, meta_cfgs, meta_ratios, ops_rows, v2v1):
+    """Draw the chart (PNG) to path. Also drawn by the documentation build
+    (Documentation/sphinx/benchchart.py) from the results tables of
+    Documentation/benchmarks.rst: rows without the "values" of their runs,
+    ops_rows with only "ops_per_run" and "p50"."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -1435,7 +1473,8 @@ def chart(res, settings, rows, ratios, meta_cfgs, meta_ratios, ops_rows, v2v1):
                  f"repeats; fio {settings.get('runtime', '?')} s per run, '1k' = rsize=wsize=1024; "
                  f"metadata: NFS {settings.get('meta_vers', '4.1')})", fontsize=11)
     fig.tight_layout()
-    fig.savefig(os.path.join(res, "bench.png"), dpi=100)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
