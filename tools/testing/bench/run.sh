@@ -332,7 +332,7 @@ if [ -z "$kroot" ]; then
 fi
 krel=$(cat "$kroot/kernelrelease" 2>/dev/null) || die "testbed kernel ($variant) not built: no $kroot/kernelrelease"
 {
-	echo "rpcrdma2.ko sha256 $(sha256sum <"$KO" | cut -d' ' -f1) built $(date -r "$KO" '+%F %T %Z') ($KO, vermagic $(modinfo -F vermagic "$KO"))"
+	echo "rpcrdma2.ko sha256 $(sha256sum <"$KO" | cut -d' ' -f1) built $(date -r "$KO" '+%F %T %Z') ($KO, vermagic $(modinfo -F vermagic "$KO" | sed 's/ *$//'))"
 	echo "testbed kernel: variant $variant, release $krel (${kroot##*/})"
 	echo "git HEAD $(git rev-parse --short HEAD 2>/dev/null) $(git log -1 --format=%s 2>/dev/null)"
 	echo "uncommitted changes in rpcrdma/ xdr/ Kbuild: $(git status --short -- rpcrdma xdr Kbuild 2>/dev/null | tr '\n' ' ')"
