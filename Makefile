@@ -31,7 +31,7 @@
 #   make help            this list
 #
 # KERNEL=next (or another variant of tools/testing/kernel/build.sh): the
-# kernel-side targets (kernel, modules, modules-kunit, clippy, check, ...)
+# kernel-side targets (kernel, modules, modules-kunit, clippy, check, bench, ...)
 # build for and run on that testbed kernel, Linux 7.3 for next, with the
 # module in build/next/; KDIR=<dir> builds against any 6.12 or 7.3 tree
 # (clang/LLVM follows the tree's CONFIG_CLANG_VERSION).
@@ -202,9 +202,10 @@ integration:
 demo:
 	tools/testing/demo.sh
 
-# BENCH_ARGS: options of tools/testing/bench/run.sh, e.g. BENCH_ARGS='--repeats 5'
+# BENCH_ARGS: options of tools/testing/bench/run.sh, e.g. BENCH_ARGS='--repeats 5';
+# KERNEL=next measures on the 7.3 testbed kernel (run.sh --variant).
 bench:
-	tools/testing/bench/run.sh $(BENCH_ARGS)
+	tools/testing/bench/run.sh --variant $(KERNEL) $(BENCH_ARGS)
 
 # The long soak (make check runs its short version, rpcrdma2-soak):
 # SOAK_SECONDS per phase (four phases), a fault every SOAK_FAULT_EVERY

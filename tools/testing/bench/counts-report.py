@@ -11,7 +11,9 @@
 #   counts-report.py DIR
 #
 # DIR is run.sh's results directory (DIR/testbed/client/bench/counts.tsv
-# and counts/CONFIG.REPEAT/). Writes DIR/counts.txt, DIR/counts.json and
+# and counts/CONFIG.REPEAT/; the kernel each guest ran, uname -r, from
+# the client's environment.txt and DIR/testbed/server/bench-kernel.txt,
+# heads the table). Writes DIR/counts.txt, DIR/counts.json and
 # DIR/counts-functions.txt (calls per RPC of every traceable function of
 # the transport's module) and prints the table. Exit status 3 if a
 # configuration has a run without numbers: a failed run, a hist table
@@ -342,6 +344,28 @@ def measure(rundir, module):
     return v
 
 
+def kernels(res):
+    """{"client": release, "server": release}: the kernel (uname -r) each
+    guest ran, from its 'kernel RELEASE' line (the client's
+    environment.txt, the server's bench-kernel.txt); None when unknown."""
+    tb = os.path.join(res, "testbed")
+    if not os.path.isdir(tb):
+        tb = res
+    out = {}
+    for guest, path in (("client", os.path.join(tb, "client", "bench", "environment.txt")),
+                        ("server", os.path.join(tb, "server", "bench-kernel.txt"))):
+        out[guest] = None
+        try:
+            with open(path, errors="replace") as f:
+                for line in f:
+                    if line.startswith("kernel "):
+                        out[guest] = line.split()[1]
+                        break
+        except (OSError, IndexError):
+            pass
+    return out
+
+
 def load(res):
     """{config: [run values]} and [(config, repeat, reason)] failures."""
     bench = os.path.join(res, "testbed", "client", "bench")
@@ -472,8 +496,10 @@ def main():
         sys.exit("usage: counts-report.py DIR")
     res = sys.argv[1]
     runs, failed = load(res)
+    kern = kernels(res)
     lines = ["Exact per-RPC counts, client guest (samples/fio/randread-4k.fio, fixed READ count;",
-             "mean over the repeats (largest deviation of a repeat from the mean)):", ""]
+             "mean over the repeats (largest deviation of a repeat from the mean)):",
+             f"kernel (uname -r): client {kern['client'] or '?'}, server {kern['server'] or '?'}", ""]
     lines += table(runs) if runs else ["(no run with numbers)"]
     lines.append("")
     lines.append("runs: " + ", ".join(f"{c} {len(runs.get(c, []))}" for c, _, _ in CONFIGS))
@@ -496,7 +522,7 @@ def main():
             for fn in sorted(fns, key=lambda x: (-mean[x], x)):
                 f.write(f"  {mean[fn]:10.3f}  {fn}\n")
     with open(os.path.join(res, "counts.json"), "w") as f:
-        json.dump({"runs": runs, "failed": failed}, f, indent=1, sort_keys=True)
+        json.dump({"kernel": kern, "runs": runs, "failed": failed}, f, indent=1, sort_keys=True)
     return 3 if failed else 0
 
 

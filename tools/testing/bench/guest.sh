@@ -463,6 +463,8 @@ tb_log "bench: repeats $REPEATS, runtime ${RUNTIME}s + ramp ${RAMP}s, file size 
 	fio --version
 	ib_write_bw --version 2>&1 | head -n 1
 	modinfo -F vermagic "$KO"
+	# the C client: the running kernel's own module (tb_modprobe)
+	echo "rpcrdma.ko (C client) $(modinfo -b "$MODS" -k "$KREL" -F filename rpcrdma) vermagic $(modinfo -b "$MODS" -k "$KREL" -F vermagic rpcrdma | sed 's/ *$//')"
 	echo "rpcrdma2.ko sha256 $(sha256sum <"$KO" | cut -d' ' -f1)"
 	! has r2-0 || echo "rpcrdma2.ko baseline (r2-0) sha256 $(sha256sum <"$KO0" | cut -d' ' -f1)"
 	((!PROFILE)) || echo "profiled: perf record -e cpu-clock -F 1000 -a -g ($(perf --version))"

@@ -951,6 +951,9 @@ def main(res):
     out.append(f"rpcrdma2 bench: NFSv4.1, direct I/O, fio {s.get('runtime', '?')} s measured "
                f"(+{s.get('ramp', '?')} s ramp) per run, {s.get('repeats', '?')} repeats, "
                f"file {s.get('size', '?')}; mean ± sd (min-max); no number where any run failed")
+    # the kernel measured on (uname -r in the client guest)
+    kernel = next((l.split()[1] for l in env_lines if l.startswith("kernel ") and len(l.split()) > 1), "?")
+    out.append(f"kernel (uname -r of the client guest): {kernel}")
     if failed:
         out.append("")
         out.append(f"FAILED: {len(failed)} configuration/job(s) without a (complete) number:")

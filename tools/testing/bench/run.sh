@@ -9,7 +9,8 @@
 # 2, with the client's and the server's CPU time per operation, and on request exact
 # per-RPC event counts of rpcrdma2 and the C client (counts.sh), in one
 # testbed boot; then a table (mean, spread, ratios), a PNG chart and
-# JSON/CSV results.
+# JSON/CSV results. --variant next (make bench KERNEL=next) does all of
+# it on the Linux 7.3 testbed kernel with the module built for it.
 # See Documentation/benchmarks.rst.
 #
 #   tools/testing/bench/run.sh [options]
@@ -57,6 +58,11 @@ groups):
          of READs (tools/testing/bench/counts.sh; report DIR/counts.txt)
 
 options:
+  --variant NAME     testbed kernel: default (Linux 6.12) or next (Linux
+                     7.3) (default: \$RPCRDMA2_KERNEL_VARIANT, else
+                     default); the guests boot it, rpcrdma2 is the module
+                     built for it (make KERNEL=NAME modules: rpcrdma2.ko,
+                     build/next/rpcrdma2.ko) and the C client its rpcrdma.ko
   --repeats N        repeats per job (default 3)
   --runtime S        measured seconds per fio job and perftest bw run (default 10)
   --ramp S           unmeasured fio warm-up seconds per job (default 2)
@@ -74,7 +80,8 @@ options:
   --untar 'DIRS'     kernel source directories in the untar tarball
                      (default 'fs/nfs net/sunrpc')
   --linux-src DIR    kernel source tree for the tarball (default: the
-                     testbed's, \$RPCRDMA2_CACHE/src/linux-source-*)
+                     testbed kernel's, \$RPCRDMA2_CACHE/src/linux-source-
+                     6.12.* or, for next, linux-source-7.3.*)
   --results DIR      results directory (default: a new directory under
                      \$RPCRDMA2_CACHE/bench/)
   --timeout S        limit for the whole testbed run (default: computed)
@@ -83,7 +90,7 @@ options:
                      c-resp0 and m-c-resp0: before and after in one boot
   --count-rpcs N     READ RPCs each counts run measures (default 2000)
   --module-baseline KO  also load rpcrdma2 module KO (e.g. a build of an
-                     older commit, against the testbed kernel) for r2-0:
+                     older commit, for the --variant kernel) for r2-0:
                      the module before and after in one boot
   --profile          record a cpu-clock profile of the client guest (perf,
                      the host's linux-perf, 1000 Hz, all CPUs, call graphs)
@@ -103,7 +110,7 @@ options:
                      its time per function, source line and instruction.
                      The build (without --no-build) then adds line tables
                      (KRUSTFLAGS=-Cdebuginfo=1 KCFLAGS=-g: the same code)
-  --no-build         do not run 'make -s modules' first
+  --no-build         do not run 'make -s KERNEL=NAME modules' first
   --report-only DIR  only (re)build the report from DIR's raw results
   -h, --help         this text
 
@@ -123,9 +130,11 @@ jobs='randread-4k seqread-1m seqwrite-1m'
 meta_vers=4.1 meta_files=3000 meta_dirsize=1000 meta_create=300
 untar_dirs='fs/nfs net/sunrpc' linux_src=''
 results='' timeout='' build=1 report_only='' resp_base='' mod_base='' profile=0
+variant=$RPCRDMA2_KERNEL_VARIANT
 while (($#)); do
 	[[ $1 == --*=* ]] && set -- "${1%%=*}" "${1#*=}" "${@:2}"
 	case $1 in
+	--variant) variant=${2:?}; shift 2 ;;
 	--repeats) repeats=${2:?}; shift 2 ;;
 	--runtime) runtime=${2:?}; shift 2 ;;
 	--ramp) ramp=${2:?}; shift 2 ;;
@@ -155,6 +164,18 @@ for v in repeats runtime lat_iters count_rpcs meta_files meta_dirsize meta_creat
 	[[ ${!v} =~ ^[1-9][0-9]*$ ]] ||
 		{ echo "${0##*/}: --${v//_/-}: not a positive number: ${!v}" >&2; exit 2; }
 done
+# The kernel measured on: the guests boot it (vm/run.sh follows
+# RPCRDMA2_KERNEL_VARIANT) and load the rpcrdma2.ko built for it
+# (lib.sh module_ko); the debug kernel's figures would measure KASAN and
+# lockdep, not the transports.
+case $variant in
+default | next) ;;
+debug) echo "${0##*/}: --variant debug: not for measurements (KASAN, lockdep, ...); default or next" >&2; exit 2 ;;
+*) echo "${0##*/}: --variant: no kernel variant '$variant' (default or next)" >&2; exit 2 ;;
+esac
+export RPCRDMA2_KERNEL_VARIANT=$variant
+variant_toolchain "$variant"
+KO=$(module_ko "$variant")
 [[ $ramp =~ ^[0-9]+$ ]] || { echo "${0##*/}: --ramp: not a number: $ramp" >&2; exit 2; }
 [[ $size =~ ^[1-9][0-9]*[kmg]$ ]] || { echo "${0##*/}: --size: want e.g. 128m: $size" >&2; exit 2; }
 for j in $jobs; do
@@ -241,12 +262,12 @@ if [ -n "$report_only" ]; then
 fi
 
 if ((build)); then
-	step "testbed kernel present" tools/testing/kernel/build.sh --check
+	step "testbed kernel ($variant) present" tools/testing/kernel/build.sh --variant "$variant" --check
 	if ((profile)); then
 		# line tables for hotspots.py (debug info changes no code)
-		step "build rpcrdma2.ko (with line tables)" make -s modules KRUSTFLAGS=-Cdebuginfo=1 KCFLAGS=-g
+		step "build $KO (with line tables)" make -s KERNEL="$variant" modules KRUSTFLAGS=-Cdebuginfo=1 KCFLAGS=-g
 	else
-		step "build rpcrdma2.ko" make -s modules
+		step "build $KO" make -s KERNEL="$variant" modules
 	fi
 fi
 
@@ -268,8 +289,8 @@ if [ -n "$mod_base" ]; then
 	[ -f "$mod_base" ] || die "--module-baseline: no such file: $mod_base"
 	[ "$(modinfo -F name "$mod_base" 2>/dev/null)" = rpcrdma2 ] ||
 		die "--module-baseline: $mod_base is not an rpcrdma2 module (modinfo -F name)"
-	[ -f rpcrdma2.ko ] && [ "$(modinfo -F vermagic "$mod_base")" = "$(modinfo -F vermagic rpcrdma2.ko)" ] ||
-		die "--module-baseline: $mod_base was not built for the kernel rpcrdma2.ko was (vermagic '$(modinfo -F vermagic "$mod_base")')"
+	[ -f "$KO" ] && [ "$(modinfo -F vermagic "$mod_base")" = "$(modinfo -F vermagic "$KO")" ] ||
+		die "--module-baseline: $mod_base was not built for the kernel $KO was (vermagic '$(modinfo -F vermagic "$mod_base")')"
 	mkdir -p target/bench
 	cp "$mod_base" target/bench/rpcrdma2-baseline.ko.tmp &&
 		mv target/bench/rpcrdma2-baseline.ko.tmp target/bench/rpcrdma2-baseline.ko ||
@@ -277,8 +298,9 @@ if [ -n "$mod_base" ]; then
 fi
 if ((has_meta)); then
 	if [ -z "$linux_src" ]; then
-		linux_src=$(ls -d "$RPCRDMA2_CACHE"/src/linux-source-* 2>/dev/null | tail -n 1)
-		[ -n "$linux_src" ] || die "no kernel source under $RPCRDMA2_CACHE/src (make kernel) for the untar tarball; or --linux-src DIR"
+		# the testbed kernel's own source (build.sh unpacks it there)
+		linux_src=$(ls -d "$RPCRDMA2_CACHE/src/$(variant_source "$variant")".* 2>/dev/null | tail -n 1)
+		[ -n "$linux_src" ] || die "no $(variant_source "$variant") source under $RPCRDMA2_CACHE/src (make kernel KERNEL=$variant) for the untar tarball; or --linux-src DIR"
 	fi
 	for d in $untar_dirs; do
 		[ -d "$linux_src/$d" ] || die "--untar: no directory $d in $linux_src"
@@ -299,10 +321,19 @@ fi
 mkdir -p "$results"
 results=$(cd "$results" && pwd)
 
-# What is measured: the module as built now (the guest snapshots it at start).
-[ -f rpcrdma2.ko ] || die "rpcrdma2.ko is not built (make modules)"
+# What is measured: the module as built now (the guest snapshots it at
+# start), on the kernel the guests boot (vm/run.sh: RPCRDMA2_KERNEL_DIR or
+# the variant's cache entry).
+[ -f "$KO" ] || die "$KO is not built (make KERNEL=$variant modules)"
+kroot=${RPCRDMA2_KERNEL_DIR:-}
+if [ -z "$kroot" ]; then
+	kroot=$(tools/testing/kernel/build.sh --variant "$variant" --kdir) || die "cannot locate the $variant testbed kernel"
+	kroot=${kroot%/build}
+fi
+krel=$(cat "$kroot/kernelrelease" 2>/dev/null) || die "testbed kernel ($variant) not built: no $kroot/kernelrelease"
 {
-	echo "rpcrdma2.ko sha256 $(sha256sum <rpcrdma2.ko | cut -d' ' -f1) built $(date -r rpcrdma2.ko '+%F %T %Z')"
+	echo "rpcrdma2.ko sha256 $(sha256sum <"$KO" | cut -d' ' -f1) built $(date -r "$KO" '+%F %T %Z') ($KO, vermagic $(modinfo -F vermagic "$KO" | sed 's/ *$//'))"
+	echo "testbed kernel: variant $variant, release $krel (${kroot##*/})"
 	echo "git HEAD $(git rev-parse --short HEAD 2>/dev/null) $(git log -1 --format=%s 2>/dev/null)"
 	echo "uncommitted changes in rpcrdma/ xdr/ Kbuild: $(git status --short -- rpcrdma xdr Kbuild 2>/dev/null | tr '\n' ' ')"
 	echo "host: $(nproc) CPUs, $(uname -r), load at start $(cut -d' ' -f1-3 /proc/loadavg), qemu processes $(pgrep -c qemu-system || true)"
@@ -369,7 +400,7 @@ mkdir -p "$tb"
 ) >"$results/host-load.txt" 2>/dev/null &
 loadpid=$!
 
-log "bench: repeats $repeats, runtime ${runtime}s (+${ramp}s ramp), configs: $configs; timeout ${timeout}s"
+log "bench: kernel $variant ($krel), $KO; repeats $repeats, runtime ${runtime}s (+${ramp}s ramp), configs: $configs; timeout ${timeout}s"
 log "results: $results"
 rc=0
 tools/testing/vm/run.sh --timeout "$timeout" --results "$tb" --server-script "$srv" \
@@ -381,6 +412,14 @@ tools/testing/vm/run.sh --timeout "$timeout" --results "$tb" --server-script "$s
 	$( ((profile)) && echo --profile) || rc=$?
 kill "$loadpid" 2>/dev/null || true
 loadpid=
+# The kernel each guest ran (uname -r; client: environment.txt, server:
+# server.sh), for the reports
+gk() { # FILE: its 'kernel RELEASE' line's release, or ?
+	local k
+	k=$(sed -n 's/^kernel //p' "$1" 2>/dev/null | head -n 1)
+	echo "${k:-?}"
+}
+echo "guests' kernel (uname -r): client $(gk "$tb/client/bench/environment.txt"), server $(gk "$tb/server/bench-kernel.txt")" >>"$results/build-info.txt"
 
 if ((rc != 0)); then
 	log "WARNING: the testbed run exited $rc (see $tb/run.log); reporting what was measured"

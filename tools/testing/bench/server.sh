@@ -31,6 +31,9 @@ set -euo pipefail
 : "${BENCH_META_FILES:=0}" "${BENCH_META_DIRSIZE:=1000}" "${BENCH_RESPONDER:=0}"
 : "${BENCH_RESPONDER_BASELINE:=0}"
 
+# the kernel this guest runs, for run.sh's build-info.txt
+echo "kernel $(uname -r)" >/results/server/bench-kernel.txt
+
 dir=${NFS_EXPORT:-/export}/bench
 mkdir -p "$dir"
 chmod 0777 "$dir"

@@ -237,6 +237,8 @@ class ReportTest(unittest.TestCase):
             write_tsv(d, [("n-r2", 1, "ok", write_run(d, "n-r2", 1)),
                           ("n-r2", 2, "ok", write_run(d, "n-r2", 2, rpcs=200, reads=192)),
                           ("n-c-1k", 1, "mount-failed", "-")])
+            with open(os.path.join(d, "testbed", "client", "bench", "environment.txt"), "w") as f:
+                f.write("kernel 7.3.4-rpcrdma2\nrepeats 2\n")
             out = io.StringIO()
             with mock.patch.object(cr, "demangle", fake_demangle), \
                     mock.patch("sys.argv", ["counts-report.py", d]), redirect_stdout(out):
@@ -245,6 +247,8 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(rc, 3)
         text = out.getvalue()
         self.assertIn("FAILED: n-c-1k repeat 1: mount-failed", text)
+        # the kernel the guests ran heads the table (the server's unknown here)
+        self.assertIn("kernel (uname -r): client 7.3.4-rpcrdma2, server ?", text)
         # twice the RPCs with the same events: half per RPC in repeat 2,
         # mean 2.25, each repeat 33 % off it
         line = next(x for x in text.splitlines() if x.startswith("lock acquisitions: the transport's"))
