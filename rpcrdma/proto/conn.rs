@@ -242,9 +242,11 @@ impl Transport {
         }
         self.stats.probes = self.stats.probes.wrapping_add(1);
         self.stats.connprop_sent = self.stats.connprop_sent.wrapping_add(1);
+        let credit = self.credits.on_send();
+        self.credits.on_call_sent();
         Some(connprop::Plan {
             xid: connprop::PROBE_XID,
-            credit: self.credits.on_send(),
+            credit,
             props: connprop::our_properties(&self.config),
         })
     }

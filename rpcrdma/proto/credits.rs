@@ -79,17 +79,41 @@
 //!    duplicated message) are proof of the other reading: from then on,
 //!    for the rest of the connection, each of its words sets the limit to
 //!    its low half (the smaller of the halves if the high one is not
-//!    zero) and declares everything we sent consumed, as a version 1
-//!    grant does.
+//!    zero).
 //!    Until then, a word that returns more than was outstanding, and a
 //!    word with a zero limit half and a non-zero low half, are read that
 //!    way on their own (a limit of the larger half could overrun such a
 //!    peer before the proof is complete; ignoring a zero limit half would
 //!    stall us on a peer whose limit half is always zero). The RPC window
-//!    follows the limit, so we never have more RPCs outstanding than the
-//!    peer granted (no overrun on the one-message-per-RPC path), and every
-//!    word reopens the budget (no stall). A word whose low half is zero
-//!    is then ignored and counted as rule 4 says.
+//!    follows the limit (and at most [`CALL_RING`]), so we never have
+//!    more RPCs outstanding than the peer granted. A word whose low half
+//!    is zero is then ignored and counted as rule 4 says.
+//!
+//!    Such a word says how many messages the peer can take, not which of
+//!    ours it has taken: those still on the way to it use its Receives
+//!    too. So a word read this way returns only what the peer's messages
+//!    show it received, RC delivering our messages in order:
+//!    - an answer (the `n`-th of the connection, or an `RDMA2_ERROR` for
+//!      a Call), every message of ours up to the last of our `n`-th Call
+//!      (of the `n` Calls answered, the latest sent is no earlier);
+//!    - any message, the `r`-th we received: the peer honours our limit
+//!      (at most one message beyond it, a credit grant), so it sent that
+//!      message only after receiving `r - max - 1` credits back from us
+//!      (`max` the largest limit half we sent), that is every message of
+//!      ours up to the one whose word completed that many;
+//!    - an asynchronous credit grant, one more message: a peer grants
+//!      when it has freed a Receive. (The bound above lags our messages
+//!      by our limit: against a peer that sends little but grants, the
+//!      pieces of a continued Call would wait for it for good.)
+//!
+//!    Reading every word as "everything sent was consumed" would let us
+//!    send a limit's worth of messages for each piece of a long continued
+//!    reply while the peer had not yet taken the previous ones, and
+//!    overrun its Receives. Our credit grants are
+//!    answered by nothing, so one that is not yet shown received is held
+//!    in the Receive the peer keeps for a grant, outside the limit, and
+//!    no other grant is sent until it is: grants filling the limit would
+//!    leave no room for the Call whose answer shows them received.
 //!
 //! The resulting send rule is the stricter of two limits: the RPC window
 //! (SUNRPC's cwnd, which is safe even against a responder that, v1-style,
@@ -139,6 +163,18 @@ pub const RPC_CWNDSHIFT: u32 = 8;
 /// stray or duplicated message.
 pub const OVER_RETURNS: u32 = 2;
 
+/// Calls whose last message we remember, for what an answer shows
+/// received in the other reading of the credit word (rule 5); the RPC
+/// window of such a peer is at most this.
+pub const CALL_RING: u32 = 32;
+
+/// [`CALL_RING`] as an array length.
+const CALL_SLOTS: usize = 32;
+
+/// Our messages that returned credits whose position we remember, for
+/// what the peer's messages show it received in the other reading.
+const RETURN_RING: usize = 32;
+
 /// A changed credit window: the transport stores `credits` (C:
 /// `rb_credits`) and sets `xprt->cwnd = cwnd` under `transport_lock`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -172,6 +208,9 @@ pub enum Grant {
         credits: Credits,
         /// The message answers one of our Calls (rule 3).
         answers_call: bool,
+        /// The message is an asynchronous credit grant (`RDMA2_NOMSG`,
+        /// XID 0, empty chunk lists).
+        credit_grant: bool,
     },
     /// A message whose credit word must be ignored (v2 `RDMA2_ERROR`,
     /// any `ERR_VERS`), but which answers one of our Calls.
@@ -219,6 +258,29 @@ pub struct CreditState {
     floored: u32,
     /// v2: consecutive words that returned more than was outstanding.
     over_returns: u32,
+    /// v2: `sent` after the last message of each Call, by the Call's
+    /// number modulo [`CALL_RING`].
+    call_ends: [u32; CALL_SLOTS],
+    /// v2: Calls sent completely (wrapping).
+    calls: u32,
+    /// v2: answers received (wrapping; never ahead of `calls`).
+    answers: u32,
+    /// v2: the latest word was read the other way (rule 5).
+    other: bool,
+    /// v2: `sent` after our latest credit grant, if any.
+    grant_end: Option<u32>,
+    /// v2: messages received from the peer.
+    received: u64,
+    /// v2: the largest limit half we have sent.
+    adv_max: u32,
+    /// v2: the credits our words returned, in all.
+    cum_ret: u64,
+    /// v2: our latest messages that returned credits, oldest first:
+    /// (`sent` after it, `cum_ret` after it), `ret_len` of them from
+    /// `ret_head`.
+    ret_log: [(u32, u64); RETURN_RING],
+    ret_head: usize,
+    ret_len: usize,
 }
 
 impl CreditState {
@@ -239,6 +301,17 @@ impl CreditState {
             total_reading: false,
             floored: 0,
             over_returns: 0,
+            call_ends: [0; CALL_SLOTS],
+            calls: 0,
+            answers: 0,
+            other: false,
+            grant_end: None,
+            received: 0,
+            adv_max: 0,
+            cum_ret: 0,
+            ret_log: [(0, 0); RETURN_RING],
+            ret_head: 0,
+            ret_len: 0,
         }
     }
 
@@ -307,8 +380,37 @@ impl CreditState {
     pub const fn may_send(&self) -> bool {
         match self.protocol {
             Protocol::V1 => true,
-            Protocol::V2 => self.outstanding() < self.limit,
+            Protocol::V2 => {
+                let reserve = if self.reserve_used() { 1 } else { 0 };
+                self.outstanding().saturating_sub(reserve) < self.limit
+            }
         }
+    }
+
+    /// v2, the other reading (rule 5): our latest credit grant is not
+    /// yet shown received; it is held in the Receive the peer keeps for
+    /// a grant, not counted against the limit, and no other grant goes
+    /// until it is shown received.
+    #[inline]
+    pub const fn reserve_used(&self) -> bool {
+        match self.grant_end {
+            Some(end) if self.other => self.sent.wrapping_sub(end) < self.outstanding(),
+            _ => false,
+        }
+    }
+
+    /// v2: a credit grant may be sent now (one beyond the limit, -00
+    /// §4.3.1; in the other reading, only while the previous one has
+    /// been shown received).
+    #[inline]
+    pub const fn may_send_grant(&self) -> bool {
+        !self.reserve_used() && self.outstanding() <= self.limit
+    }
+
+    /// Records that the message just counted by [`on_send`](Self::on_send)
+    /// is an asynchronous credit grant.
+    pub fn on_grant_sent(&mut self) {
+        self.grant_end = Some(self.sent);
     }
 
     /// The number of responder messages we are prepared to have
@@ -349,6 +451,14 @@ impl CreditState {
     pub fn on_send(&mut self) -> u32 {
         let (word, returned) = self.next_word();
         self.sent = self.sent.wrapping_add(1);
+        if self.protocol == Protocol::V2 {
+            let c = Credits::from_word(word);
+            self.adv_max = self.adv_max.max(u32::from(c.max));
+            if returned > 0 {
+                self.cum_ret = self.cum_ret.saturating_add(u64::from(returned));
+                self.log_return();
+            }
+        }
         // What the word returned (v1: all; the C client does not count).
         // v2 Receives beyond the limit it could carry are returned by the
         // next message, never dropped (a dropped return is a credit the
@@ -356,6 +466,82 @@ impl CreditState {
         // good).
         self.consumed = self.consumed.saturating_sub(returned);
         word
+    }
+
+    /// Records that the message just counted by [`on_send`](Self::on_send)
+    /// completes a Call that expects an answer (a Call, the last piece of
+    /// a continued one, our CONNPROP probe).
+    pub fn on_call_sent(&mut self) {
+        let i = usize::try_from(self.calls % CALL_RING).unwrap_or(0);
+        if let Some(e) = self.call_ends.get_mut(i) {
+            *e = self.sent;
+        }
+        self.calls = self.calls.wrapping_add(1);
+    }
+
+    /// Remembers that our latest message returned credits (none if the
+    /// log is full: what it returned then shows nothing received until
+    /// the log has room again, which only holds back credits).
+    fn log_return(&mut self) {
+        if self.ret_len < RETURN_RING {
+            let i = self.ret_head.wrapping_add(self.ret_len) % RETURN_RING;
+            if let Some(e) = self.ret_log.get_mut(i) {
+                *e = (self.sent, self.cum_ret);
+                self.ret_len = self.ret_len.saturating_add(1);
+            }
+        }
+    }
+
+    /// What the peer's latest message shows it received, as `sent` was
+    /// then: the peer honours our limit (at most one message beyond it,
+    /// a credit grant), so its `received`-th message went only after our
+    /// words had returned `received - adv_max - 1` credits to it, and
+    /// RC delivered it every message of ours up to the one whose word
+    /// completed that.
+    fn shown_by_returns(&mut self) -> Option<u32> {
+        let need = self
+            .received
+            .checked_sub(u64::from(self.adv_max).saturating_add(1))
+            .filter(|&n| n > 0)?;
+        let mut end = None;
+        while self.ret_len > 0 {
+            let (seq, cum) = *self.ret_log.get(self.ret_head)?;
+            end = Some(seq);
+            if cum >= need {
+                break;
+            }
+            // It returned fewer: received, and so is the next one.
+            self.ret_head = self.ret_head.wrapping_add(1) % RETURN_RING;
+            self.ret_len = self.ret_len.saturating_sub(1);
+        }
+        end
+    }
+
+    /// Counts one answer; returns how many of our messages it shows the
+    /// peer received, as `sent` was then (`None` if no Call is waiting for
+    /// it, or the Call's end is no longer remembered).
+    fn answered(&mut self) -> Option<u32> {
+        let waiting = self.calls.wrapping_sub(self.answers);
+        if waiting == 0 {
+            return None;
+        }
+        let i = usize::try_from(self.answers % CALL_RING).unwrap_or(0);
+        self.answers = self.answers.wrapping_add(1);
+        if waiting > CALL_RING {
+            return None;
+        }
+        self.call_ends.get(i).copied()
+    }
+
+    /// The other reading (rule 5): returns our messages up to `end` (as
+    /// `sent` was after the last of them), shown received.
+    fn evidence(&mut self, end: Option<u32>) {
+        if let Some(end) = end {
+            let shown = end.wrapping_sub(self.returned);
+            if shown <= self.outstanding() {
+                self.give_back(shown);
+            }
+        }
     }
 
     /// Applies what a received message says about credits.
@@ -370,7 +556,9 @@ impl CreditState {
             Grant::V2 {
                 credits,
                 answers_call,
+                credit_grant,
             } => {
+                let end = if answers_call { self.answered() } else { None };
                 let floor = u32::from(answers_call);
                 let granted = u32::from(credits.granted);
                 let max = u32::from(credits.max);
@@ -388,17 +576,23 @@ impl CreditState {
                     effect.total_reading = true;
                 }
                 self.floored = self.floored.saturating_sub(over);
-                if self.total_reading || over_return || (max == 0 && granted > 0) {
+                self.other = self.total_reading || over_return || (max == 0 && granted > 0);
+                if self.other {
                     // The low half is the grant (a zero limit half: the
                     // only limit the word has).
                     let limit = if max == 0 { granted } else { granted.min(max) };
+                    self.evidence(end);
+                    let shown = self.shown_by_returns();
+                    self.evidence(shown);
+                    if credit_grant {
+                        // A peer grants when it has freed a Receive.
+                        self.give_back(1);
+                    }
                     if limit == 0 {
                         effect.bad_word = true;
-                        self.give_back(floor);
                     } else {
-                        self.give_back(self.outstanding());
                         self.limit = limit;
-                        self.set_window(limit, &mut effect);
+                        self.set_window(limit.min(CALL_RING), &mut effect);
                     }
                 } else if credits.is_valid() {
                     if floor > granted {
@@ -414,7 +608,16 @@ impl CreditState {
                     self.give_back(floor);
                 }
             }
-            Grant::Ignored => self.give_back(1),
+            Grant::Ignored => {
+                let end = self.answered();
+                if self.other {
+                    self.evidence(end);
+                    let shown = self.shown_by_returns();
+                    self.evidence(shown);
+                } else {
+                    self.give_back(1);
+                }
+            }
         }
         effect.wake = was_blocked && self.may_send();
         effect
@@ -446,6 +649,7 @@ impl CreditState {
 
     /// Records one completed Receive (successful or flushed).
     pub fn on_receive(&mut self) {
+        self.received = self.received.saturating_add(1);
         self.posted = self.posted.saturating_sub(1);
         self.consumed = self.consumed.saturating_add(1);
     }

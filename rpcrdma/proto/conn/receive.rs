@@ -155,6 +155,7 @@ impl Transport {
             _ => Some(Grant::V2 {
                 credits: h.credits(),
                 answers_call,
+                credit_grant: false,
             }),
         };
         Some((reply, grant))
@@ -220,6 +221,7 @@ impl Transport {
         let grant = Some(Grant::V2 {
             credits: header::Credits::from_word(p.credit),
             answers_call: false,
+            credit_grant: false,
         });
         let reply = match self.connprop_piece(xid, body, false) {
             Some(props) if self.set_props(props) => Reply::Control(Control::Properties(props)),
@@ -341,6 +343,7 @@ impl Transport {
                     (Protocol::V2, _) => Grant::V2 {
                         credits: h.credits(),
                         answers_call: reply.answers_call() || answers_probe,
+                        credit_grant: reply == Reply::Control(Control::CreditGrant),
                     },
                 };
                 (reply, Some(grant))

@@ -289,9 +289,11 @@ impl Transport {
             Protocol::V1 => v1::MIN_MSG_HDR_LEN,
             Protocol::V2 => v2::MIN_MSG_HDR_LEN,
         };
+        let credit = self.credits.on_send();
+        self.credits.on_call_sent();
         Ok(CallPlan {
             protocol,
-            credit: self.credits.on_send(),
+            credit,
             hdr_len: u32::try_from(hdr_len).unwrap_or(u32::MAX),
             probe,
         })
@@ -346,8 +348,12 @@ impl Transport {
             self.unanswered = self.unanswered.saturating_add(1);
         }
         s.call_pieces = s.call_pieces.wrapping_add(1);
+        let credit = self.credits.on_send();
+        if !span.more {
+            self.credits.on_call_sent();
+        }
         Ok(PiecePlan {
-            credit: self.credits.on_send(),
+            credit,
             span,
             probe,
         })
@@ -455,10 +461,12 @@ impl Transport {
             self.stats.probes = self.stats.probes.wrapping_add(1);
         }
         self.unanswered = self.unanswered.saturating_add(1);
+        let credit = self.credits.on_send();
+        self.credits.on_call_sent();
         Ok((
             CallPlan {
                 protocol,
-                credit: self.credits.on_send(),
+                credit,
                 hdr_len: plan.header_len(),
                 probe,
             },
@@ -507,7 +515,7 @@ impl Transport {
             && self.established
             && c.consumed() >= half
             && (self.unanswered > 0 || self.cont.receiving().is_some())
-            && c.outstanding() <= c.limit()
+            && c.may_send_grant()
     }
 
     /// If an asynchronous credit grant is (still) due
@@ -520,6 +528,8 @@ impl Transport {
             return None;
         }
         self.stats.grants_sent = self.stats.grants_sent.wrapping_add(1);
-        Some(self.credits.on_send())
+        let word = self.credits.on_send();
+        self.credits.on_grant_sent();
+        Some(word)
     }
 }

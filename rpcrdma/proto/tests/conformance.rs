@@ -296,11 +296,30 @@ fn continued_reply_may_end_with_chunk_lists() {
     assert!(!r.in_sequence());
 }
 
+/// A word that answers a Call (`answers_call`), or else an asynchronous
+/// credit grant.
 fn v2_word(s: &mut CreditState, granted: u16, max: u16, answers_call: bool) -> GrantEffect {
     s.on_grant(Grant::V2 {
         credits: Credits { granted, max },
         answers_call,
+        credit_grant: !answers_call,
     })
+}
+
+/// A word on a piece of a continued reply (neither an answer nor a
+/// grant).
+fn piece_word(s: &mut CreditState, granted: u16, max: u16) -> GrantEffect {
+    s.on_grant(Grant::V2 {
+        credits: Credits { granted, max },
+        answers_call: false,
+        credit_grant: false,
+    })
+}
+
+/// One Call of one message.
+fn call(s: &mut CreditState) {
+    s.on_send();
+    s.on_call_sent();
 }
 
 /// -00 §4.3.1 read the other way: the low half is the grant (never zero)
@@ -318,6 +337,8 @@ fn zero_limit_half_with_a_grant_does_not_stall() {
     let e = v2_word(&mut s, 8, 0, false);
     assert!(!e.bad_word && e.wake);
     assert_eq!(s.limit(), 8);
+    // A grant shows one message received: piece 1.
+    assert_eq!(s.outstanding(), 0);
     for _ in 0..8 {
         assert!(s.may_send());
         s.on_send();
@@ -336,21 +357,106 @@ fn zero_limit_half_with_a_grant_does_not_stall() {
 #[test]
 fn grant_in_the_low_half_is_detected_and_honoured() {
     let mut s = CreditState::new(&Config::DEFAULT, Protocol::V2);
-    s.on_send();
+    call(&mut s);
     let e = v2_word(&mut s, 4, 32, true);
     assert!(!e.total_reading);
-    assert_eq!(s.limit(), 4);
-    s.on_send();
+    assert_eq!((s.limit(), s.outstanding()), (4, 0));
+    call(&mut s);
     let e = v2_word(&mut s, 4, 32, true);
     assert!(e.total_reading && s.total_reading());
-    assert_eq!((s.limit(), s.window()), (4, 4));
-    // At load (4 outstanding), a word of 4 returns all and keeps the limit.
+    assert_eq!((s.limit(), s.window(), s.outstanding()), (4, 4, 0));
+    // At load (4 outstanding), an answer shows the peer received the
+    // earliest of the four Calls, and no more.
     for _ in 0..4 {
-        s.on_send();
+        call(&mut s);
     }
     assert!(!s.may_send());
     v2_word(&mut s, 4, 32, true);
-    assert_eq!((s.limit(), s.outstanding()), (4, 0));
+    assert_eq!((s.limit(), s.outstanding()), (4, 3));
+    // Three more answers: all four.
+    for _ in 0..3 {
+        v2_word(&mut s, 4, 32, true);
+    }
+    assert_eq!(s.outstanding(), 0);
+}
+
+/// In the other reading a word says how many messages the peer can
+/// take, not which of ours it took: ours still on the way use its
+/// Receives too. Every word used to declare everything sent consumed,
+/// so each piece of a long continued reply let us send a limit's worth
+/// of pieces of a continued Call more while the peer had received none
+/// of them (soft-iWARP: a message found no Receive posted). Now only
+/// what the peer's messages show it received is returned: an answer, up
+/// to the end of the Call it answers; any message, up to ours whose
+/// word returned what the peer needed to send it within our limit.
+#[test]
+fn other_reading_returns_only_what_was_received() {
+    for max in [0, 8] {
+        let mut s = CreditState::new(&Config::DEFAULT, Protocol::V2);
+        // Two Calls answered: the other reading (proven for max 8).
+        for _ in 0..2 {
+            call(&mut s);
+            s.on_receive();
+            v2_word(&mut s, 8, max, true);
+        }
+        assert_eq!((s.limit(), s.outstanding()), (8, 0));
+        // A READ (its word returns the two answers), then the pieces of
+        // a continued WRITE up to the limit.
+        call(&mut s);
+        for _ in 0..7 {
+            assert!(s.may_send());
+            s.on_send();
+        }
+        assert!(!s.may_send());
+        // Pieces of the reply to the READ, as many as our limit (8, and
+        // one beyond it) lets the peer send: the first eight show none
+        // of ours received, the ninth the READ.
+        for i in 0..9 {
+            s.on_receive();
+            let e = piece_word(&mut s, 8, max);
+            assert_eq!(s.outstanding(), if i < 8 { 8 } else { 7 }, "max {max}");
+            assert_eq!(e.wake, i == 8);
+        }
+        // Our credit grant returns the nine: it goes in the Receive the
+        // peer keeps for one, and no second one goes until it is shown
+        // received.
+        assert!(s.may_send_grant());
+        s.on_send();
+        s.on_grant_sent();
+        assert!(s.reserve_used() && !s.may_send_grant());
+        // The peer's next message shows it received everything up to
+        // that grant.
+        s.on_receive();
+        piece_word(&mut s, 8, max);
+        assert_eq!(s.outstanding(), 0, "max {max}");
+        assert!(s.may_send_grant());
+    }
+}
+
+/// In the other reading, credit grants the peer never answers take no
+/// room from the Calls whose answers show them received: one at a time,
+/// in the Receive kept for one.
+#[test]
+fn other_reading_grants_use_the_reserve() {
+    let mut s = CreditState::new(&Config::DEFAULT, Protocol::V2);
+    call(&mut s);
+    s.on_receive();
+    v2_word(&mut s, 2, 0, true);
+    assert_eq!((s.limit(), s.outstanding()), (2, 0));
+    s.on_send();
+    s.on_grant_sent();
+    assert!(s.reserve_used());
+    // The grant does not count against the limit: two Calls may go.
+    for _ in 0..2 {
+        assert!(s.may_send());
+        call(&mut s);
+    }
+    assert!(!s.may_send() && !s.may_send_grant());
+    // The answer to the first shows the grant before it received.
+    s.on_receive();
+    v2_word(&mut s, 2, 0, true);
+    assert!(!s.reserve_used());
+    assert_eq!(s.outstanding(), 1);
 }
 
 /// One stray word (a duplicate reply) that returns more than was
@@ -359,13 +465,13 @@ fn grant_in_the_low_half_is_detected_and_honoured() {
 #[test]
 fn one_stray_over_return_is_not_proof() {
     let mut s = CreditState::new(&Config::DEFAULT, Protocol::V2);
-    s.on_send();
+    call(&mut s);
     v2_word(&mut s, 1, 32, true);
     assert_eq!(s.limit(), 32);
     // A duplicate: returns 1, nothing outstanding.
     v2_word(&mut s, 1, 32, true);
     assert!(!s.total_reading());
-    s.on_send();
+    call(&mut s);
     v2_word(&mut s, 1, 32, true);
     assert_eq!(s.limit(), 32);
     assert!(!s.total_reading());

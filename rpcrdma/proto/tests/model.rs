@@ -10,6 +10,7 @@ mod common;
 use common::Rng;
 use std::collections::VecDeque;
 
+use rpcrdma_proto::credits::CALL_RING;
 use rpcrdma_proto::xdr::chunk::ChunkLists;
 use rpcrdma_proto::xdr::header::{self, Body, Credits, Flags, MsgKind, MsgSpec, Protocol};
 use rpcrdma_proto::xdr::pvtdata::{Peer, PrivateData};
@@ -408,7 +409,10 @@ fn v2_servers_settle_v2() {
                 // Its grant is the limit, and the window follows it.
                 let limit = 1 + (seed % 40) as u32;
                 assert_eq!(t.credits().limit(), limit, "{kind:?} {seed}");
-                assert_eq!(t.credits().window(), limit.min(t.config().max_requests));
+                assert_eq!(
+                    t.credits().window(),
+                    limit.min(t.config().max_requests).min(CALL_RING)
+                );
             }
         }
         // Replies pile up while the client sends nothing: it grants
@@ -506,6 +510,178 @@ fn small_limits_and_backchannel_reserve() {
         for seed in 0..SEEDS {
             let (t, _) = run(kind, cfg, 100, seed, 0);
             assert!(t.credits().window() <= 4);
+        }
+    }
+}
+
+/// A responder like tools/responder: it reposts each Receive as the
+/// message in it is taken, so it has `limit + 1` Receives for our
+/// messages on the way to it (the credits it grants, and one for a
+/// credit grant, -00 §4.3.1); it continues every reply in `PIECES`
+/// pieces, honours our credits, and sends its words in the other reading
+/// of the credit word (the grant in the low half, the high half the same
+/// or, with `zero_max`, zero).
+/// When our credits stop it, it sends an asynchronous credit grant (in
+/// the one Receive -00 keeps for one) if it has taken a message of ours
+/// since its previous grant, as tools/responder does. Returns the RPCs
+/// completed; panics on an overrun either way.
+fn run_reposting(zero_max: bool, seed: u64, n: u32) -> (Transport, u32) {
+    const PIECES: u32 = 6;
+    let mut rng = Rng(seed);
+    let limit = 2 + (seed % 8) as u16;
+    let word = Credits {
+        granted: limit,
+        max: if zero_max { 0 } else { limit },
+    }
+    .to_word();
+    let mut t = Transport::new(Config::default());
+    t.connect();
+    t.established(Peer::Valid(PrivateData {
+        remote_invalidate: true,
+        send_size: 4096,
+        recv_size: 4096,
+    }));
+    // Our messages on the way to the responder (not yet taken).
+    let mut wire: VecDeque<Vec<u8>> = VecDeque::new();
+    let push = |wire: &mut VecDeque<Vec<u8>>, m: Vec<u8>| {
+        wire.push_back(m);
+        assert!(
+            wire.len() <= usize::from(limit) + 1,
+            "seed {seed} zero_max {zero_max}: responder overrun: {} of our messages for {} Receives",
+            wire.len(),
+            limit + 1
+        );
+    };
+    let plan = t.connprop_probe().expect("probe");
+    push(&mut wire, words(&[0, 2, plan.credit, 5, 0, 0]));
+    // The responder: Calls to answer (xid, pieces left), its messages to
+    // us, its credit accounting of us (our reading: we send it).
+    let mut pending: Vec<(u32, u32)> = Vec::new();
+    let mut out: VecDeque<Vec<u8>> = VecDeque::new();
+    let (mut to_us, mut returned, mut our_limit) = (0u32, 0u32, 1u32);
+    let mut connprop_due = false;
+    // Messages of ours it took since its previous credit grant.
+    let mut taken = 0u32;
+    let (mut next_xid, mut inflight, mut done) = (1u32, 0u32, 0u32);
+    let mut steps = 0;
+    while done < n {
+        steps += 1;
+        assert!(
+            steps < 400_000,
+            "seed {seed} zero_max {zero_max}: no progress: {:?}",
+            t.credits()
+        );
+        match rng.below(4) {
+            0 => {
+                if next_xid > n || inflight >= t.credits().window() {
+                    continue;
+                }
+                let Ok(plan) = t.prepare_call(next_xid, 200, 4000) else {
+                    continue;
+                };
+                let mut buf = vec![0u8; 64];
+                let h =
+                    header::encode_msg(&mut buf, plan.protocol, &plan.msg_spec(next_xid)).unwrap();
+                buf.truncate(h);
+                buf.extend_from_slice(&words(&[next_xid, 0]));
+                push(&mut wire, buf);
+                next_xid += 1;
+                inflight += 1;
+            }
+            1 => {
+                // The responder takes one of our messages.
+                let Some(m) = wire.pop_front() else {
+                    continue;
+                };
+                let h = header::decode(&m).expect("our message decodes");
+                let c = Credits::from_word(h.credit);
+                assert!(c.is_valid());
+                our_limit = u32::from(c.max);
+                returned = to_us.min(returned + u32::from(c.granted));
+                taken += 1;
+                match h.body {
+                    Body::ConnProp(_) => connprop_due = true,
+                    Body::Msg(_) => pending.push((h.xid, PIECES)),
+                    _ => {}
+                }
+            }
+            2 => {
+                // The responder sends, as our credits allow.
+                if to_us - returned >= our_limit {
+                    if to_us - returned == our_limit && taken > 0 {
+                        taken = 0;
+                        let mut g = vec![0u8; 64];
+                        let k = v2::encode_credit_grant(&mut g, word, Flags::NONE).unwrap();
+                        g.truncate(k);
+                        out.push_back(g);
+                        to_us += 1;
+                    }
+                    continue;
+                }
+                if connprop_due {
+                    connprop_due = false;
+                    out.push_back(words(&[0, 2, word, 5, 0, 2, 1, 4, 4096, 2, 4, 4096]));
+                    to_us += 1;
+                    continue;
+                }
+                if pending.is_empty() {
+                    continue;
+                }
+                // One sequence at a time: the oldest Call first.
+                let (xid, left) = &mut pending[0];
+                let more = *left > 1;
+                let flags = if more { 3 } else { 1 };
+                let mut m = words(&[*xid, 2, word, 0, flags, 0, 0, 0, 0]);
+                if *left == PIECES {
+                    m.extend_from_slice(&words(&[*xid, 1]));
+                }
+                m.extend_from_slice(&words(&[0, 0]));
+                *left -= 1;
+                if !more {
+                    pending.remove(0);
+                }
+                out.push_back(m);
+                to_us += 1;
+            }
+            _ => {
+                let Some(m) = out.pop_front() else {
+                    continue;
+                };
+                assert!(
+                    t.credits().posted() > 0,
+                    "seed {seed}: our Receives overrun"
+                );
+                let o = t.receive(&m);
+                if let Reply::Piece { last: Some(_), .. } = o.reply {
+                    inflight -= 1;
+                    done += 1;
+                }
+                if let Some(w) = o.grant_due.then(|| t.prepare_grant()).flatten() {
+                    let mut g = vec![0u8; 64];
+                    let spec = rpcrdma_proto::conn::send::grant_spec(w);
+                    let k = header::encode_msg(&mut g, Protocol::V2, &spec).unwrap();
+                    g.truncate(k);
+                    push(&mut wire, g);
+                }
+            }
+        }
+    }
+    (t, done)
+}
+
+/// The other reading of the credit word against a responder whose
+/// Receives are exactly what it grants plus one: every word used to
+/// declare all our messages consumed, so the pieces of continued replies
+/// let us send credit grants (and Calls) to a responder that had not
+/// taken the previous ones yet.
+#[test]
+fn other_reading_never_overruns_a_reposting_responder() {
+    for zero_max in [false, true] {
+        for seed in 0..SEEDS {
+            let (t, done) = run_reposting(zero_max, seed, 200);
+            assert_eq!(done, 200);
+            assert_eq!(t.phase(), Phase::Settled(Protocol::V2));
+            assert_eq!(t.stats().bad_credit, 0);
         }
     }
 }

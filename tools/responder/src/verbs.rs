@@ -454,7 +454,10 @@ impl Qp {
         p.private_data_len = pvt.len() as u8;
         p.initiator_depth = initiator_depth;
         p.responder_resources = responder_resources;
-        p.rnr_retry_count = 7;
+        // The client's RNR retries: none. A client message that finds no
+        // Receive posted overran our credits; retried, it would pass
+        // unseen over soft-RoCE (soft-iWARP has no RNR retry at all).
+        p.rnr_retry_count = 0;
         p.retry_count = 7;
         // SAFETY: `id` is live; `p` and `pvt` outlive the call.
         if unsafe { sys::rdma_accept(self.id, &mut p) } != 0 {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# integration-test: version 2 credit words in the other reading of -00 §4.3.1 from the responder (the grant in the low half; the high half the same, or zero): inline-only rpcrdma2 (frwr=0) continuing Calls and receiving continued replies, eight RPCs in flight, without stall (over soft-RoCE an overrun of the responder is retried, not seen)
+# integration-test: version 2 credit words in the other reading of -00 §4.3.1 from the responder (the grant in the low half; the high half the same, or zero): inline-only rpcrdma2 (frwr=0) continuing Calls and receiving continued replies, eight RPCs in flight, without stall and without overrunning the responder's Receives
 # run.sh-options: --timeout 900 --server-script tools/testing/integration/server/responder-continuation.sh
 # integration-tier: long
 #
@@ -22,8 +22,9 @@
 #   2. (concurrent_case) eight RPCs in flight at once on a 256 KiB mount
 #      (fio, a verifying writer and a reader): continued Calls and
 #      replies neither stall (fio completes within its timeout) nor
-#      overrun the responder's Receives (an overrun is an RNR error that
-#      drops the connection: none is traced);
+#      overrun the responder's Receives (the responder accepts with
+#      rnr_retry_count 0, so an overrun is an RNR error that drops the
+#      connection: none is traced);
 #   3. afterwards the responder received continued Call pieces and
 #      nothing malformed, and counts one connection per mount (three: a
 #      lost connection would add one).
