@@ -275,12 +275,15 @@ pub struct CreditState {
     adv_max: u32,
     /// v2: the credits our words returned, in all.
     cum_ret: u64,
-    /// v2: our latest messages that returned credits, oldest first:
-    /// (`sent` after it, `cum_ret` after it), `ret_len` of them from
-    /// `ret_head`.
-    ret_log: [(u32, u64); RETURN_RING],
-    ret_head: usize,
-    ret_len: usize,
+    /// v2: our latest messages that returned credits, oldest first,
+    /// `ret_len` of them from `ret_head`: `sent` after each.
+    ret_sent: [u32; RETURN_RING],
+    /// v2: the low 32 bits of `cum_ret` after each message of
+    /// `ret_sent` (the log spans less than 2^32 credits: see
+    /// [`CreditState::logged_cum`]).
+    ret_cum: [u32; RETURN_RING],
+    ret_head: u8,
+    ret_len: u8,
 }
 
 impl CreditState {
@@ -309,7 +312,8 @@ impl CreditState {
             received: 0,
             adv_max: 0,
             cum_ret: 0,
-            ret_log: [(0, 0); RETURN_RING],
+            ret_sent: [0; RETURN_RING],
+            ret_cum: [0; RETURN_RING],
             ret_head: 0,
             ret_len: 0,
         }
@@ -483,13 +487,26 @@ impl CreditState {
     /// log is full: what it returned then shows nothing received until
     /// the log has room again, which only holds back credits).
     fn log_return(&mut self) {
-        if self.ret_len < RETURN_RING {
-            let i = self.ret_head.wrapping_add(self.ret_len) % RETURN_RING;
-            if let Some(e) = self.ret_log.get_mut(i) {
-                *e = (self.sent, self.cum_ret);
+        let len = usize::from(self.ret_len);
+        if len < RETURN_RING {
+            let i = usize::from(self.ret_head).wrapping_add(len) % RETURN_RING;
+            let low = u32::try_from(self.cum_ret & u64::from(u32::MAX)).unwrap_or(0);
+            if let (Some(s), Some(c)) = (self.ret_sent.get_mut(i), self.ret_cum.get_mut(i)) {
+                *s = self.sent;
+                *c = low;
                 self.ret_len = self.ret_len.saturating_add(1);
             }
         }
+    }
+
+    /// `cum_ret` as it was after a logged message whose low 32 bits are
+    /// `low`: exact, because `cum_ret` only grows and the log holds at
+    /// most [`RETURN_RING`] messages, each returning fewer than 2^16
+    /// credits (a credit half), so no entry is 2^32 behind.
+    fn logged_cum(&self, low: u32) -> u64 {
+        let now = u32::try_from(self.cum_ret & u64::from(u32::MAX)).unwrap_or(0);
+        self.cum_ret
+            .saturating_sub(u64::from(now.wrapping_sub(low)))
     }
 
     /// What the peer's latest message shows it received, as `sent` was
@@ -505,13 +522,15 @@ impl CreditState {
             .filter(|&n| n > 0)?;
         let mut end = None;
         while self.ret_len > 0 {
-            let (seq, cum) = *self.ret_log.get(self.ret_head)?;
+            let head = usize::from(self.ret_head);
+            let seq = *self.ret_sent.get(head)?;
+            let cum = self.logged_cum(*self.ret_cum.get(head)?);
             end = Some(seq);
             if cum >= need {
                 break;
             }
             // It returned fewer: received, and so is the next one.
-            self.ret_head = self.ret_head.wrapping_add(1) % RETURN_RING;
+            self.ret_head = u8::try_from(head.wrapping_add(1) % RETURN_RING).unwrap_or(0);
             self.ret_len = self.ret_len.saturating_sub(1);
         }
         end

@@ -182,6 +182,7 @@ pub(super) fn peer(send: u32, recv: u32, r: bool) -> Peer {
 }
 
 /// A transport with `config`, connected, established with `peer`.
+#[inline(never)]
 pub(super) fn up(config: Config, peer: Peer) -> Transport {
     let mut t = Transport::new(config);
     t.connect();
@@ -559,7 +560,7 @@ fn prepare_rpc_long_call_and_reply() -> TestResult {
     check!(matches!(o.reply, Reply::Chunked { header: h, .. }
         if matches!(plan.check_reply(&segs, &h), Err(ReplyError::Overrun { .. }))));
     // Without chunks the same reply fails its RPC, as before.
-    let mut t = up(v1, peer(4096, 4096, false));
+    t = up(v1, peer(4096, 4096, false));
     let msg = Wire::new(&[
         x, 1, 32, 1, 0, 0, 1, 2, 3, 4096, 0x1000, 3, 4, 100, 0x1000, 4,
     ]);
@@ -613,6 +614,7 @@ fn prepare_rpc_waits_for_mrs() -> TestResult {
 
 /// A transport settled on v2 (no private data: 4096-byte thresholds)
 /// with chunks (8 segments) and `config`.
+#[inline(never)]
 fn v2_chunked(config: Config) -> Transport {
     let mut t = up(config, Peer::Absent);
     t.set_max_segs(8);
@@ -623,6 +625,7 @@ fn v2_chunked(config: Config) -> Transport {
 
 /// [`v2_chunked`] with `pieces` continued Reply pieces in place of a
 /// Reply chunk.
+#[inline(never)]
 fn v2_cont(pieces: u32) -> Transport {
     v2_chunked(Config {
         cont_reply_pieces: pieces,
@@ -1176,7 +1179,7 @@ fn reply_classes() -> TestResult {
         }
     ));
     // v1: NOMSG without chunks; ERR_CHUNK (its grant applies, as in C).
-    let mut t = up(
+    t = up(
         Config {
             policy: VersionPolicy::ForceV1,
             ..Config::default()
@@ -1215,6 +1218,7 @@ const CRED_0_1: u32 = 0x0001_0000;
 
 /// A transport settled on v2 (inline only, limit 32) with Call `XID`
 /// outstanding.
+#[inline(never)]
 fn v2_with_call() -> Transport {
     let mut t = up(Config::default(), Peer::Absent);
     let _ = t.prepare_call(1, 100, 100);
@@ -1615,7 +1619,7 @@ fn continued_call_pieces() -> TestResult {
     check!(split(10, 0, 0).is_none());
 
     // Not on version 1, not with chunks.
-    let mut v1 = up(
+    t = up(
         Config {
             policy: VersionPolicy::ForceV1,
             ..Config::default()
@@ -1623,10 +1627,10 @@ fn continued_call_pieces() -> TestResult {
         Peer::Absent,
     );
     check!(matches!(
-        v1.prepare_piece(XID, 10_000, 0),
+        t.prepare_piece(XID, 10_000, 0),
         Err(CallError::TooBig(_))
     ));
-    let mut chunked = up(
+    t = up(
         Config {
             max_segs: 8,
             ..Config::default()
@@ -1634,13 +1638,13 @@ fn continued_call_pieces() -> TestResult {
         Peer::Absent,
     );
     check!(matches!(
-        chunked.prepare_piece(XID, 10_000, 0),
+        t.prepare_piece(XID, 10_000, 0),
         Err(CallError::TooBig(_))
     ));
 
     // The first piece of a connection's first Call is the probe (at
     // most 1024 bytes); the next piece waits for the answer.
-    let mut t = up(Config::default(), Peer::Absent);
+    t = up(Config::default(), Peer::Absent);
     let p = t.prepare_piece(XID, 2000, 0);
     check!(matches!(p, Ok(p) if p.probe && p.span.len == 988 && p.span.more));
     check!(t.prepare_piece(XID, 2000, 988) == Err(CallError::NoCredits));

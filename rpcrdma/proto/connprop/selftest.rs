@@ -55,6 +55,7 @@ const CRED_1_32: u32 = 0x0020_0001;
 /// A transport whose CONNPROP probe is out, or the failure "no probe" at
 /// the caller's line.
 #[track_caller]
+#[inline(never)]
 fn probing(config: Config) -> Result<(Transport, Plan), Failure> {
     let line = core::panic::Location::caller().line();
     let mut t = up(config, peer(4096, 4096, false));
@@ -464,13 +465,17 @@ fn read_rpc(len: u32) -> Rpc {
 /// Maximum RDMA Segment Count and Size bound chunk planning: segments
 /// per chunk, segments in the whole header, bytes per segment; and the
 /// transport's payload follows.
+/// A probing transport (16 segments) that received the responder's
+/// CONNPROP with `segs` segments of `size` bytes.
+#[inline(never)]
+fn chunky(segs: u32, size: u32) -> Option<Transport> {
+    let (mut t, _) = probing(Config::default()).ok()?;
+    t.set_max_segs(16);
+    t.receive(responder_connprop(CRED_1_32, segs, size, 1).bytes());
+    Some(t)
+}
+
 fn connprop_segment_limits() -> TestResult {
-    let chunky = |segs: u32, size: u32| -> Option<Transport> {
-        let (mut t, _) = probing(Config::default()).ok()?;
-        t.set_max_segs(16);
-        t.receive(responder_connprop(CRED_1_32, segs, size, 1).bytes());
-        Some(t)
-    };
     let mut t = chunky(2, 8192).ok_or(Failure {
         line: line!(),
         what: "setup",
@@ -504,14 +509,14 @@ fn connprop_segment_limits() -> TestResult {
         Err(CallError::Plan(PlanError::TooManySegments { limit: 1, .. }))
     ));
     // A segment size below a page: no chunks at all (inline only).
-    let t = chunky(16, 1024).ok_or(Failure {
+    t = chunky(16, 1024).ok_or(Failure {
         line: line!(),
         what: "setup",
     })?;
     check!(t.limits(4096, 256).max_segs == 0);
     check!(t.max_payload(4096, 256).is_none());
     // The defaults do not constrain a 1 MiB payload.
-    let t = chunky(16, 1 << 20).ok_or(Failure {
+    t = chunky(16, 1 << 20).ok_or(Failure {
         line: line!(),
         what: "setup",
     })?;
@@ -529,7 +534,7 @@ fn connprop_segment_limits() -> TestResult {
     check!(t.max_payload(4096, 256).is_none());
     // The count bounds the whole header: one Read chunk and one Write
     // chunk of one segment each need two.
-    let mut t = chunky(1, 1 << 20).ok_or(Failure {
+    t = chunky(1, 1 << 20).ok_or(Failure {
         line: line!(),
         what: "setup",
     })?;
