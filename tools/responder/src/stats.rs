@@ -134,6 +134,7 @@ counters! {
     grants_sent: "asynchronous credit grants sent (RDMA2_NOMSG, XID 0)",
     grants_ahead: "credit grants sent ahead of messages waiting for the client's v2 credits",
     credit_waits: "times a message waited for the client's v2 credits",
+    credit_overruns: "v2 messages the client sent beyond the credits we granted and returned (-00 §4.3.1; one credit grant beyond is allowed)",
     client_credit_limit: "the client's latest v2 credit limit (high half)",
     client_outstanding: "our v2 messages the client holds, not returned yet (latest connection, at the latest send attempt)",
     client_unreturned: "the client's v2 messages whose credit we have not returned (idem)",

@@ -1840,3 +1840,54 @@ fn naturally_short_write_chunk() {
     // Write list: one chunk of two segments, lengths 3000 and 0.
     assert_eq!(&w[7..18], &[1, 2, 7, 3000, 0, 0x7000, 8, 0, 0, 0x8000, 0]);
 }
+
+/// -00 §4.3.1: "A sender MUST NOT send RDMA messages in excess of the
+/// receiver's granted credit limit", and a receiver keeps one Receive for
+/// a credit grant beyond it. A message from the client beyond the credits
+/// we granted and returned is counted (`credit_overruns`; the spare
+/// Receives used to take it unseen): one credit grant beyond is not an
+/// overrun, a second is, and so is a Call; the credits our replies and
+/// grants return make room again.
+#[test]
+fn client_messages_beyond_our_credit_limit_are_counted() {
+    let mut st = Stats::default();
+    let opts = Options {
+        credits: 2,
+        ..Options::default()
+    };
+    // Call 1 settles the connection; Call 2 is within the limit.
+    let mut p = settled_v2(opts.clone(), &mut st);
+    let c2 = the_call(&p.on_receive(&null_call(Protocol::V2, 2), &mut st));
+    assert_eq!(st.credit_overruns, 0);
+    // Both credits held: one grant may still come, a second may not.
+    let grant = bytes(&[0, 2, (32 << 16) | 1, 1, 0, 0, 0, 0, 0]);
+    p.on_receive(&grant, &mut st);
+    assert_eq!(st.credit_overruns, 0);
+    p.on_receive(&grant, &mut st);
+    assert_eq!(st.credit_overruns, 1);
+    let c3 = the_call(&p.on_receive(&null_call(Protocol::V2, 3), &mut st));
+    assert_eq!(st.credit_overruns, 2);
+    // Replies to Calls 2 and 3 return their credits, the grant that goes
+    // with them the two of the grants: only Call 1 is held.
+    for c in [c2, c3] {
+        let xid = c.xid;
+        p.plan_reply(&c, &bytes(&[xid, 1, 0, 0, 0, 0, 0]), None, &mut st);
+    }
+    assert_eq!(p.top_up(u16::MAX), 2);
+    p.on_receive(&null_call(Protocol::V2, 4), &mut st);
+    assert_eq!(st.credit_overruns, 2);
+    // Credits returned by the other reading of the word (the grant in the
+    // low half) are not counted: no overrun is told from them.
+    let mut st = Stats::default();
+    let mut q = settled_v2(
+        Options {
+            credit_word: CreditWord::Total,
+            ..opts
+        },
+        &mut st,
+    );
+    for xid in 2..6 {
+        q.on_receive(&null_call(Protocol::V2, xid), &mut st);
+    }
+    assert_eq!(st.credit_overruns, 0);
+}

@@ -85,6 +85,14 @@ impl ConnProto {
     }
 
     fn on_receive_inner(&mut self, buf: &[u8], stats: &mut Stats) -> Vec<Action> {
+        if self.overruns_our_credits(buf) {
+            stats.credit_overruns += 1;
+            log::warn(format_args!(
+                "the client sent a message beyond our credit limit ({} unreturned, {} granted)",
+                self.unreturned,
+                self.opts.credits.max(1)
+            ));
+        }
         self.unreturned = self.unreturned.saturating_add(1);
         stats.msgs_received += 1;
         let Ok(common) = header::peek(buf) else {
