@@ -59,6 +59,9 @@ fault injection:
   --no-connprop          do not send RDMA2_CONNPROP
   --connprop-pieces N    v2: send RDMA2_CONNPROP continued (F_MORE) over N
                          messages (1-64)
+  --connprop-twice       v2: after our RDMA2_CONNPROP send a second one with
+                         Maximum Send Size and Receive Buffer Size 1024
+                         (the client must keep the first, -00 §6.4.4)
   --no-private-data      accept without RFC 8797 private data
   --continue-over N      v2: continue (F_MORE) every reply longer than N bytes,
                          in pieces of at most N bytes
@@ -175,6 +178,7 @@ fn parse() -> Result<Option<Config>, String> {
             "--v1-only" => cfg.opts.v1_only = true,
             "-v" | "--verbose" => cfg.verbose = true,
             "--no-connprop" => cfg.opts.no_connprop = true,
+            "--connprop-twice" => cfg.opts.connprop_twice = true,
             "--connprop-pieces" => {
                 cfg.opts.connprop_pieces = num::<usize>(args.next(), &a)?.clamp(1, 64)
             }

@@ -105,6 +105,10 @@ pub struct Options {
     pub no_connprop: bool,
     /// Send our RDMA2_CONNPROP continued over this many messages (1: whole).
     pub connprop_pieces: usize,
+    /// v2: after our RDMA2_CONNPROP, send a second one with Maximum Send
+    /// Size and Receive Buffer Size [`CONNPROP_TWICE_SIZE`] (the client must
+    /// keep the first, -00 §6.4.4).
+    pub connprop_twice: bool,
     /// The credit limit advertised (v1 grant; v2 high half).
     pub credits: u16,
     /// Size of our Receive buffers (advertised in private data and RBSIZ).
@@ -165,6 +169,7 @@ impl Default for Options {
             v1_only: false,
             no_connprop: false,
             connprop_pieces: 1,
+            connprop_twice: false,
             credits: 32,
             recv_size: 4096,
             max_data: (1 << 20) + 16384,
@@ -197,6 +202,11 @@ impl Options {
         usize::from(self.credits.max(1)) + 1 + RECV_SLACK
     }
 }
+
+/// The sizes `--connprop-twice`'s second RDMA2_CONNPROP advertises, a
+/// quarter of the default: a client that took them would send every Call
+/// over 1024 bytes in chunks or continued.
+pub const CONNPROP_TWICE_SIZE: u32 = 1024;
 
 /// Receives posted beyond the credits and the grant reserve.
 const RECV_SLACK: usize = 7;
@@ -310,9 +320,21 @@ impl ConnProto {
 
     /// Our RDMA2_CONNPROP.
     pub fn connprop(&mut self) -> Vec<u8> {
+        self.connprop_sized(self.opts.recv_size)
+    }
+
+    /// `--connprop-twice`'s second RDMA2_CONNPROP: ours with Maximum Send
+    /// Size and Receive Buffer Size [`CONNPROP_TWICE_SIZE`].
+    pub fn second_connprop(&mut self) -> Vec<u8> {
+        self.connprop_sized(CONNPROP_TWICE_SIZE)
+    }
+
+    /// Our RDMA2_CONNPROP advertising `size` as Maximum Send Size and
+    /// Receive Buffer Size.
+    fn connprop_sized(&mut self, size: u32) -> Vec<u8> {
         let props = [
-            Property::MaxSendSize(self.opts.recv_size),
-            Property::RecvBufSize(self.opts.recv_size),
+            Property::MaxSendSize(size),
+            Property::RecvBufSize(size),
             Property::MaxSegmentSize(
                 self.opts
                     .prop_seg_size

@@ -1891,3 +1891,33 @@ fn client_messages_beyond_our_credit_limit_are_counted() {
     }
     assert_eq!(st.credit_overruns, 0);
 }
+
+/// `--connprop-twice`: for the client's rule that properties do not
+/// change (-00 §6.4.4), a second RDMA2_CONNPROP follows our first, once
+/// per connection, with Maximum Send Size and Receive Buffer Size 1024
+/// where the first said `--inline`.
+#[test]
+fn connprop_twice_sends_a_second_smaller_connprop_once() {
+    let mut st = Stats::default();
+    let mut p = ConnProto::new(
+        Options {
+            connprop_twice: true,
+            ..Options::default()
+        },
+        client(4096),
+    );
+    let a = p.on_receive(&null_call(Protocol::V2, 1), &mut st);
+    let s = sends(&a);
+    assert_eq!(s.len(), 2);
+    // xid 0, vers 2, credit, RDMA2_CONNPROP, flags 0, 5 properties: MSSIZ,
+    // RBSIZ first.
+    for (m, size) in s.iter().zip([4096, 1024]) {
+        assert_eq!((m[0], m[1], m[3], m[4], m[5]), (0, 2, 5, 0, 5), "{m:x?}");
+        assert_eq!(&m[6..12], &[1, 4, size, 2, 4, size], "{m:x?}");
+    }
+    assert!(matches!(a.last(), Some(Action::Call(_))));
+    assert_eq!(st.connprop_sent, 2);
+    let a = p.on_receive(&null_call(Protocol::V2, 2), &mut st);
+    assert!(sends(&a).is_empty());
+    assert_eq!(st.connprop_sent, 2);
+}

@@ -76,9 +76,14 @@ impl ConnProto {
             // Built after the message was admitted, so that its credit
             // word does not return the credit the reply will return.
             self.connprop_due = false;
-            let pieces = self.connprop_pieces();
-            out.splice(0..0, pieces.into_iter().map(Action::Send));
+            let mut pieces = self.connprop_pieces();
             stats.connprop_sent += 1;
+            if self.opts.connprop_twice {
+                // -00 §6.4.4: the client keeps what the first one said.
+                pieces.push(self.second_connprop());
+                stats.connprop_sent += 1;
+            }
+            out.splice(0..0, pieces.into_iter().map(Action::Send));
         }
         out.extend(self.grants_due());
         out
