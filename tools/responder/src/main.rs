@@ -46,6 +46,13 @@ options:
                          (bad_reverse_call_answered: RDMA2_ERR_REPLY_RESOURCE
                          with F_RESPONSE, -00 §6.4.3; else
                          bad_reverse_call_wrong)
+  --unknown-htype-call   v2, with --relay-callbacks: once per connection,
+                         ahead of the reply to its second Call, send the
+                         client a message of header type 7 without
+                         F_RESPONSE carrying that Call's XID, and count its
+                         answer (unknown_htype_answered: RDMA2_ERROR
+                         RDMA2_ERR_INVAL_HTYPE with F_RESPONSE, -00 §6.4.3;
+                         else unknown_htype_wrong)
   --prop-segs N          v2: advertise Maximum RDMA Segment Count N in our
                          CONNPROP (default 16) and answer RDMA2_ERR_SEGMENTS
                          to Calls carrying more segments (counted in
@@ -193,6 +200,7 @@ fn parse() -> Result<Option<Config>, String> {
             "--max-segs" => cfg.opts.max_segs = Some(num(args.next(), &a)?),
             "--probe-callbacks" => cfg.opts.probe_callbacks = true,
             "--bad-reverse-call" => cfg.opts.bad_reverse_call = true,
+            "--unknown-htype-call" => cfg.opts.unknown_htype_call = true,
             "--prop-segs" => cfg.opts.prop_segs = Some(num(args.next(), &a)?),
             "--prop-seg-size" => cfg.opts.prop_seg_size = Some(num(args.next(), &a)?),
             "--no-private-data" => cfg.no_private_data = true,
@@ -252,6 +260,9 @@ fn parse() -> Result<Option<Config>, String> {
     }
     if cfg.opts.bad_reverse_call && !cfg.opts.relay_callbacks {
         return Err("--bad-reverse-call needs --relay-callbacks".into());
+    }
+    if cfg.opts.unknown_htype_call && !cfg.opts.relay_callbacks {
+        return Err("--unknown-htype-call needs --relay-callbacks".into());
     }
     Ok(Some(cfg))
 }

@@ -161,6 +161,11 @@ pub struct Options {
     /// it cannot serve (a CB_NULL offering a Write chunk) and count its
     /// `RDMA2_ERROR` answer (needs `relay_callbacks`).
     pub bad_reverse_call: bool,
+    /// v2: once per connection, ahead of the second Call's reply, send a
+    /// message of an unknown header type without `F_RESPONSE` carrying
+    /// that Call's XID, and count the client's `RDMA2_ERROR` answer
+    /// (needs `relay_callbacks`).
+    pub unknown_htype_call: bool,
 }
 
 impl Default for Options {
@@ -188,6 +193,7 @@ impl Default for Options {
             remote_invalidate: false,
             credit_word: CreditWord::Ours,
             bad_reverse_call: false,
+            unknown_htype_call: false,
         }
     }
 }
@@ -272,6 +278,10 @@ pub struct ConnProto {
     bad_call_sent: bool,
     /// `--bad-reverse-call`: its XID while no answer has come.
     bad_call_pending: Option<u32>,
+    /// `--unknown-htype-call`: sent on this connection.
+    unknown_htype_sent: bool,
+    /// `--unknown-htype-call`: its XID while no answer has come.
+    unknown_htype_pending: Option<u32>,
 }
 
 impl ConnProto {
@@ -297,6 +307,8 @@ impl ConnProto {
             probes_sent: 0,
             bad_call_sent: false,
             bad_call_pending: None,
+            unknown_htype_sent: false,
+            unknown_htype_pending: None,
         }
     }
 

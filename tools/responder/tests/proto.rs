@@ -1921,3 +1921,56 @@ fn connprop_twice_sends_a_second_smaller_connprop_once() {
     assert!(sends(&a).is_empty());
     assert_eq!(st.connprop_sent, 2);
 }
+
+/// `--unknown-htype-call`: for -00 §6.3.2's F_RESPONSE (clear: the XID is
+/// the sender's) on a message the client cannot decode. Once per
+/// connection, ahead of the second Call's reply, a version 2 message of
+/// header type 7 without F_RESPONSE carrying that Call's XID: the client
+/// must answer it as a responder, RDMA2_ERR_INVAL_HTYPE with F_RESPONSE,
+/// and not take it for a reply to its Call (which is answered after it).
+#[test]
+fn unknown_htype_call_goes_ahead_of_a_reply_and_its_answer_is_counted() {
+    let mut st = Stats::default();
+    let opts = Options {
+        unknown_htype_call: true,
+        relay_callbacks: true,
+        ..Options::default()
+    };
+    let mut p = settled_v2(opts.clone(), &mut st);
+    assert_eq!(st.unknown_htype_sent, 0);
+    let a = p.on_receive(&null_call(Protocol::V2, 0x42), &mut st);
+    let s = sends(&a);
+    assert_eq!(s.len(), 1);
+    // xid of the Call, vers 2, credit, htype 7, flags 0 (no F_RESPONSE).
+    assert_eq!((s[0][0], s[0][1], s[0][3], s[0][4]), (0x42, 2, 7, 0));
+    assert!(matches!(a[0], Action::Send(_)));
+    assert_eq!(the_call(&a).xid, 0x42);
+    assert_eq!(st.unknown_htype_sent, 1);
+    // Once per connection.
+    let a = p.on_receive(&null_call(Protocol::V2, 0x43), &mut st);
+    assert!(sends(&a).is_empty());
+    // The right answer: RDMA2_ERROR, F_RESPONSE, RDMA2_ERR_INVAL_HTYPE.
+    let answer = |flags, code| bytes(&[0x42, 2, (32 << 16) | 1, 4, flags, code]);
+    assert_eq!(p.on_receive(&answer(1, 3), &mut st), vec![Action::Nothing]);
+    assert_eq!((st.unknown_htype_answered, st.unknown_htype_wrong), (1, 0));
+    assert_eq!(st.malformed, 0);
+    // Wrong answers: without F_RESPONSE, or another code.
+    for (flags, code) in [(0, 3), (1, 2)] {
+        let mut st = Stats::default();
+        let mut p = settled_v2(opts.clone(), &mut st);
+        p.on_receive(&null_call(Protocol::V2, 0x42), &mut st);
+        p.on_receive(&answer(flags, code), &mut st);
+        assert_eq!((st.unknown_htype_answered, st.unknown_htype_wrong), (0, 1));
+    }
+    // Not without --relay-callbacks (our CONNPROP then says NONE).
+    let mut st = Stats::default();
+    let mut p = settled_v2(
+        Options {
+            relay_callbacks: false,
+            ..opts
+        },
+        &mut st,
+    );
+    let a = p.on_receive(&null_call(Protocol::V2, 0x42), &mut st);
+    assert!(sends(&a).is_empty());
+}

@@ -85,6 +85,17 @@ impl ConnProto {
             }
             out.splice(0..0, pieces.into_iter().map(Action::Send));
         }
+        let call = out.iter().position(|a| matches!(a, Action::Call(_)));
+        if let Some(i) = call {
+            let xid = match &out[i] {
+                Action::Call(c) => c.xid,
+                _ => 0,
+            };
+            if let Some(m) = self.unknown_htype_call(xid) {
+                stats.unknown_htype_sent += 1;
+                out.insert(i, Action::Send(m));
+            }
+        }
         out.extend(self.grants_due());
         out
     }
@@ -178,6 +189,24 @@ impl ConnProto {
         let v2 = h.protocol == Protocol::V2;
         if v2 && !matches!(h.body, Body::Error(_)) {
             self.client_credit(h.credit);
+        }
+        if let Some(ok) = self.unknown_htype_answer(&h) {
+            if ok {
+                stats.unknown_htype_answered += 1;
+                log::info(format_args!(
+                    "the client answered our unknown header type (xid {:#x}) with RDMA2_ERR_INVAL_HTYPE",
+                    h.xid
+                ));
+            } else {
+                stats.unknown_htype_wrong += 1;
+                log::warn(format_args!(
+                    "the client answered our unknown header type (xid {:#x}) with {:?} ({:?}), not RDMA2_ERR_INVAL_HTYPE with F_RESPONSE",
+                    h.xid,
+                    h.body,
+                    h.flags
+                ));
+            }
+            return vec![Action::Nothing];
         }
         if let Some(ok) = self.bad_call_answer(&h) {
             if ok {

@@ -25,6 +25,11 @@ pub const BAD_CALL_XID: u32 = 0xcbad_0001;
 /// `RDMA2_ERR_REPLY_RESOURCE` (-00 §6.4.3).
 pub const BAD_CALL_ANSWER: u32 = v2::ERR_REPLY_RESOURCE;
 
+/// The header type of the `--unknown-htype-call` message: one -00 does
+/// not define (RDMA2_MSG 0 to RDMA2_CONNPROP 5; 6 is unassigned too, 7 is
+/// what the malformed-message catalogue uses).
+pub const UNKNOWN_HTYPE: u32 = 7;
+
 impl ConnProto {
     /// The client announced Reverse Request Support `NONE` (-00 §5.2.5:
     /// "receipt of reverse direction requests and replies is not
@@ -162,5 +167,47 @@ impl ConnProto {
                 && e.code() == BAD_CALL_ANSWER
                 && matches!(e, ErrorBody::ReplyResource { .. }),
         )
+    }
+
+    /// `--unknown-htype-call`: once per version 2 connection whose client
+    /// takes reverse-direction Calls, for its admitted Call `xid` (not the
+    /// first of the connection), a message to send ahead of that Call's
+    /// reply: `xid`, version 2, header type [`UNKNOWN_HTYPE`], no flags (so
+    /// no `F_RESPONSE`: the XID is ours, -00 §6.3.2), one zero word. The
+    /// client cannot decode it and must answer it as its responder
+    /// (`RDMA2_ERR_INVAL_HTYPE`, -00 §6.4.3), without taking it for the
+    /// reply to its own Call `xid`. `None` otherwise.
+    pub(super) fn unknown_htype_call(&mut self, xid: u32) -> Option<Vec<u8>> {
+        if !self.opts.unknown_htype_call
+            || !self.opts.relay_callbacks
+            || self.unknown_htype_sent
+            || self.calls < 2
+            || self.version != Some(Protocol::V2)
+            || self.refuses_reverse_calls()
+        {
+            return None;
+        }
+        self.unknown_htype_sent = true;
+        self.unknown_htype_pending = Some(xid);
+        let credit = self.credit_word(false);
+        Some(
+            [xid, v2::VERSION, credit, UNKNOWN_HTYPE, 0, 0]
+                .iter()
+                .flat_map(|w| w.to_be_bytes())
+                .collect(),
+        )
+    }
+
+    /// Counts the client's `RDMA2_ERROR` answer to the
+    /// `--unknown-htype-call` message: `Some(true)` if it is
+    /// `RDMA2_ERR_INVAL_HTYPE` with `F_RESPONSE`, `Some(false)` if another;
+    /// `None` if `h` is not that answer.
+    pub(super) fn unknown_htype_answer(&mut self, h: &header::Header<'_>) -> Option<bool> {
+        let Body::Error(e) = h.body else { return None };
+        if h.protocol != Protocol::V2 || self.unknown_htype_pending != Some(h.xid) {
+            return None;
+        }
+        self.unknown_htype_pending = None;
+        Some(h.flags.is_response() && matches!(e, ErrorBody::InvalHtype))
     }
 }
