@@ -1974,3 +1974,48 @@ fn unknown_htype_call_goes_ahead_of_a_reply_and_its_answer_is_counted() {
     let a = p.on_receive(&null_call(Protocol::V2, 0x42), &mut st);
     assert!(sends(&a).is_empty());
 }
+
+/// -00 §4.5.3: "Chunks for a chained message may be conveyed in the final
+/// message in the sequence". With `--continue-over N` below the length of
+/// a reduced reply (a READ whose data goes in a Write chunk), the reply is
+/// continued and its Write list goes in the last piece only.
+#[test]
+fn continued_reply_carries_its_write_list_in_the_last_piece() {
+    let mut st = Stats::default();
+    let mut p = ConnProto::new(
+        Options {
+            no_connprop: true,
+            continue_over: Some(16),
+            ..Options::default()
+        },
+        client(4096),
+    );
+    let segs = [seg(7, 8192)];
+    let (c, reply, data) = read_to_write_chunk(&mut p, &mut st, 0x88, 0, &segs, 5000);
+    let plan = p.plan_reply(&c, &reply, Some(data.clone()), &mut st);
+    assert_eq!(plan.path, Some(Path::Continued));
+    assert_eq!(plan.writes.len(), 1);
+    assert_eq!(plan.writes[0].src, data);
+    let n = plan.sends.len();
+    assert!(n > 1, "{n} pieces");
+    let mut payload = Vec::new();
+    for (i, m) in plan.sends.iter().enumerate() {
+        let h = header::decode(m).expect("a v2 header");
+        let last = i + 1 == n;
+        assert_eq!(h.flags.has_more(), !last);
+        assert!(h.flags.is_response());
+        let rpcrdma_xdr::header::Body::Msg(b) = h.body else {
+            panic!("piece {i}: {:?}", h.body)
+        };
+        assert_eq!(b.chunks.is_empty(), !last, "piece {i}");
+        if last {
+            // One Write chunk of one segment: 5000 bytes of rkey 7.
+            let w: Vec<Vec<Segment>> = b.chunks.writes.iter().map(|c| c.iter().collect()).collect();
+            assert_eq!(w.len(), 1);
+            assert_eq!((w[0][0].handle, w[0][0].length), (7, 5000));
+        }
+        payload.extend_from_slice(b.payload);
+    }
+    // The pieces carry the reply without its data (reduced, -00 §4.4.2).
+    assert_eq!(&payload[..], &reply[..data.start]);
+}
