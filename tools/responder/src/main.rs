@@ -72,6 +72,9 @@ fault injection:
   --no-private-data      accept without RFC 8797 private data
   --continue-over N      v2: continue (F_MORE) every reply longer than N bytes,
                          in pieces of at most N bytes
+  --tiny-pieces          v2: the first three pieces of every continued reply
+                         carry 1, 2 and 3 bytes of payload (-00 §4.5.2:
+                         any convenient boundary)
   --credit-word READING  v2: the reading of -00 §4.3.1 our credit words
                          follow: ours (default: high half the limit, low
                          half the credits returned), total (the low half is
@@ -205,6 +208,7 @@ fn parse() -> Result<Option<Config>, String> {
             "--prop-seg-size" => cfg.opts.prop_seg_size = Some(num(args.next(), &a)?),
             "--no-private-data" => cfg.no_private_data = true,
             "--remote-invalidate" => cfg.opts.remote_invalidate = true,
+            "--tiny-pieces" => cfg.opts.tiny_pieces = true,
             "--continue-over" => cfg.opts.continue_over = Some(num(args.next(), &a)?),
             "--credit-word" => {
                 let m = args

@@ -117,6 +117,9 @@ pub struct Options {
     pub max_data: usize,
     /// v2: continue every reply longer than this many bytes (F_MORE).
     pub continue_over: Option<usize>,
+    /// v2: the first three pieces of every continued reply carry 1, 2 and
+    /// 3 bytes of payload, the others as usual.
+    pub tiny_pieces: bool,
     /// Answer the Nth Call (1-based, per connection) with this error code
     /// (each pair; Calls counted as [`Options::err_calls`] says).
     pub err_nth: Vec<(u64, u32)>,
@@ -179,6 +182,7 @@ impl Default for Options {
             recv_size: 4096,
             max_data: (1 << 20) + 16384,
             continue_over: None,
+            tiny_pieces: false,
             err_nth: Vec::new(),
             err_every: None,
             err_calls: CallKind::Any,

@@ -2019,3 +2019,38 @@ fn continued_reply_carries_its_write_list_in_the_last_piece() {
     // The pieces carry the reply without its data (reduced, -00 §4.4.2).
     assert_eq!(&payload[..], &reply[..data.start]);
 }
+
+/// `--tiny-pieces`: -00 §4.5.2 lets a sender split a continued message
+/// "on any convenient boundary"; the first three pieces of a continued
+/// reply carry 1, 2 and 3 bytes, the rest are as usual, and together they
+/// are the reply.
+#[test]
+fn tiny_pieces_split_a_continued_reply_on_odd_boundaries() {
+    let mut st = Stats::default();
+    let mut p = ConnProto::new(
+        Options {
+            no_connprop: true,
+            continue_over: Some(1024),
+            tiny_pieces: true,
+            ..Options::default()
+        },
+        client(4096),
+    );
+    let c = the_call(&p.on_receive(&null_call(Protocol::V2, 0x89), &mut st));
+    let mut reply = bytes(&[0x89, 1, 0, 0, 0, 0]);
+    reply.resize(3000, 9);
+    let plan = p.plan_reply(&c, &reply, None, &mut st);
+    assert_eq!(plan.path, Some(Path::Continued));
+    let mut lens = Vec::new();
+    let mut payload = Vec::new();
+    for m in &plan.sends {
+        let h = header::decode(m).expect("a v2 header");
+        let rpcrdma_xdr::header::Body::Msg(b) = h.body else {
+            panic!("{:?}", h.body)
+        };
+        lens.push(b.payload.len());
+        payload.extend_from_slice(b.payload);
+    }
+    assert_eq!(lens, vec![1, 2, 3, 1024, 1024, 946]);
+    assert_eq!(payload, reply);
+}
