@@ -53,6 +53,14 @@ options:
                          answer (unknown_htype_answered: RDMA2_ERROR
                          RDMA2_ERR_INVAL_HTYPE with F_RESPONSE, -00 §6.4.3;
                          else unknown_htype_wrong)
+  --continued-reverse-call
+                         v2, with --relay-callbacks: after the first reply
+                         on a connection, send the client once a CB_NULL
+                         reverse-direction Call continued over two pieces
+                         and count its answer
+                         (continued_reverse_call_answered: a successful
+                         reply with F_RESPONSE; else
+                         continued_reverse_call_wrong)
   --prop-segs N          v2: advertise Maximum RDMA Segment Count N in our
                          CONNPROP (default 16) and answer RDMA2_ERR_SEGMENTS
                          to Calls carrying more segments (counted in
@@ -204,6 +212,7 @@ fn parse() -> Result<Option<Config>, String> {
             "--probe-callbacks" => cfg.opts.probe_callbacks = true,
             "--bad-reverse-call" => cfg.opts.bad_reverse_call = true,
             "--unknown-htype-call" => cfg.opts.unknown_htype_call = true,
+            "--continued-reverse-call" => cfg.opts.continued_reverse_call = true,
             "--prop-segs" => cfg.opts.prop_segs = Some(num(args.next(), &a)?),
             "--prop-seg-size" => cfg.opts.prop_seg_size = Some(num(args.next(), &a)?),
             "--no-private-data" => cfg.no_private_data = true,
@@ -267,6 +276,9 @@ fn parse() -> Result<Option<Config>, String> {
     }
     if cfg.opts.unknown_htype_call && !cfg.opts.relay_callbacks {
         return Err("--unknown-htype-call needs --relay-callbacks".into());
+    }
+    if cfg.opts.continued_reverse_call && !cfg.opts.relay_callbacks {
+        return Err("--continued-reverse-call needs --relay-callbacks".into());
     }
     Ok(Some(cfg))
 }

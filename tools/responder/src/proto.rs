@@ -169,6 +169,10 @@ pub struct Options {
     /// that Call's XID, and count the client's `RDMA2_ERROR` answer
     /// (needs `relay_callbacks`).
     pub unknown_htype_call: bool,
+    /// v2: once per connection, send the client a CB_NULL reverse-direction
+    /// Call continued over two pieces and count its answer (needs
+    /// `relay_callbacks`).
+    pub continued_reverse_call: bool,
 }
 
 impl Default for Options {
@@ -198,6 +202,7 @@ impl Default for Options {
             credit_word: CreditWord::Ours,
             bad_reverse_call: false,
             unknown_htype_call: false,
+            continued_reverse_call: false,
         }
     }
 }
@@ -286,6 +291,10 @@ pub struct ConnProto {
     unknown_htype_sent: bool,
     /// `--unknown-htype-call`: its XID while no answer has come.
     unknown_htype_pending: Option<u32>,
+    /// `--continued-reverse-call`: sent on this connection.
+    cont_call_sent: bool,
+    /// `--continued-reverse-call`: its XID while no answer has come.
+    cont_call_pending: Option<u32>,
 }
 
 impl ConnProto {
@@ -313,6 +322,8 @@ impl ConnProto {
             bad_call_pending: None,
             unknown_htype_sent: false,
             unknown_htype_pending: None,
+            cont_call_sent: false,
+            cont_call_pending: None,
         }
     }
 

@@ -6,6 +6,7 @@
 
 use rpcrdma_responder::nfs::{self, NFS3_READ, NFS_PROGRAM};
 use rpcrdma_responder::proto::call::{Call, Part};
+use rpcrdma_responder::proto::reverse::CONT_CALL_XID;
 use rpcrdma_responder::proto::{Action, ConnProto, CreditWord, GrantMode, Options};
 use rpcrdma_responder::stats::{Path, Stats};
 use rpcrdma_xdr::chunk::{ChunkLists, ReadSegment, Segment};
@@ -2053,4 +2054,72 @@ fn tiny_pieces_split_a_continued_reply_on_odd_boundaries() {
     }
     assert_eq!(lens, vec![1, 2, 3, 1024, 1024, 946]);
     assert_eq!(payload, reply);
+}
+
+/// `--continued-reverse-call`: for the client's Reverse Request Support
+/// (INLINE covers continued messages, -00 §4.5.2, §5.2.5), once per
+/// connection a CB_NULL reverse-direction Call continued over two pieces
+/// (F_MORE on the first, no F_RESPONSE on either); the client's RPC reply
+/// to it, with F_RESPONSE, is counted, an RDMA2_ERROR for it too (as
+/// wrong).
+#[test]
+fn continued_reverse_call_is_sent_in_two_pieces_and_its_reply_counted() {
+    let opts = Options {
+        continued_reverse_call: true,
+        relay_callbacks: true,
+        ..Options::default()
+    };
+    let mut st = Stats::default();
+    let mut p = settled_v2(opts.clone(), &mut st);
+    let pieces = p.continued_reverse_call().expect("the pieces");
+    assert!(p.continued_reverse_call().is_none(), "once per connection");
+    assert_eq!(pieces.len(), 2);
+    let mut rpc = Vec::new();
+    for (i, m) in pieces.iter().enumerate() {
+        let h = header::decode(m).expect("a v2 header");
+        assert_eq!(h.xid, CONT_CALL_XID);
+        assert!(!h.flags.is_response());
+        assert_eq!(h.flags.has_more(), i == 0);
+        let rpcrdma_xdr::header::Body::Msg(b) = h.body else {
+            panic!("{:?}", h.body)
+        };
+        assert!(b.chunks.is_empty());
+        rpc.extend_from_slice(b.payload);
+    }
+    assert_eq!(rpc, nfs::null_call(CONT_CALL_XID, 0x4000_0000, 1));
+    // The client's reply: RDMA2_MSG, F_RESPONSE, an accepted success.
+    let reply = |flags| {
+        let mut m = bytes(&[CONT_CALL_XID, 2, (32 << 16) | 1, 0, flags, 0, 0, 0, 0]);
+        m.extend(bytes(&[CONT_CALL_XID, 1, 0, 0, 0, 0]));
+        m
+    };
+    assert_eq!(p.on_receive(&reply(1), &mut st), vec![Action::Nothing]);
+    assert_eq!(
+        (
+            st.continued_reverse_call_answered,
+            st.continued_reverse_call_wrong
+        ),
+        (1, 0)
+    );
+    assert_eq!(st.reverse_replies, 0);
+    // An RDMA2_ERROR for it instead.
+    let mut st = Stats::default();
+    let mut p = settled_v2(opts.clone(), &mut st);
+    p.continued_reverse_call().expect("the pieces");
+    let err = bytes(&[CONT_CALL_XID, 2, (32 << 16) | 1, 4, 1, 4]);
+    assert_eq!(p.on_receive(&err, &mut st), vec![Action::Nothing]);
+    assert_eq!(
+        (
+            st.continued_reverse_call_answered,
+            st.continued_reverse_call_wrong
+        ),
+        (0, 1)
+    );
+    // Not to a client without Reverse Request Support.
+    let mut st = Stats::default();
+    let mut p = settled_v2(opts, &mut st);
+    for m in client_connprop(0, 0, 1) {
+        p.on_receive(&m, &mut st);
+    }
+    assert!(p.continued_reverse_call().is_none());
 }

@@ -190,6 +190,24 @@ impl ConnProto {
         if v2 && !matches!(h.body, Body::Error(_)) {
             self.client_credit(h.credit);
         }
+        if let Some(ok) = self.continued_reverse_call_answer(&h) {
+            if ok {
+                stats.continued_reverse_call_answered += 1;
+                log::info(format_args!(
+                    "the client answered our continued reverse-direction Call (xid {:#x})",
+                    h.xid
+                ));
+            } else {
+                stats.continued_reverse_call_wrong += 1;
+                log::warn(format_args!(
+                    "the client answered our continued reverse-direction Call (xid {:#x}) with {:?} ({:?}), not a successful reply with F_RESPONSE",
+                    h.xid,
+                    h.body,
+                    h.flags
+                ));
+            }
+            return vec![Action::Nothing];
+        }
         if let Some(ok) = self.unknown_htype_answer(&h) {
             if ok {
                 stats.unknown_htype_answered += 1;
