@@ -2093,6 +2093,9 @@ fn continued_reverse_call_is_sent_in_two_pieces_and_its_reply_counted() {
         m.extend(bytes(&[CONT_CALL_XID, 1, 0, 0, 0, 0]));
         m
     };
+    // A Call of the client's with the same XID is no answer.
+    let a = p.on_receive(&null_call(Protocol::V2, CONT_CALL_XID), &mut st);
+    assert_eq!(the_call(&a).xid, CONT_CALL_XID);
     assert_eq!(p.on_receive(&reply(1), &mut st), vec![Action::Nothing]);
     assert_eq!(
         (

@@ -255,11 +255,15 @@ impl ConnProto {
 
     /// Counts the client's answer to the `--continued-reverse-call` Call:
     /// `Some(true)` for an RPC Reply with `F_RESPONSE` that is an accepted
-    /// success, `Some(false)` for anything else with its XID (an
+    /// success, `Some(false)` for another answer with its XID (an
     /// `RDMA2_ERROR`, a failed reply); `None` if `h` is not an answer to
-    /// it.
+    /// it (a message of the client's without `F_RESPONSE` that is not an
+    /// error is one of its own Calls).
     pub(super) fn continued_reverse_call_answer(&mut self, h: &header::Header<'_>) -> Option<bool> {
-        if h.protocol != Protocol::V2 || self.cont_call_pending != Some(h.xid) {
+        // A Call of the client's may have the same XID (F_RESPONSE clear,
+        // not an error): it is not an answer.
+        let answer = h.flags.is_response() || matches!(h.body, Body::Error(_));
+        if h.protocol != Protocol::V2 || self.cont_call_pending != Some(h.xid) || !answer {
             return None;
         }
         self.cont_call_pending = None;
