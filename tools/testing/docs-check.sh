@@ -19,6 +19,9 @@
 #   5. (at the end) docs_admin_check.py: the install directory, module
 #      parameters, tracepoint fields, responder switches and make targets
 #      agree with the code.
+#   6. the conformance tables' Wire column names tagged assertions of
+#      integration tests, and every host test they name asserts something
+#      (conformance_asserts.py).
 
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -167,3 +170,14 @@ conformance_wire_check() {
 }
 conformance_wire_check || die "documentation check failed: the conformance tables' Wire column"
 echo "docs-check: every wire claim of the conformance tables names a tagged assertion"
+
+# ---- The host tests the tables name assert something ---------------------
+# tools/testing/conformance_asserts.py: each conformance:, responder:,
+# selftest:, ... NAME is a function whose body holds an assertion (or
+# calls only helpers that do); its self-test first proves it fails on a
+# planted test that asserts nothing.
+python3 -B "$here/conformance_asserts.py" --selftest ||
+	die "documentation check failed: conformance_asserts.py's self-test"
+python3 -B "$here/conformance_asserts.py" "$RPCRDMA2_TOP" ||
+	die "documentation check failed: a host test the conformance tables name asserts nothing"
+echo "docs-check: every host test the conformance tables name asserts something"

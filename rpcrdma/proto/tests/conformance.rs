@@ -647,3 +647,30 @@ fn v1_inline_only_reply_that_does_not_fit() {
         Reply::Deliver { xid: 0x9a, .. }
     ));
 }
+
+/// -00 §4.3.1: "The granted value MUST NOT be zero". A credit word that is
+/// zero in both halves is not applied and is counted (`bad_credit`), on
+/// an asynchronous grant and on a reply alike; a word with a zero limit
+/// half and a grant in its low half is the other reading, not counted.
+#[test]
+fn zero_credit_word_is_ignored_and_counted() {
+    let mut t = v2_up(big());
+    let limit = t.credits().limit();
+    // An asynchronous credit grant (RDMA2_NOMSG, empty lists, XID 0).
+    let grant = |credit| bytes(&[0, 2, credit, 1, 0, 0, 0, 0, 0]);
+    t.receive(&grant(0));
+    assert_eq!(t.stats().bad_credit, 1);
+    assert_eq!(t.credits().limit(), limit);
+    // A reply of ours with a zero word.
+    assert!(t.prepare_call(0x21, 100, 100).is_ok());
+    let m = bytes(&[0x21, 2, 0, 0, 1, 0, 0, 0, 0, 0x21, 1, 0, 0, 0, 0]);
+    assert!(matches!(
+        t.receive(&m).reply,
+        Reply::Deliver { xid: 0x21, .. }
+    ));
+    assert_eq!(t.stats().bad_credit, 2);
+    assert_eq!(t.credits().limit(), limit);
+    // Zero limit half, 8 granted: read the other way, not counted.
+    t.receive(&grant(8));
+    assert_eq!(t.stats().bad_credit, 2);
+}

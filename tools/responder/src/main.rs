@@ -46,6 +46,21 @@ options:
                          (bad_reverse_call_answered: RDMA2_ERR_REPLY_RESOURCE
                          with F_RESPONSE, -00 §6.4.3; else
                          bad_reverse_call_wrong)
+  --unknown-htype-call   v2, with --relay-callbacks: once per connection,
+                         ahead of the reply to its second Call, send the
+                         client a message of header type 7 without
+                         F_RESPONSE carrying that Call's XID, and count its
+                         answer (unknown_htype_answered: RDMA2_ERROR
+                         RDMA2_ERR_INVAL_HTYPE with F_RESPONSE, -00 §6.4.3;
+                         else unknown_htype_wrong)
+  --continued-reverse-call
+                         v2, with --relay-callbacks: after the first reply
+                         on a connection, send the client once a CB_NULL
+                         reverse-direction Call continued over two pieces
+                         and count its answer
+                         (continued_reverse_call_answered: a successful
+                         reply with F_RESPONSE; else
+                         continued_reverse_call_wrong)
   --prop-segs N          v2: advertise Maximum RDMA Segment Count N in our
                          CONNPROP (default 16) and answer RDMA2_ERR_SEGMENTS
                          to Calls carrying more segments (counted in
@@ -59,9 +74,15 @@ fault injection:
   --no-connprop          do not send RDMA2_CONNPROP
   --connprop-pieces N    v2: send RDMA2_CONNPROP continued (F_MORE) over N
                          messages (1-64)
+  --connprop-twice       v2: after our RDMA2_CONNPROP send a second one with
+                         Maximum Send Size and Receive Buffer Size 1024
+                         (the client must keep the first, -00 §6.4.4)
   --no-private-data      accept without RFC 8797 private data
   --continue-over N      v2: continue (F_MORE) every reply longer than N bytes,
                          in pieces of at most N bytes
+  --tiny-pieces          v2: the first three pieces of every continued reply
+                         carry 1, 2 and 3 bytes of payload (-00 §4.5.2:
+                         any convenient boundary)
   --credit-word READING  v2: the reading of -00 §4.3.1 our credit words
                          follow: ours (default: high half the limit, low
                          half the credits returned), total (the low half is
@@ -175,6 +196,7 @@ fn parse() -> Result<Option<Config>, String> {
             "--v1-only" => cfg.opts.v1_only = true,
             "-v" | "--verbose" => cfg.verbose = true,
             "--no-connprop" => cfg.opts.no_connprop = true,
+            "--connprop-twice" => cfg.opts.connprop_twice = true,
             "--connprop-pieces" => {
                 cfg.opts.connprop_pieces = num::<usize>(args.next(), &a)?.clamp(1, 64)
             }
@@ -189,10 +211,13 @@ fn parse() -> Result<Option<Config>, String> {
             "--max-segs" => cfg.opts.max_segs = Some(num(args.next(), &a)?),
             "--probe-callbacks" => cfg.opts.probe_callbacks = true,
             "--bad-reverse-call" => cfg.opts.bad_reverse_call = true,
+            "--unknown-htype-call" => cfg.opts.unknown_htype_call = true,
+            "--continued-reverse-call" => cfg.opts.continued_reverse_call = true,
             "--prop-segs" => cfg.opts.prop_segs = Some(num(args.next(), &a)?),
             "--prop-seg-size" => cfg.opts.prop_seg_size = Some(num(args.next(), &a)?),
             "--no-private-data" => cfg.no_private_data = true,
             "--remote-invalidate" => cfg.opts.remote_invalidate = true,
+            "--tiny-pieces" => cfg.opts.tiny_pieces = true,
             "--continue-over" => cfg.opts.continue_over = Some(num(args.next(), &a)?),
             "--credit-word" => {
                 let m = args
@@ -248,6 +273,12 @@ fn parse() -> Result<Option<Config>, String> {
     }
     if cfg.opts.bad_reverse_call && !cfg.opts.relay_callbacks {
         return Err("--bad-reverse-call needs --relay-callbacks".into());
+    }
+    if cfg.opts.unknown_htype_call && !cfg.opts.relay_callbacks {
+        return Err("--unknown-htype-call needs --relay-callbacks".into());
+    }
+    if cfg.opts.continued_reverse_call && !cfg.opts.relay_callbacks {
+        return Err("--continued-reverse-call needs --relay-callbacks".into());
     }
     Ok(Some(cfg))
 }

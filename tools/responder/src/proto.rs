@@ -105,6 +105,10 @@ pub struct Options {
     pub no_connprop: bool,
     /// Send our RDMA2_CONNPROP continued over this many messages (1: whole).
     pub connprop_pieces: usize,
+    /// v2: after our RDMA2_CONNPROP, send a second one with Maximum Send
+    /// Size and Receive Buffer Size [`CONNPROP_TWICE_SIZE`] (the client must
+    /// keep the first, -00 §6.4.4).
+    pub connprop_twice: bool,
     /// The credit limit advertised (v1 grant; v2 high half).
     pub credits: u16,
     /// Size of our Receive buffers (advertised in private data and RBSIZ).
@@ -113,6 +117,9 @@ pub struct Options {
     pub max_data: usize,
     /// v2: continue every reply longer than this many bytes (F_MORE).
     pub continue_over: Option<usize>,
+    /// v2: the first three pieces of every continued reply carry 1, 2 and
+    /// 3 bytes of payload, the others as usual.
+    pub tiny_pieces: bool,
     /// Answer the Nth Call (1-based, per connection) with this error code
     /// (each pair; Calls counted as [`Options::err_calls`] says).
     pub err_nth: Vec<(u64, u32)>,
@@ -157,6 +164,15 @@ pub struct Options {
     /// it cannot serve (a CB_NULL offering a Write chunk) and count its
     /// `RDMA2_ERROR` answer (needs `relay_callbacks`).
     pub bad_reverse_call: bool,
+    /// v2: once per connection, ahead of the second Call's reply, send a
+    /// message of an unknown header type without `F_RESPONSE` carrying
+    /// that Call's XID, and count the client's `RDMA2_ERROR` answer
+    /// (needs `relay_callbacks`).
+    pub unknown_htype_call: bool,
+    /// v2: once per connection, send the client a CB_NULL reverse-direction
+    /// Call continued over two pieces and count its answer (needs
+    /// `relay_callbacks`).
+    pub continued_reverse_call: bool,
 }
 
 impl Default for Options {
@@ -165,10 +181,12 @@ impl Default for Options {
             v1_only: false,
             no_connprop: false,
             connprop_pieces: 1,
+            connprop_twice: false,
             credits: 32,
             recv_size: 4096,
             max_data: (1 << 20) + 16384,
             continue_over: None,
+            tiny_pieces: false,
             err_nth: Vec::new(),
             err_every: None,
             err_calls: CallKind::Any,
@@ -183,6 +201,8 @@ impl Default for Options {
             remote_invalidate: false,
             credit_word: CreditWord::Ours,
             bad_reverse_call: false,
+            unknown_htype_call: false,
+            continued_reverse_call: false,
         }
     }
 }
@@ -197,6 +217,11 @@ impl Options {
         usize::from(self.credits.max(1)) + 1 + RECV_SLACK
     }
 }
+
+/// The sizes `--connprop-twice`'s second RDMA2_CONNPROP advertises, a
+/// quarter of the default: a client that took them would send every Call
+/// over 1024 bytes in chunks or continued.
+pub const CONNPROP_TWICE_SIZE: u32 = 1024;
 
 /// Receives posted beyond the credits and the grant reserve.
 const RECV_SLACK: usize = 7;
@@ -262,6 +287,14 @@ pub struct ConnProto {
     bad_call_sent: bool,
     /// `--bad-reverse-call`: its XID while no answer has come.
     bad_call_pending: Option<u32>,
+    /// `--unknown-htype-call`: sent on this connection.
+    unknown_htype_sent: bool,
+    /// `--unknown-htype-call`: its XID while no answer has come.
+    unknown_htype_pending: Option<u32>,
+    /// `--continued-reverse-call`: sent on this connection.
+    cont_call_sent: bool,
+    /// `--continued-reverse-call`: its XID while no answer has come.
+    cont_call_pending: Option<u32>,
 }
 
 impl ConnProto {
@@ -287,6 +320,10 @@ impl ConnProto {
             probes_sent: 0,
             bad_call_sent: false,
             bad_call_pending: None,
+            unknown_htype_sent: false,
+            unknown_htype_pending: None,
+            cont_call_sent: false,
+            cont_call_pending: None,
         }
     }
 
@@ -310,9 +347,21 @@ impl ConnProto {
 
     /// Our RDMA2_CONNPROP.
     pub fn connprop(&mut self) -> Vec<u8> {
+        self.connprop_sized(self.opts.recv_size)
+    }
+
+    /// `--connprop-twice`'s second RDMA2_CONNPROP: ours with Maximum Send
+    /// Size and Receive Buffer Size [`CONNPROP_TWICE_SIZE`].
+    pub fn second_connprop(&mut self) -> Vec<u8> {
+        self.connprop_sized(CONNPROP_TWICE_SIZE)
+    }
+
+    /// Our RDMA2_CONNPROP advertising `size` as Maximum Send Size and
+    /// Receive Buffer Size.
+    fn connprop_sized(&mut self, size: u32) -> Vec<u8> {
         let props = [
-            Property::MaxSendSize(self.opts.recv_size),
-            Property::RecvBufSize(self.opts.recv_size),
+            Property::MaxSendSize(size),
+            Property::RecvBufSize(size),
             Property::MaxSegmentSize(
                 self.opts
                     .prop_seg_size

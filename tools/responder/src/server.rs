@@ -153,7 +153,9 @@ impl Layout {
         // A reply continued in pieces of at least `piece` bytes (the
         // smallest client Receive is 1024 bytes) must fit whole.
         let piece = o.continue_over.unwrap_or(1024).clamp(4, 1024 - 36) & !3;
-        let send_area = SEND_AREA + o.max_data + (o.max_data / piece + 2) * PIECE_OVERHEAD;
+        // --tiny-pieces: three pieces more.
+        let pieces = o.max_data / piece + 2 + if o.tiny_pieces { 3 } else { 0 };
+        let send_area = SEND_AREA + o.max_data + pieces * PIECE_OVERHEAD;
         let slot_size = send_area + o.max_data + 64 * 1024;
         Self {
             recv_size: o.recv_size as usize,

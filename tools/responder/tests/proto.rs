@@ -6,6 +6,7 @@
 
 use rpcrdma_responder::nfs::{self, NFS3_READ, NFS_PROGRAM};
 use rpcrdma_responder::proto::call::{Call, Part};
+use rpcrdma_responder::proto::reverse::CONT_CALL_XID;
 use rpcrdma_responder::proto::{Action, ConnProto, CreditWord, GrantMode, Options};
 use rpcrdma_responder::stats::{Path, Stats};
 use rpcrdma_xdr::chunk::{ChunkLists, ReadSegment, Segment};
@@ -1839,4 +1840,289 @@ fn naturally_short_write_chunk() {
     let w = words(&plan.sends[0]);
     // Write list: one chunk of two segments, lengths 3000 and 0.
     assert_eq!(&w[7..18], &[1, 2, 7, 3000, 0, 0x7000, 8, 0, 0, 0x8000, 0]);
+}
+
+/// -00 §4.3.1: "A sender MUST NOT send RDMA messages in excess of the
+/// receiver's granted credit limit", and a receiver keeps one Receive for
+/// a credit grant beyond it. A message from the client beyond the credits
+/// we granted and returned is counted (`credit_overruns`; the spare
+/// Receives used to take it unseen): one credit grant beyond is not an
+/// overrun, a second is, and so is a Call; the credits our replies and
+/// grants return make room again.
+#[test]
+fn client_messages_beyond_our_credit_limit_are_counted() {
+    let mut st = Stats::default();
+    let opts = Options {
+        credits: 2,
+        ..Options::default()
+    };
+    // Call 1 settles the connection; Call 2 is within the limit.
+    let mut p = settled_v2(opts.clone(), &mut st);
+    let c2 = the_call(&p.on_receive(&null_call(Protocol::V2, 2), &mut st));
+    assert_eq!(st.credit_overruns, 0);
+    // Both credits held: one grant may still come, a second may not.
+    let grant = bytes(&[0, 2, (32 << 16) | 1, 1, 0, 0, 0, 0, 0]);
+    p.on_receive(&grant, &mut st);
+    assert_eq!(st.credit_overruns, 0);
+    p.on_receive(&grant, &mut st);
+    assert_eq!(st.credit_overruns, 1);
+    let c3 = the_call(&p.on_receive(&null_call(Protocol::V2, 3), &mut st));
+    assert_eq!(st.credit_overruns, 2);
+    // Replies to Calls 2 and 3 return their credits, the grant that goes
+    // with them the two of the grants: only Call 1 is held.
+    for c in [c2, c3] {
+        let xid = c.xid;
+        p.plan_reply(&c, &bytes(&[xid, 1, 0, 0, 0, 0, 0]), None, &mut st);
+    }
+    assert_eq!(p.top_up(u16::MAX), 2);
+    p.on_receive(&null_call(Protocol::V2, 4), &mut st);
+    assert_eq!(st.credit_overruns, 2);
+    // Credits returned by the other reading of the word (the grant in the
+    // low half) are not counted: no overrun is told from them.
+    let mut st = Stats::default();
+    let mut q = settled_v2(
+        Options {
+            credit_word: CreditWord::Total,
+            ..opts
+        },
+        &mut st,
+    );
+    for xid in 2..6 {
+        q.on_receive(&null_call(Protocol::V2, xid), &mut st);
+    }
+    assert_eq!(st.credit_overruns, 0);
+}
+
+/// `--connprop-twice`: for the client's rule that properties do not
+/// change (-00 §6.4.4), a second RDMA2_CONNPROP follows our first, once
+/// per connection, with Maximum Send Size and Receive Buffer Size 1024
+/// where the first said `--inline`.
+#[test]
+fn connprop_twice_sends_a_second_smaller_connprop_once() {
+    let mut st = Stats::default();
+    let mut p = ConnProto::new(
+        Options {
+            connprop_twice: true,
+            ..Options::default()
+        },
+        client(4096),
+    );
+    let a = p.on_receive(&null_call(Protocol::V2, 1), &mut st);
+    let s = sends(&a);
+    assert_eq!(s.len(), 2);
+    // xid 0, vers 2, credit, RDMA2_CONNPROP, flags 0, 5 properties: MSSIZ,
+    // RBSIZ first.
+    for (m, size) in s.iter().zip([4096, 1024]) {
+        assert_eq!((m[0], m[1], m[3], m[4], m[5]), (0, 2, 5, 0, 5), "{m:x?}");
+        assert_eq!(&m[6..12], &[1, 4, size, 2, 4, size], "{m:x?}");
+    }
+    assert!(matches!(a.last(), Some(Action::Call(_))));
+    assert_eq!(st.connprop_sent, 2);
+    let a = p.on_receive(&null_call(Protocol::V2, 2), &mut st);
+    assert!(sends(&a).is_empty());
+    assert_eq!(st.connprop_sent, 2);
+}
+
+/// `--unknown-htype-call`: for -00 §6.3.2's F_RESPONSE (clear: the XID is
+/// the sender's) on a message the client cannot decode. Once per
+/// connection, ahead of the second Call's reply, a version 2 message of
+/// header type 7 without F_RESPONSE carrying that Call's XID: the client
+/// must answer it as a responder, RDMA2_ERR_INVAL_HTYPE with F_RESPONSE,
+/// and not take it for a reply to its Call (which is answered after it).
+#[test]
+fn unknown_htype_call_goes_ahead_of_a_reply_and_its_answer_is_counted() {
+    let mut st = Stats::default();
+    let opts = Options {
+        unknown_htype_call: true,
+        relay_callbacks: true,
+        ..Options::default()
+    };
+    let mut p = settled_v2(opts.clone(), &mut st);
+    assert_eq!(st.unknown_htype_sent, 0);
+    let a = p.on_receive(&null_call(Protocol::V2, 0x42), &mut st);
+    let s = sends(&a);
+    assert_eq!(s.len(), 1);
+    // xid of the Call, vers 2, credit, htype 7, flags 0 (no F_RESPONSE).
+    assert_eq!((s[0][0], s[0][1], s[0][3], s[0][4]), (0x42, 2, 7, 0));
+    assert!(matches!(a[0], Action::Send(_)));
+    assert_eq!(the_call(&a).xid, 0x42);
+    assert_eq!(st.unknown_htype_sent, 1);
+    // Once per connection.
+    let a = p.on_receive(&null_call(Protocol::V2, 0x43), &mut st);
+    assert!(sends(&a).is_empty());
+    // The right answer: RDMA2_ERROR, F_RESPONSE, RDMA2_ERR_INVAL_HTYPE.
+    let answer = |flags, code| bytes(&[0x42, 2, (32 << 16) | 1, 4, flags, code]);
+    assert_eq!(p.on_receive(&answer(1, 3), &mut st), vec![Action::Nothing]);
+    assert_eq!((st.unknown_htype_answered, st.unknown_htype_wrong), (1, 0));
+    assert_eq!(st.malformed, 0);
+    // Wrong answers: without F_RESPONSE, or another code.
+    for (flags, code) in [(0, 3), (1, 2)] {
+        let mut st = Stats::default();
+        let mut p = settled_v2(opts.clone(), &mut st);
+        p.on_receive(&null_call(Protocol::V2, 0x42), &mut st);
+        p.on_receive(&answer(flags, code), &mut st);
+        assert_eq!((st.unknown_htype_answered, st.unknown_htype_wrong), (0, 1));
+    }
+    // Not without --relay-callbacks (our CONNPROP then says NONE).
+    let mut st = Stats::default();
+    let mut p = settled_v2(
+        Options {
+            relay_callbacks: false,
+            ..opts
+        },
+        &mut st,
+    );
+    let a = p.on_receive(&null_call(Protocol::V2, 0x42), &mut st);
+    assert!(sends(&a).is_empty());
+}
+
+/// -00 §4.5.3: "Chunks for a chained message may be conveyed in the final
+/// message in the sequence". With `--continue-over N` below the length of
+/// a reduced reply (a READ whose data goes in a Write chunk), the reply is
+/// continued and its Write list goes in the last piece only.
+#[test]
+fn continued_reply_carries_its_write_list_in_the_last_piece() {
+    let mut st = Stats::default();
+    let mut p = ConnProto::new(
+        Options {
+            no_connprop: true,
+            continue_over: Some(16),
+            ..Options::default()
+        },
+        client(4096),
+    );
+    let segs = [seg(7, 8192)];
+    let (c, reply, data) = read_to_write_chunk(&mut p, &mut st, 0x88, 0, &segs, 5000);
+    let plan = p.plan_reply(&c, &reply, Some(data.clone()), &mut st);
+    assert_eq!(plan.path, Some(Path::Continued));
+    assert_eq!(plan.writes.len(), 1);
+    assert_eq!(plan.writes[0].src, data);
+    let n = plan.sends.len();
+    assert!(n > 1, "{n} pieces");
+    let mut payload = Vec::new();
+    for (i, m) in plan.sends.iter().enumerate() {
+        let h = header::decode(m).expect("a v2 header");
+        let last = i + 1 == n;
+        assert_eq!(h.flags.has_more(), !last);
+        assert!(h.flags.is_response());
+        let rpcrdma_xdr::header::Body::Msg(b) = h.body else {
+            panic!("piece {i}: {:?}", h.body)
+        };
+        assert_eq!(b.chunks.is_empty(), !last, "piece {i}");
+        if last {
+            // One Write chunk of one segment: 5000 bytes of rkey 7.
+            let w: Vec<Vec<Segment>> = b.chunks.writes.iter().map(|c| c.iter().collect()).collect();
+            assert_eq!(w.len(), 1);
+            assert_eq!((w[0][0].handle, w[0][0].length), (7, 5000));
+        }
+        payload.extend_from_slice(b.payload);
+    }
+    // The pieces carry the reply without its data (reduced, -00 §4.4.2).
+    assert_eq!(&payload[..], &reply[..data.start]);
+}
+
+/// `--tiny-pieces`: -00 §4.5.2 lets a sender split a continued message
+/// "on any convenient boundary"; the first three pieces of a continued
+/// reply carry 1, 2 and 3 bytes, the rest are as usual, and together they
+/// are the reply.
+#[test]
+fn tiny_pieces_split_a_continued_reply_on_odd_boundaries() {
+    let mut st = Stats::default();
+    let mut p = ConnProto::new(
+        Options {
+            no_connprop: true,
+            continue_over: Some(1024),
+            tiny_pieces: true,
+            ..Options::default()
+        },
+        client(4096),
+    );
+    let c = the_call(&p.on_receive(&null_call(Protocol::V2, 0x89), &mut st));
+    let mut reply = bytes(&[0x89, 1, 0, 0, 0, 0]);
+    reply.resize(3000, 9);
+    let plan = p.plan_reply(&c, &reply, None, &mut st);
+    assert_eq!(plan.path, Some(Path::Continued));
+    let mut lens = Vec::new();
+    let mut payload = Vec::new();
+    for m in &plan.sends {
+        let h = header::decode(m).expect("a v2 header");
+        let rpcrdma_xdr::header::Body::Msg(b) = h.body else {
+            panic!("{:?}", h.body)
+        };
+        lens.push(b.payload.len());
+        payload.extend_from_slice(b.payload);
+    }
+    assert_eq!(lens, vec![1, 2, 3, 1024, 1024, 946]);
+    assert_eq!(payload, reply);
+}
+
+/// `--continued-reverse-call`: for the client's Reverse Request Support
+/// (INLINE covers continued messages, -00 §4.5.2, §5.2.5), once per
+/// connection a CB_NULL reverse-direction Call continued over two pieces
+/// (F_MORE on the first, no F_RESPONSE on either); the client's RPC reply
+/// to it, with F_RESPONSE, is counted, an RDMA2_ERROR for it too (as
+/// wrong).
+#[test]
+fn continued_reverse_call_is_sent_in_two_pieces_and_its_reply_counted() {
+    let opts = Options {
+        continued_reverse_call: true,
+        relay_callbacks: true,
+        ..Options::default()
+    };
+    let mut st = Stats::default();
+    let mut p = settled_v2(opts.clone(), &mut st);
+    let pieces = p.continued_reverse_call().expect("the pieces");
+    assert!(p.continued_reverse_call().is_none(), "once per connection");
+    assert_eq!(pieces.len(), 2);
+    let mut rpc = Vec::new();
+    for (i, m) in pieces.iter().enumerate() {
+        let h = header::decode(m).expect("a v2 header");
+        assert_eq!(h.xid, CONT_CALL_XID);
+        assert!(!h.flags.is_response());
+        assert_eq!(h.flags.has_more(), i == 0);
+        let rpcrdma_xdr::header::Body::Msg(b) = h.body else {
+            panic!("{:?}", h.body)
+        };
+        assert!(b.chunks.is_empty());
+        rpc.extend_from_slice(b.payload);
+    }
+    assert_eq!(rpc, nfs::null_call(CONT_CALL_XID, 0x4000_0000, 1));
+    // The client's reply: RDMA2_MSG, F_RESPONSE, an accepted success.
+    let reply = |flags| {
+        let mut m = bytes(&[CONT_CALL_XID, 2, (32 << 16) | 1, 0, flags, 0, 0, 0, 0]);
+        m.extend(bytes(&[CONT_CALL_XID, 1, 0, 0, 0, 0]));
+        m
+    };
+    // A Call of the client's with the same XID is no answer.
+    let a = p.on_receive(&null_call(Protocol::V2, CONT_CALL_XID), &mut st);
+    assert_eq!(the_call(&a).xid, CONT_CALL_XID);
+    assert_eq!(p.on_receive(&reply(1), &mut st), vec![Action::Nothing]);
+    assert_eq!(
+        (
+            st.continued_reverse_call_answered,
+            st.continued_reverse_call_wrong
+        ),
+        (1, 0)
+    );
+    assert_eq!(st.reverse_replies, 0);
+    // An RDMA2_ERROR for it instead.
+    let mut st = Stats::default();
+    let mut p = settled_v2(opts.clone(), &mut st);
+    p.continued_reverse_call().expect("the pieces");
+    let err = bytes(&[CONT_CALL_XID, 2, (32 << 16) | 1, 4, 1, 4]);
+    assert_eq!(p.on_receive(&err, &mut st), vec![Action::Nothing]);
+    assert_eq!(
+        (
+            st.continued_reverse_call_answered,
+            st.continued_reverse_call_wrong
+        ),
+        (0, 1)
+    );
+    // Not to a client without Reverse Request Support.
+    let mut st = Stats::default();
+    let mut p = settled_v2(opts, &mut st);
+    for m in client_connprop(0, 0, 1) {
+        p.on_receive(&m, &mut st);
+    }
+    assert!(p.continued_reverse_call().is_none());
 }

@@ -6,6 +6,7 @@
 
 use rpcrdma_xdr::chunk::ChunkLists;
 use rpcrdma_xdr::header::{self, Credits, Flags, MsgKind, MsgSpec, Protocol};
+use rpcrdma_xdr::v2;
 
 use super::{Action, ConnProto, CreditWord, GrantMode, LAZY_GRANT};
 use crate::stats::Stats;
@@ -24,6 +25,30 @@ impl ConnProto {
         self.client_returned = self
             .client_sent
             .min(self.client_returned + u64::from(c.granted));
+    }
+
+    /// True if `buf`, a message the client just sent, exceeds the credits
+    /// we granted it (-00 §4.3.1: "A sender MUST NOT send RDMA messages in
+    /// excess of the receiver's granted credit limit"), less one for a
+    /// credit grant (`RDMA2_NOMSG`, XID 0), which a receiver must always be
+    /// able to take beyond the others. Called before the message is
+    /// counted. Our count of the client's messages not returned is never
+    /// above what the client holds (a credit is taken off when the message
+    /// returning it is built, before the client can see it), so a message
+    /// that finds it at the limit was sent beyond it. Version 2 with our
+    /// reading of the credit word only: in the other one
+    /// (`--credit-word`) nothing is returned and the client counts its
+    /// consumed messages from the answers.
+    pub fn overruns_our_credits(&self, buf: &[u8]) -> bool {
+        if self.version != Some(Protocol::V2) || self.opts.credit_word != CreditWord::Ours {
+            return false;
+        }
+        let grant = matches!(
+            v2::decode_prefix(buf),
+            Ok((p, _)) if p.xid == 0 && p.htype == v2::RDMA2_NOMSG
+        );
+        let limit = u32::from(self.opts.credits.max(1)) + u32::from(grant);
+        self.unreturned >= limit
     }
 
     /// The client's credit limit (0 until it has told).

@@ -76,15 +76,39 @@ impl ConnProto {
             // Built after the message was admitted, so that its credit
             // word does not return the credit the reply will return.
             self.connprop_due = false;
-            let pieces = self.connprop_pieces();
-            out.splice(0..0, pieces.into_iter().map(Action::Send));
+            let mut pieces = self.connprop_pieces();
             stats.connprop_sent += 1;
+            if self.opts.connprop_twice {
+                // -00 §6.4.4: the client keeps what the first one said.
+                pieces.push(self.second_connprop());
+                stats.connprop_sent += 1;
+            }
+            out.splice(0..0, pieces.into_iter().map(Action::Send));
+        }
+        let call = out.iter().position(|a| matches!(a, Action::Call(_)));
+        if let Some(i) = call {
+            let xid = match &out[i] {
+                Action::Call(c) => c.xid,
+                _ => 0,
+            };
+            if let Some(m) = self.unknown_htype_call(xid) {
+                stats.unknown_htype_sent += 1;
+                out.insert(i, Action::Send(m));
+            }
         }
         out.extend(self.grants_due());
         out
     }
 
     fn on_receive_inner(&mut self, buf: &[u8], stats: &mut Stats) -> Vec<Action> {
+        if self.overruns_our_credits(buf) {
+            stats.credit_overruns += 1;
+            log::warn(format_args!(
+                "the client sent a message beyond our credit limit ({} unreturned, {} granted)",
+                self.unreturned,
+                self.opts.credits.max(1)
+            ));
+        }
         self.unreturned = self.unreturned.saturating_add(1);
         stats.msgs_received += 1;
         let Ok(common) = header::peek(buf) else {
@@ -165,6 +189,42 @@ impl ConnProto {
         let v2 = h.protocol == Protocol::V2;
         if v2 && !matches!(h.body, Body::Error(_)) {
             self.client_credit(h.credit);
+        }
+        if let Some(ok) = self.continued_reverse_call_answer(&h) {
+            if ok {
+                stats.continued_reverse_call_answered += 1;
+                log::info(format_args!(
+                    "the client answered our continued reverse-direction Call (xid {:#x})",
+                    h.xid
+                ));
+            } else {
+                stats.continued_reverse_call_wrong += 1;
+                log::warn(format_args!(
+                    "the client answered our continued reverse-direction Call (xid {:#x}) with {:?} ({:?}), not a successful reply with F_RESPONSE",
+                    h.xid,
+                    h.body,
+                    h.flags
+                ));
+            }
+            return vec![Action::Nothing];
+        }
+        if let Some(ok) = self.unknown_htype_answer(&h) {
+            if ok {
+                stats.unknown_htype_answered += 1;
+                log::info(format_args!(
+                    "the client answered our unknown header type (xid {:#x}) with RDMA2_ERR_INVAL_HTYPE",
+                    h.xid
+                ));
+            } else {
+                stats.unknown_htype_wrong += 1;
+                log::warn(format_args!(
+                    "the client answered our unknown header type (xid {:#x}) with {:?} ({:?}), not RDMA2_ERR_INVAL_HTYPE with F_RESPONSE",
+                    h.xid,
+                    h.body,
+                    h.flags
+                ));
+            }
+            return vec![Action::Nothing];
         }
         if let Some(ok) = self.bad_call_answer(&h) {
             if ok {

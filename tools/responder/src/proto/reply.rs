@@ -224,7 +224,19 @@ impl ConnProto {
                 Some(n) => piece_room.min(n.max(4) & !3).max(4),
                 None => piece_room,
             };
-            let mut chunks: Vec<&[u8]> = data.chunks(piece).collect();
+            let mut chunks: Vec<&[u8]> = Vec::new();
+            let mut rest = &data[..];
+            if self.opts.tiny_pieces {
+                // -00 §4.5.2: "on any convenient boundary".
+                for n in 1..=3 {
+                    if rest.len() > n {
+                        let (a, b) = rest.split_at(n);
+                        chunks.push(a);
+                        rest = b;
+                    }
+                }
+            }
+            chunks.extend(rest.chunks(piece));
             if chunks.is_empty() {
                 chunks.push(&[]);
             }

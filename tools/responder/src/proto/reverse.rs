@@ -19,11 +19,19 @@ pub const PROBE_XID: u32 = 0xcb00_0000;
 /// XID of the `--bad-reverse-call` Call (one per connection).
 pub const BAD_CALL_XID: u32 = 0xcbad_0001;
 
+/// XID of the `--continued-reverse-call` Call (one per connection).
+pub const CONT_CALL_XID: u32 = 0xcbad_0002;
+
 /// The `RDMA2_ERROR` code the client must answer the `--bad-reverse-call`
 /// Call with: it offers a Write chunk, which a responder that "cannot
 /// handle any Write chunks for a request" answers with
 /// `RDMA2_ERR_REPLY_RESOURCE` (-00 §6.4.3).
 pub const BAD_CALL_ANSWER: u32 = v2::ERR_REPLY_RESOURCE;
+
+/// The header type of the `--unknown-htype-call` message: one -00 does
+/// not define (RDMA2_MSG 0 to RDMA2_CONNPROP 5; 6 is unassigned too, 7 is
+/// what the malformed-message catalogue uses).
+pub const UNKNOWN_HTYPE: u32 = 7;
 
 impl ConnProto {
     /// The client announced Reverse Request Support `NONE` (-00 §5.2.5:
@@ -162,5 +170,113 @@ impl ConnProto {
                 && e.code() == BAD_CALL_ANSWER
                 && matches!(e, ErrorBody::ReplyResource { .. }),
         )
+    }
+
+    /// `--unknown-htype-call`: once per version 2 connection whose client
+    /// takes reverse-direction Calls, for its admitted Call `xid` (not the
+    /// first of the connection), a message to send ahead of that Call's
+    /// reply: `xid`, version 2, header type [`UNKNOWN_HTYPE`], no flags (so
+    /// no `F_RESPONSE`: the XID is ours, -00 §6.3.2), one zero word. The
+    /// client cannot decode it and must answer it as its responder
+    /// (`RDMA2_ERR_INVAL_HTYPE`, -00 §6.4.3), without taking it for the
+    /// reply to its own Call `xid`. `None` otherwise.
+    pub(super) fn unknown_htype_call(&mut self, xid: u32) -> Option<Vec<u8>> {
+        if !self.opts.unknown_htype_call
+            || !self.opts.relay_callbacks
+            || self.unknown_htype_sent
+            || self.calls < 2
+            || self.version != Some(Protocol::V2)
+            || self.refuses_reverse_calls()
+        {
+            return None;
+        }
+        self.unknown_htype_sent = true;
+        self.unknown_htype_pending = Some(xid);
+        let credit = self.credit_word(false);
+        Some(
+            [xid, v2::VERSION, credit, UNKNOWN_HTYPE, 0, 0]
+                .iter()
+                .flat_map(|w| w.to_be_bytes())
+                .collect(),
+        )
+    }
+
+    /// Counts the client's `RDMA2_ERROR` answer to the
+    /// `--unknown-htype-call` message: `Some(true)` if it is
+    /// `RDMA2_ERR_INVAL_HTYPE` with `F_RESPONSE`, `Some(false)` if another;
+    /// `None` if `h` is not that answer.
+    pub(super) fn unknown_htype_answer(&mut self, h: &header::Header<'_>) -> Option<bool> {
+        let Body::Error(e) = h.body else { return None };
+        if h.protocol != Protocol::V2 || self.unknown_htype_pending != Some(h.xid) {
+            return None;
+        }
+        self.unknown_htype_pending = None;
+        Some(h.flags.is_response() && matches!(e, ErrorBody::InvalHtype))
+    }
+
+    /// `--continued-reverse-call`: once per version 2 connection whose
+    /// client takes reverse-direction Calls, a CB_NULL Call (XID
+    /// [`CONT_CALL_XID`]) continued over two `RDMA2_MSG` pieces without
+    /// `F_RESPONSE`, `F_MORE` on the first (-00 §4.5.2; the client's
+    /// Reverse Request Support `INLINE` covers continued messages). Its
+    /// answer is counted when it arrives (`continued_reverse_call_answered`,
+    /// `continued_reverse_call_wrong`). `None` otherwise.
+    pub fn continued_reverse_call(&mut self) -> Option<Vec<Vec<u8>>> {
+        if !self.opts.continued_reverse_call
+            || !self.opts.relay_callbacks
+            || self.cont_call_sent
+            || self.version != Some(Protocol::V2)
+            || self.refuses_reverse_calls()
+        {
+            return None;
+        }
+        let rpc = crate::nfs::null_call(CONT_CALL_XID, 0x4000_0000, 1);
+        let (first, second) = rpc.split_at(12);
+        let mut out = Vec::new();
+        for (payload, more) in [(first, true), (second, false)] {
+            let spec = MsgSpec {
+                xid: CONT_CALL_XID,
+                credit: self.credit_word(false),
+                kind: MsgKind::Msg,
+                flags: if more { Flags::MORE } else { Flags::NONE },
+                inv_handle: 0,
+                chunks: ChunkLists::EMPTY,
+            };
+            let mut buf = vec![0u8; spec.encoded_len(Protocol::V2)?];
+            let n = header::encode_msg(&mut buf, Protocol::V2, &spec).ok()?;
+            buf.truncate(n);
+            buf.extend_from_slice(payload);
+            out.push(buf);
+        }
+        self.cont_call_sent = true;
+        self.cont_call_pending = Some(CONT_CALL_XID);
+        Some(out)
+    }
+
+    /// Counts the client's answer to the `--continued-reverse-call` Call:
+    /// `Some(true)` for an RPC Reply with `F_RESPONSE` that is an accepted
+    /// success, `Some(false)` for another answer with its XID (an
+    /// `RDMA2_ERROR`, a failed reply); `None` if `h` is not an answer to
+    /// it (a message of the client's without `F_RESPONSE` that is not an
+    /// error is one of its own Calls).
+    pub(super) fn continued_reverse_call_answer(&mut self, h: &header::Header<'_>) -> Option<bool> {
+        // A Call of the client's may have the same XID (F_RESPONSE clear,
+        // not an error): it is not an answer.
+        let answer = h.flags.is_response() || matches!(h.body, Body::Error(_));
+        if h.protocol != Protocol::V2 || self.cont_call_pending != Some(h.xid) || !answer {
+            return None;
+        }
+        self.cont_call_pending = None;
+        let ok = match &h.body {
+            Body::Msg(m) => {
+                h.flags.is_response()
+                    && !h.flags.has_more()
+                    && m.chunks.is_empty()
+                    && crate::nfs::word_at(m.payload, 4) == Some(crate::nfs::RPC_REPLY)
+                    && crate::nfs::reply_ok(m.payload, false)
+            }
+            _ => false,
+        };
+        Some(ok)
     }
 }

@@ -396,6 +396,27 @@ impl Server {
             self.probe_callbacks(k, prog);
         }
         self.send_bad_reverse_call(k);
+        self.send_continued_reverse_call(k);
+    }
+
+    /// `--continued-reverse-call`: after the first reply on a version 2
+    /// connection, a CB_NULL reverse-direction Call in two pieces.
+    fn send_continued_reverse_call(&mut self, k: usize) {
+        let Some(c) = self.conns.get_mut(&k) else {
+            return;
+        };
+        if let Some(pieces) = c.proto.continued_reverse_call() {
+            self.stats.continued_reverse_call_sent += 1;
+            log::info(format_args!(
+                "{}: reverse-direction Call continued over {} pieces (xid {:#x}) sent",
+                c.peer,
+                pieces.len(),
+                crate::proto::reverse::CONT_CALL_XID
+            ));
+            for m in pieces {
+                self.send_ctrl(k, m);
+            }
+        }
     }
 
     /// `--bad-reverse-call`: after the first reply on a version 2
