@@ -2,7 +2,7 @@
 
 //! Host tests of the responder's protocol logic: the bytes it sends are
 //! checked word by word against the XDR of draft-ietf-nfsv4-rpcrdma-
-//! version-two-00 (shared/reference/rpcrdma-v2-00.x) and RFC 8166.
+//! version-two-00 and RFC 8166.
 
 use rpcrdma_responder::nfs::{self, NFS3_READ, NFS_PROGRAM};
 use rpcrdma_responder::proto::call::{Call, Part};
