@@ -88,10 +88,91 @@ check``, ``make -s KDIR=/x modules`` and::
         self.assertIn("other-thing", out)
 
     def test_organisation_words_fail(self):
-        for word in ("session 21", "Issue 13", "issues 9", "DESIGN.md"):
+        for word in ("session 21", "Issue 13", "issues 9", "DESIGN.md", "shared/reference"):
             rc, out = self.run_on("bad.rst", f"As {word} says.\n")
             self.assertEqual(rc, 1, word)
             self.assertIn("organised", out)
+
+    def test_missing_section_fails(self):
+        for text in ('See :doc:`testing`, "Timings".\n',
+                     'See ``Documentation/testing.rst``, "Timings".\n',
+                     'See Documentation/testing.rst, "No\nSuch Section".\n'):
+            rc, out = self.run_on("bad.rst", text)
+            self.assertEqual(rc, 1, text)
+            self.assertIn("has no section", out)
+
+    def test_existing_sections_pass(self):
+        # a title, a title's leading words before ':' or ' (', a
+        # definition list's term
+        rc, out = self.run_on("good.rst", """See :doc:`testing`, "Durations", :doc:`testing`,
+"The next kernel", Documentation/testing.rst, "The CPU" and
+:doc:`design-proto`, "Error recovery".
+""")
+        self.assertEqual(rc, 0, out)
+
+    def test_dates_outside_a_table_title_fail(self):
+        for text in ("Measured on 2026-11-23, it was faster.\n",
+                     "As of 27 November 2026 the build takes longer.\n",
+                     "Since November 28, 2026 it does.\n"):
+            rc, out = self.run_on("bad.rst", text)
+            self.assertEqual(rc, 1, text)
+            self.assertIn("a date", out)
+
+    def test_dates_in_a_table_title_or_header_pass(self):
+        rc, out = self.run_on("good.rst", """Results
+=======
+
+.. table:: fio, mean of 5 repeats; ratios of means against the C client
+   at the same sizes (2026-11-23)
+   :name: t1
+
+   =====  =====
+   a      b
+   =====  =====
+   1      2
+   =====  =====
+
+=========================  =====
+per RPC (2026-11-28)       4 KiB
+=========================  =====
+locks                      29.16
+=========================  =====
+""")
+        self.assertEqual(rc, 0, out)
+
+    def test_code_and_scripts_are_checked(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "x.sh")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("""# The split keeps make check in budget (Documentation/testing.rst,
+# "Timings"); issue 13 asked for it; measured on 27 November 2026;
+# see shared/reference/rpcrdma-v2-00.x.
+# Fine: Documentation/testing.rst, "The debug
+# kernel".
+""")
+            cwd = os.getcwd()
+            os.chdir(TOP)
+            try:
+                out = DR.check_code([path])
+            finally:
+                os.chdir(cwd)
+        text = "\n".join(out)
+        self.assertEqual(len(out), 4, text)
+        self.assertIn('no section "Timings"', text)
+        self.assertIn("'issue 13'", text)
+        self.assertIn("'shared/reference'", text)
+        self.assertIn("a date in code", text)
+
+    def test_code_files_cover_the_tree(self):
+        cwd = os.getcwd()
+        os.chdir(TOP)
+        try:
+            files = DR.code_files()
+        finally:
+            os.chdir(cwd)
+        for p in ("Makefile", "rpcrdma/shim.c", "tools/testing/check.sh", "xdr/src/lib.rs",
+                  "tools/responder/src/main.rs"):
+            self.assertIn(p, files)
 
     def test_make_commands_only(self):
         # a package named make, and a kernel tree's own target, are not
