@@ -6,14 +6,19 @@
 #
 #   params     the module parameters documented in admin-guide.rst's
 #              "Parameters" section are exactly those rpcrdma/shim.c
-#              declares with module_param(); every rpcrdma2.NAME= that
-#              admin-guide.rst or README.md mentions is one of them
+#              declares with module_param(); every rpcrdma2.NAME=,
+#              /sys/module/rpcrdma2/parameters/NAME and "options rpcrdma2
+#              NAME=" that README.md, Documentation/*.rst or the
+#              modprobe.d sample mentions is one of them
 #   trace      every event of rpcrdma/trace.h prints its fields under
 #              their own names (NAME=, what a filter names); each row of
 #              admin-guide.rst's tracepoint table names (as ``NAME=``)
 #              every field of its event and no other; every field of an
 #              example trace line or of a -f filter in admin-guide.rst
-#              exists in its event
+#              exists in its event; the classes of rpcrdma2_reply that
+#              rpcrdma/conn/reply.rs emits, the ones trace.h's comment
+#              lists (and counts) and the ones admin-guide.rst's row
+#              names are the same
 #   responder  the switches tools/responder/src/main.rs parses, the ones
 #              its --help text (USAGE) lists and the ones the switch
 #              table of Documentation/responder.rst documents are the same
@@ -43,6 +48,7 @@ FILES = [
     "tools/testing/install-check.sh",
     "rpcrdma/shim.c",
     "rpcrdma/trace.h",
+    "rpcrdma/conn/reply.rs",
     "tools/responder/src/main.rs",
 ]
 
@@ -72,10 +78,18 @@ def check_params(top):
         errs.append(f"params: admin-guide.rst documents parameter {p}, which rpcrdma/shim.c does not declare")
     for p in sorted(src - doc):
         errs.append(f"params: parameter {p} (rpcrdma/shim.c) is not documented in admin-guide.rst, \"Parameters\"")
-    for path in ("Documentation/admin-guide.rst", "README.md"):
-        for p in sorted(set(re.findall(r"\brpcrdma2\.(\w+)=", read(top, path)))):
+    docs = ["README.md", "samples/modprobe.d/rpcrdma2.conf"] + sorted(
+        os.path.join("Documentation", f) for f in os.listdir(os.path.join(top, "Documentation"))
+        if f.endswith(".rst"))
+    for path in docs:
+        text = read(top, path)
+        named = set(re.findall(r"\brpcrdma2\.(\w+)=", text))
+        named |= set(re.findall(r"/sys/module/rpcrdma2/parameters/(\w+)", text))
+        named |= {w for opts in re.findall(r"^\s*options rpcrdma2 (.*)$", text, re.M)
+                  for w in re.findall(r"(\w+)=", opts)}
+        for p in sorted(named):
             if p not in src:
-                errs.append(f"params: {path} names rpcrdma2.{p}=, which is no module parameter")
+                errs.append(f"params: {path} names rpcrdma2 parameter {p}, which is no module parameter")
     return errs
 
 
@@ -180,6 +194,41 @@ def check_trace(top):
                         errs.append(f"trace: {path}: filter field {k} is no field of {', '.join(scope) if evs or globs else 'any rpcrdma2 event'}")
                     elif not evs and not globs and k not in all_fields:
                         errs.append(f"trace: {path}: filter field {k} is no field of any event")
+    return errs
+
+
+def reply_classes(top):
+    """(classes reply.rs emits, classes and count trace.h's comment gives,
+    classes admin-guide.rst's row of rpcrdma2_reply names)"""
+    rs = read(top, "rpcrdma/conn/reply.rs")
+    emitted = set(re.findall(r"\(c\"([a-z_]+)\",", rs)) | set(re.findall(r"\{ c\"([a-z_]+)\" \}", rs))
+    h = read(top, "rpcrdma/trace.h")
+    m = re.search(r"/\* A received message, classified \(class, one of (\d+);(.*?)\*/", h, re.S)
+    listed, count = set(), None
+    if m:
+        count = int(m.group(1))
+        listed = set(re.findall(r"^ \*   ([a-z_]+)\s{2,}", m.group(2), re.M))
+    row = table_rows(section(read(top, "Documentation/admin-guide.rst"), "Tracepoints"),
+                     r"^``(rpcrdma2_\w+)``\s").get("rpcrdma2_reply", "")
+    row = row.split("``class=``", 1)[1] if "``class=``" in row else ""
+    documented = set(re.findall(r"``([a-z_]+)``", row))
+    return emitted, listed, count, documented
+
+
+def check_reply_classes(top):
+    errs = []
+    emitted, listed, count, documented = reply_classes(top)
+    if not emitted:
+        return ["trace: no rpcrdma2_reply classes found in rpcrdma/conn/reply.rs"]
+    if count is None:
+        errs.append("trace: rpcrdma/trace.h has no comment \"A received message, classified (class, one of N; ...\"")
+    elif count != len(emitted):
+        errs.append(f"trace: rpcrdma/trace.h says rpcrdma2_reply has {count} classes; reply.rs emits {len(emitted)}")
+    for what, names in (("rpcrdma/trace.h's comment", listed), ("admin-guide.rst's row of rpcrdma2_reply", documented)):
+        for c in sorted(emitted - names):
+            errs.append(f"trace: reply.rs emits rpcrdma2_reply class={c}, which {what} does not list")
+        for c in sorted(names - emitted):
+            errs.append(f"trace: {what} lists rpcrdma2_reply class={c}, which reply.rs does not emit")
     return errs
 
 
@@ -295,7 +344,8 @@ def check_installdir(top):
     return errs
 
 
-CHECKS = {"installdir": check_installdir, "params": check_params, "trace": check_trace, "responder": check_responder, "make": check_make}
+CHECKS = {"installdir": check_installdir, "params": check_params, "trace": check_trace,
+          "reply_classes": check_reply_classes, "responder": check_responder, "make": check_make}
 
 
 def run(top):
@@ -330,6 +380,10 @@ PLANTED = [
      lambda t: append(t, "rpcrdma/shim.c", "\nmodule_param(debug, bool, 0644);\n")),
     ("rpcrdma2.NAME= of no parameter in README.md", "params",
      lambda t: append(t, "README.md", "\nBoot with rpcrdma2.debug=1.\n")),
+    ("rpcrdma2.NAME= of no parameter in testing.rst", "params",
+     lambda t: append(t, "Documentation/testing.rst", "\nBoot with ``rpcrdma2.debug=1``.\n")),
+    ("options rpcrdma2 NAME= of no parameter in the modprobe.d sample", "params",
+     lambda t: append(t, "samples/modprobe.d/rpcrdma2.conf", "\noptions rpcrdma2 debug=1\n")),
     ("trace.h prints a label that is no field", "trace",
      lambda t: plant(t, "rpcrdma/trace.h", "nread=%u", "read_segs=%u")),
     ("documented tracepoint field not in trace.h", "trace",
@@ -338,6 +392,12 @@ PLANTED = [
      lambda t: plant(t, "Documentation/admin-guide.rst", "-f 'signaled == 0'", "-f 'signalled == 0'")),
     ("example trace line with no such field", "trace",
      lambda t: plant(t, "Documentation/admin-guide.rst", "len=180 outcome=queued", "len=180 result=queued")),
+    ("a reply class missing from trace.h's comment", "reply_classes",
+     lambda t: plant(t, "rpcrdma/trace.h", " *   reverse_error ", " *   reverse_errors ")),
+    ("trace.h miscounts the reply classes", "reply_classes",
+     lambda t: plant(t, "rpcrdma/trace.h", "(class, one of 16;", "(class, one of 15;")),
+    ("a reply class the admin guide does not name", "reply_classes",
+     lambda t: plant(t, "Documentation/admin-guide.rst", "``reverse_error`` (a", "``reverse_err`` (a")),
     ("responder switch not documented", "responder",
      lambda t: plant(t, "Documentation/responder.rst", "``--port N``", "``--portx N``")),
     ("responder switch documented but absent", "responder",
@@ -397,8 +457,8 @@ def main():
         print(f"docs-check: {e}", file=sys.stderr)
     if errs:
         sys.exit(1)
-    print("docs-check: the install directory, module parameters, tracepoint fields, responder switches"
-          " and make targets match the documentation")
+    print("docs-check: the install directory, module parameters, tracepoint fields and reply classes,"
+          " responder switches and make targets match the documentation")
 
 
 if __name__ == "__main__":

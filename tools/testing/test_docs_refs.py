@@ -30,6 +30,16 @@ def load():
 DR = load()
 
 
+def load_admin():
+    spec = importlib.util.spec_from_file_location("docs_admin_check", os.path.join(HERE, "docs_admin_check.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+DAC = load_admin()
+
+
 class DocsRefs(unittest.TestCase):
     def run_on(self, name, text):
         """docs-refs.py's exit status and output on one document"""
@@ -173,6 +183,31 @@ locks                      29.16
         for p in ("Makefile", "rpcrdma/shim.c", "tools/testing/check.sh", "xdr/src/lib.rs",
                   "tools/responder/src/main.rs"):
             self.assertIn(p, files)
+
+    def test_admin_checks_catch_planted_errors(self):
+        # docs_admin_check.py's self-test: the tree passes, and each
+        # planted mismatch (a reply class trace.h's comment leaves out,
+        # a parameter, a field, a switch, a target, the install
+        # directory) fails its check
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            ok = DAC.selftest(TOP)
+        self.assertTrue(ok, out.getvalue())
+        self.assertIn("selftest ok: a reply class missing from trace.h's comment", out.getvalue())
+
+    def test_reply_classes_mismatch_fails(self):
+        with tempfile.TemporaryDirectory() as d:
+            for f in ("rpcrdma/conn/reply.rs", "rpcrdma/trace.h", "Documentation/admin-guide.rst"):
+                os.makedirs(os.path.dirname(os.path.join(d, f)), exist_ok=True)
+                with open(os.path.join(TOP, f), encoding="utf-8") as src:
+                    text = src.read()
+                if f == "rpcrdma/conn/reply.rs":
+                    text += '\nfn planted() { let _ = (c"frobnicated", 0, 0); }\n'
+                with open(os.path.join(d, f), "w", encoding="utf-8") as dst:
+                    dst.write(text)
+            errs = DAC.check_reply_classes(d)
+        self.assertTrue(any("frobnicated" in e for e in errs), errs)
+        self.assertTrue(any("classes; reply.rs emits" in e for e in errs), errs)
 
     def test_make_commands_only(self):
         # a package named make, and a kernel tree's own target, are not
