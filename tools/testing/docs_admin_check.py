@@ -18,7 +18,9 @@
 #              exists in its event; the classes of rpcrdma2_reply that
 #              rpcrdma/conn/reply.rs emits, the ones trace.h's comment
 #              lists (and counts) and the ones admin-guide.rst's row
-#              names are the same
+#              names are the same; every ``rpcrdma2_EVENT NAME=VALUE``
+#              literal of README.md or Documentation/*.rst names an event,
+#              its fields and (class=) a reply class that exist
 #   responder  the switches tools/responder/src/main.rs parses, the ones
 #              its --help text (USAGE) lists and the ones the switch
 #              table of Documentation/responder.rst documents are the same
@@ -232,6 +234,35 @@ def check_reply_classes(top):
     return errs
 
 
+def check_trace_mentions(top):
+    """every ``rpcrdma2_EVENT NAME=VALUE`` an inline literal of README.md or
+    Documentation/*.rst shows names an event of trace.h and fields of it
+    (and, for rpcrdma2_reply's class=, a class reply.rs emits)"""
+    errs = []
+    fields, _ = trace_events(top)
+    emitted = reply_classes(top)[0]
+    docs = ["README.md"] + sorted(
+        os.path.join("Documentation", f) for f in os.listdir(os.path.join(top, "Documentation"))
+        if f.endswith(".rst"))
+    for path in docs:
+        text = read(top, path)
+        for lit in re.findall(r"``(.+?)``|(?<!`)`([^`\n]+)`(?!`)", text, re.S):
+            lit = " ".join((lit[0] or lit[1]).split())
+            m = re.match(r"(?:rpcrdma2:)?(rpcrdma2_\w+)((?: \w+=\S*)+)$", lit)
+            if not m:
+                continue
+            ev = m.group(1)
+            if ev not in fields:
+                errs.append(f"trace: {path} shows ``{lit}``: trace.h defines no event {ev}")
+                continue
+            for k, v in re.findall(r" (\w+)=(\S*)", m.group(2)):
+                if k not in fields[ev]:
+                    errs.append(f"trace: {path} shows ``{lit}``: {ev} has no field {k}")
+                elif ev == "rpcrdma2_reply" and k == "class" and v and v not in emitted:
+                    errs.append(f"trace: {path} shows ``{lit}``: reply.rs emits no class {v}")
+    return errs
+
+
 # --- responder switches ---------------------------------------------------
 
 def responder_switches(top):
@@ -345,7 +376,7 @@ def check_installdir(top):
 
 
 CHECKS = {"installdir": check_installdir, "params": check_params, "trace": check_trace,
-          "reply_classes": check_reply_classes, "responder": check_responder, "make": check_make}
+          "reply_classes": check_reply_classes, "trace_mentions": check_trace_mentions, "responder": check_responder, "make": check_make}
 
 
 def run(top):
@@ -398,6 +429,10 @@ PLANTED = [
      lambda t: plant(t, "rpcrdma/trace.h", "(class, one of 16;", "(class, one of 15;")),
     ("a reply class the admin guide does not name", "reply_classes",
      lambda t: plant(t, "Documentation/admin-guide.rst", "``reverse_error`` (a", "``reverse_err`` (a")),
+    ("testing.rst shows a reply class reply.rs does not emit", "trace_mentions",
+     lambda t: append(t, "Documentation/testing.rst", "\nSee ``rpcrdma2_reply class=frobnicated``.\n")),
+    ("README.md shows a field its event lacks", "trace_mentions",
+     lambda t: append(t, "README.md", "\nSee ``rpcrdma2_marshal read_segs=2``.\n")),
     ("responder switch not documented", "responder",
      lambda t: plant(t, "Documentation/responder.rst", "``--port N``", "``--portx N``")),
     ("responder switch documented but absent", "responder",

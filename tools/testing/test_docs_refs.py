@@ -209,6 +209,24 @@ locks                      29.16
         self.assertTrue(any("frobnicated" in e for e in errs), errs)
         self.assertTrue(any("classes; reply.rs emits" in e for e in errs), errs)
 
+    def test_trace_mention_of_a_missing_field_fails(self):
+        with tempfile.TemporaryDirectory() as d:
+            for f in ("rpcrdma/conn/reply.rs", "rpcrdma/trace.h", "README.md"):
+                os.makedirs(os.path.dirname(os.path.join(d, f)), exist_ok=True)
+                with open(os.path.join(TOP, f), encoding="utf-8") as src, \
+                        open(os.path.join(d, f), "w", encoding="utf-8") as dst:
+                    dst.write(src.read())
+            os.makedirs(os.path.join(d, "Documentation"))
+            with open(os.path.join(d, "Documentation", "admin-guide.rst"), "w", encoding="utf-8") as f:
+                f.write("Guide\n=====\n")
+            with open(os.path.join(d, "Documentation", "x.rst"), "w", encoding="utf-8") as f:
+                f.write("Good: ``rpcrdma2_mr_inv how=remote``, ``rpcrdma2_reply class=stale``;\n"
+                        "bad: ``rpcrdma2_marshal read_segs=2``, ``rpcrdma2_reply class=gone``.\n")
+            errs = DAC.check_trace_mentions(d)
+        self.assertEqual(len(errs), 2, errs)
+        self.assertIn("no field read_segs", errs[0])
+        self.assertIn("no class gone", errs[1])
+
     def test_make_commands_only(self):
         # a package named make, and a kernel tree's own target, are not
         # targets of this repository's Makefile; a make command is
