@@ -18,7 +18,10 @@
 #   4. a reference to a section that the named document does not have:
 #      Documentation/NAME.rst, "Title" or :doc:`NAME`, "Title";
 #   5. a date (2026-11-23, 27 November 2026) outside a results table's
-#      title (a ``.. table::`` directive's) or header row.
+#      title (a ``.. table::`` directive's) or header row;
+#   6. a branch (branch ``NAME``, the ``NAME`` branch, git checkout/switch/
+#      merge NAME, origin/NAME) that the repository has neither as a
+#      branch, a remote branch nor a tag.
 #
 # The code and scripts (every tracked text file under rpcrdma/, tools/,
 # samples/, fuzz/, xdr/ and .ci/, and the top-level build files) are held
@@ -80,6 +83,37 @@ TITLE_BREAK = re.compile(r"\s*\n\s*(?:#+|//[/!]?|\*)?\s*")
 SECTION_REF = re.compile(
     r"(?:(?<![\w/])(?:Documentation/)?([a-z][a-z0-9-]*)\.rst`{0,2}|:doc:`([a-z][a-z0-9-]*)`),?[ \t]*"
     r"(?:\n\s*(?:#+|//[/!]?|\*)?\s*)?\"([^\"]{1,120}?)\"")
+BRANCH_RE = re.compile(
+    r"\bbranch(?:es)?\s+`{1,2}([\w./-]+)`{1,2}|`{1,2}([\w./-]+)`{1,2}\s+branch\b"
+    r"|\bgit\s+(?:checkout|switch|merge|rebase)\s+(?:-\w+\s+)*([A-Za-z][\w./-]*)"
+    r"|\borigin/([A-Za-z][\w./-]*)")
+
+
+def refs():
+    """the branch, remote branch and tag names of the repository"""
+    names = set()
+    for r in git_lines("for-each-ref", "--format=%(refname)"):
+        for prefix in ("refs/heads/", "refs/tags/"):
+            if r.startswith(prefix):
+                names.add(r[len(prefix):])
+        if r.startswith("refs/remotes/"):
+            names.add(r.split("/", 3)[3])
+    return names
+
+
+def check_branches(path, text, known=None):
+    out = []
+    known = refs() if known is None else known
+    for m in BRANCH_RE.finditer(text):
+        name = next(g for g in m.groups() if g).rstrip(".,;:")
+        if PLACEHOLDER.search(name) or name.isupper():
+            continue
+        if name not in known:
+            n = text.count("\n", 0, m.start()) + 1
+            out.append(f"{path}:{n}: no branch or tag {name} in the repository")
+    return out
+
+
 CODE_DIRS = ("rpcrdma/", "tools/", "samples/", "fuzz/", "xdr/", ".ci/")
 CODE_TOP = {"Makefile", "Kbuild", "Kconfig", "dkms.conf"}
 # Mentions of the kind above that are known and being removed by a change
@@ -267,6 +301,7 @@ def code_files():
 def check_code(files):
     """findings of checks 3-5 in code and scripts"""
     out = []
+    known = refs()
     for path in files:
         try:
             with open(path, encoding="utf-8") as f:
@@ -280,6 +315,7 @@ def check_code(files):
                 out.append(f"{path}:{n}: mentions how the work was organised: {m.group(1)!r}")
         out.extend(check_sections(path, text))
         out.extend(check_dates(path, text, False))
+        out.extend(check_branches(path, text, known))
     return out
 
 
@@ -313,7 +349,7 @@ def main(files, code=None):
                 if why:
                     print(f"{path}:{n}: {why}")
                     bad += 1
-        for finding in check_sections(path, text) + check_dates(path, text, True):
+        for finding in check_sections(path, text) + check_dates(path, text, True) + check_branches(path, text):
             print(finding)
             bad += 1
     for finding in check_code(code or []):

@@ -227,6 +227,17 @@ locks                      29.16
         self.assertIn("no field read_segs", errs[0])
         self.assertIn("no class gone", errs[1])
 
+    def test_missing_branch_fails(self):
+        for text in ("Merged from branch ``credit-v3``.\n",
+                     "The ``bench-next`` branch has it.\n",
+                     "Run ``git checkout reqlife-old`` first.\n",
+                     "See origin/frobnicate.\n"):
+            rc, out = self.run_on("bad.rst", text)
+            self.assertEqual(rc, 1, text)
+            self.assertIn("no branch or tag", out)
+        # a branch the repository has passes
+        self.assertEqual(DR.check_branches("x", "branch ``docs2``", {"docs2"}), [])
+
     def test_make_commands_only(self):
         # a package named make, and a kernel tree's own target, are not
         # targets of this repository's Makefile; a make command is
