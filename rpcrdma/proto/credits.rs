@@ -66,8 +66,8 @@
 //!    whenever nothing was received since our previous message (every
 //!    piece of a continued Call but the first, typically). Read as "at
 //!    least one", a long continued Call would return credits that were
-//!    never consumed, and the responder would overrun our Receives (RNR;
-//!    Documentation/benchmarks.rst).
+//!    never consumed, and the responder would overrun our Receives (an
+//!    RNR; Documentation/conformance.rst, `rpcrdma2-v2-continuation`).
 //!
 //! 5. **The other reading is tolerated.** -00 §4.3.1 can also be read as
 //!    "the low half is the granted value" (a running total, as in version
