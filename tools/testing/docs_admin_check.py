@@ -6,7 +6,8 @@
 #
 #   params     the module parameters documented in admin-guide.rst's
 #              "Parameters" section are exactly those rpcrdma/shim.c
-#              declares with module_param(); every rpcrdma2.NAME=,
+#              declares with module_param(), with its type, default and
+#              writability (mode) as shim.c has them; every rpcrdma2.NAME=,
 #              /sys/module/rpcrdma2/parameters/NAME and "options rpcrdma2
 #              NAME=" that README.md, Documentation/*.rst or the
 #              modprobe.d sample mentions is one of them
@@ -80,6 +81,30 @@ def check_params(top):
         errs.append(f"params: admin-guide.rst documents parameter {p}, which rpcrdma/shim.c does not declare")
     for p in sorted(src - doc):
         errs.append(f"params: parameter {p} (rpcrdma/shim.c) is not documented in admin-guide.rst, \"Parameters\"")
+    # type, default and writability: "``NAME`` (TYPE, default ``V``[, writable...])"
+    shim = read(top, "rpcrdma/shim.c")
+    for name in sorted(src & doc):
+        m = re.search(r"^``%s`` \((\w+), default ``([^`]*)``(, writable)?" % name,
+                      section(guide, "Parameters"), re.M)
+        perm = re.search(r"^module_param\(%s,\s*(\w+),\s*(0[0-7]+)\)" % name, shim, re.M)
+        init = re.search(r"^static (?:bool|unsigned int|int) %s(?: = ([^;]+))?;" % name, shim, re.M)
+        if not m or not perm:
+            errs.append(f"params: admin-guide.rst does not give {name} as \"``{name}`` (TYPE, default ``V``, ...)\"")
+            continue
+        dtype, ddefault, dwritable = m.groups()
+        ctype, cperm = perm.groups()
+        if dtype != ctype:
+            errs.append(f"params: admin-guide.rst gives {name} type {dtype}, rpcrdma/shim.c {ctype}")
+        writable = int(cperm, 8) & 0o222 != 0
+        if writable != bool(dwritable):
+            errs.append(f"params: admin-guide.rst says {name} is {'' if dwritable else 'not '}writable,"
+                        f" rpcrdma/shim.c gives it mode {cperm}")
+        if init:
+            v = (init.group(1) or ("false" if ctype == "bool" else "0")).strip()
+            if ctype == "bool":
+                v = "Y" if v in ("true", "1") else "N"
+            if v != ddefault:
+                errs.append(f"params: admin-guide.rst gives {name} default {ddefault}, rpcrdma/shim.c {v}")
     docs = ["README.md", "samples/modprobe.d/rpcrdma2.conf"] + sorted(
         os.path.join("Documentation", f) for f in os.listdir(os.path.join(top, "Documentation"))
         if f.endswith(".rst"))
@@ -411,6 +436,13 @@ PLANTED = [
      lambda t: append(t, "rpcrdma/shim.c", "\nmodule_param(debug, bool, 0644);\n")),
     ("rpcrdma2.NAME= of no parameter in README.md", "params",
      lambda t: append(t, "README.md", "\nBoot with rpcrdma2.debug=1.\n")),
+    ("a parameter's documented default differs from shim.c's", "params",
+     lambda t: plant(t, "Documentation/admin-guide.rst", "``cont_reply_pieces`` (uint, default ``128``",
+                     "``cont_reply_pieces`` (uint, default ``64``")),
+    ("a parameter's documented type differs from shim.c's", "params",
+     lambda t: plant(t, "Documentation/admin-guide.rst", "``ddp`` (bool, default ``Y``", "``ddp`` (uint, default ``Y``")),
+    ("a read-only parameter documented as writable", "params",
+     lambda t: plant(t, "rpcrdma/shim.c", "module_param(frwr, bool, 0644);", "module_param(frwr, bool, 0444);")),
     ("rpcrdma2.NAME= of no parameter in testing.rst", "params",
      lambda t: append(t, "Documentation/testing.rst", "\nBoot with ``rpcrdma2.debug=1``.\n")),
     ("options rpcrdma2 NAME= of no parameter in the modprobe.d sample", "params",
