@@ -24,7 +24,8 @@
 #              its fields and (class=) a reply class that exist
 #   responder  the switches tools/responder/src/main.rs parses, the ones
 #              its --help text (USAGE) lists and the ones the switch
-#              table of Documentation/responder.rst documents are the same
+#              table of Documentation/responder.rst documents are the
+#              same, and so is a default that both state
 #   installdir the directory the module is installed in is the same in the
 #              Makefile (INSTALL_MOD_DIR), dkms.conf, install-check.sh and
 #              every /lib/modules/.../DIR/ the documentation names
@@ -329,7 +330,36 @@ def check_responder(top):
         errs.append(f"responder: switch {s} is missing from Documentation/responder.rst, \"Switches\"")
     for s in sorted(doc - parsed):
         errs.append(f"responder: Documentation/responder.rst documents {s}, which the responder does not have")
+    # a default both state ("(default N)" in --help, "default N" or
+    # "default: advertise N" in the table) is the same
+    helps = usage_entries(top)
+    for key, text in rows.items():
+        sw = re.findall(r"``(--[a-z0-9][a-z0-9-]*)", key)
+        if not sw or sw[0] not in helps:
+            continue
+        want = re.findall(r"\(default:? (?:advertise )?([\w.:]+(?: MiB)?)", " ".join(helps[sw[0]].split()))
+        have = re.findall(r"default:? (?:advertise )?`{0,2}([\w.:]+(?: MiB)?)", " ".join(text.split()))
+        if want and have and want[0] != have[0]:
+            errs.append(f"responder: {sw[0]}: --help says default {want[0]},"
+                        f" Documentation/responder.rst default {have[0]}")
     return errs
+
+
+def usage_entries(top):
+    """{switch: its --help text} of USAGE"""
+    src = read(top, "tools/responder/src/main.rs")
+    u = re.search(r"const USAGE: &str = \"(.*?)\";", src, re.S)
+    out, cur = {}, None
+    for line in (u.group(1) if u else "").splitlines():
+        m = re.match(r"^  (?:-[a-z], )?(--[a-z0-9-]+)(.*)", line)
+        if m:
+            cur = m.group(1)
+            out[cur] = m.group(2)
+        elif cur and line.startswith("   "):
+            out[cur] += " " + line.strip()
+        else:
+            cur = None
+    return out
 
 
 # --- make targets ----------------------------------------------------------
@@ -469,6 +499,9 @@ PLANTED = [
      lambda t: plant(t, "Documentation/responder.rst", "``--port N``", "``--portx N``")),
     ("responder switch documented but absent", "responder",
      lambda t: plant(t, "Documentation/responder.rst", "``--list-malformed``  ", "``--list-malformd``  ")),
+    ("a responder default that differs from --help's", "responder",
+     lambda t: plant(t, "Documentation/responder.rst", "high half;\n                                default 32)",
+                     "high half;\n                                default 16)")),
     ("responder switch parsed but not in --help", "responder",
      lambda t: plant(t, "tools/responder/src/main.rs", "\"--v1-only\" =>", "\"--v1-only\" | \"--v1\" =>")),
     ("the admin guide installs into extra/", "installdir",

@@ -196,7 +196,8 @@ locks                      29.16
         for name in ("a reply class missing from trace.h's comment",
                      "a parameter's documented default differs from shim.c's",
                      "rpcrdma2.NAME= of no parameter in testing.rst",
-                     "README.md shows a field its event lacks"):
+                     "README.md shows a field its event lacks",
+                     "a responder default that differs from --help's"):
             self.assertIn(f"selftest ok: {name}", out.getvalue())
 
     def test_reply_classes_mismatch_fails(self):
