@@ -67,7 +67,7 @@ TRACE_EVENT(rpcrdma2_connect_error,
 		  __get_str(step), __entry->status)
 );
 
-/* A connection ends, or is replaced, and why (see rpcrdma/conn/why.rs). */
+/* A connection ends, or is replaced, and why (see rpcrdma/why.rs). */
 DECLARE_EVENT_CLASS(rpcrdma2_conn_reason_class,
 	TP_PROTO(u32 conn, const char *reason),
 	TP_ARGS(conn, reason),
