@@ -25,7 +25,8 @@
 #
 # The code and scripts (every tracked text file under rpcrdma/, tools/,
 # samples/, fuzz/, xdr/ and .ci/, and the top-level build files) are held
-# to 3, 4 and 5 as well, with no date allowed.
+# to 1 and 3-6 as well, with no date allowed; in them 1 leaves out the
+# kernel tree's own paths that the comments name (KERNEL_PATHS).
 #
 #   docs-refs.py [FILE...]      (from the repository's top directory)
 #
@@ -72,7 +73,11 @@ def makefile_targets(path="Makefile"):
 # linux's net/sunrpc, are not taken).
 PATH_RE = re.compile(r"(?<![\w./$~-])((?:%s)(?:/[\w.+-]*)*)" %
                      "|".join(re.escape(t) for t in TOP))
-PLACEHOLDER = re.compile(r"[<>*{}$]|\.\.\.|…|/[A-Z][A-Z0-9_]*(?:[./]|$)")
+PLACEHOLDER = re.compile(r"[<>*{}$]|\.\.\.|…|[/-][A-Z][A-Z0-9_]*(?:[./]|$)")
+# Paths of a kernel tree (or of tracefs) that the code's comments name and
+# that share a top-level name with this repository's.
+KERNEL_PATHS = ("Documentation/fault-injection/", "tools/testing/kunit/kunit.py",
+                "rpcrdma/xprtrdma_")
 ORG_RE = re.compile(r"\b(sessions? [0-9]+|issues? [0-9]+|DESIGN\.md|shared/reference)", re.I)
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 DATE_RE = re.compile(r"\b(20[0-9]{2}-[01][0-9]-[0-3][0-9]|[0-3]?[0-9] (?:%s) 20[0-9]{2}|(?:%s) [0-3]?[0-9],? 20[0-9]{2})\b"
@@ -313,6 +318,14 @@ def check_code(files):
         for n, line in enumerate(text.split("\n"), 1):
             for m in ORG_RE.finditer(line):
                 out.append(f"{path}:{n}: mentions how the work was organised: {m.group(1)!r}")
+            for m in PATH_RE.finditer(line):
+                p = m.group(1)
+                if PLACEHOLDER.search(p) or PLACEHOLDER.search(line[m.end():m.end() + 1]) \
+                        or p.startswith(KERNEL_PATHS):
+                    continue
+                why = check_path(p)
+                if why:
+                    out.append(f"{path}:{n}: {why}")
         out.extend(check_sections(path, text))
         out.extend(check_dates(path, text, False))
         out.extend(check_branches(path, text, known))

@@ -173,6 +173,22 @@ locks                      29.16
         self.assertIn("'shared/reference'", text)
         self.assertIn("a date in code", text)
 
+    def test_missing_path_in_code_fails(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "x.h")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("/* why a connection ends (see rpcrdma/conn/why.rs) */\n"
+                        "/* fine: rpcrdma/why.rs, the kernel's Documentation/fault-injection/,\n"
+                        " * tools/testing/integration/rpcrdma2-NAME.sh */\n")
+            cwd = os.getcwd()
+            os.chdir(TOP)
+            try:
+                out = DR.check_code([path])
+            finally:
+                os.chdir(cwd)
+        self.assertEqual(len(out), 1, out)
+        self.assertIn("rpcrdma/conn/why.rs", out[0])
+
     def test_code_files_cover_the_tree(self):
         cwd = os.getcwd()
         os.chdir(TOP)
