@@ -17,7 +17,7 @@
 #      targets the Makefile defines, and say nothing of how the work was
 #      organised, name no missing section, branch or tag and no date
 #      outside a results table's title: docs-refs.py (which holds the
-#      code and scripts to the last four too);
+#      code and scripts to all but the make targets too);
 #   5. (at the end) docs_admin_check.py: the install directory, module
 #      parameters, tracepoint fields, responder switches and make targets
 #      agree with the code.
