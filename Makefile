@@ -17,7 +17,7 @@
 #   make modules-debug   rpcrdma2.ko for the debug kernel (KDIR_DEBUG): build/debug/rpcrdma2.ko
 #   make modules-kunit-debug  the KUnit variant for the debug kernel: build/kunit-debug/
 #   make modules-intree  build rpcrdma2 in-tree, in a copy of KDIR's source (Kconfig SUNRPC_XPRT_RDMA2)
-#   make check           the tests: kernel, host, module, KUnit and integration phases (under 45 min cold)
+#   make check           the tests: kernel, host, module, KUnit and integration phases
 #   make check-long      the in-tree build and the long tier of the integration tests (fault catalogues, soak, races)
 #   make check-debug     kernel, module builds, KUnit and an integration subset on the debug kernel
 #   make host-test       make check's host phase alone

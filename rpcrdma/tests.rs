@@ -141,7 +141,8 @@ fn connect_timeout_shortens_rpc_timeout() -> TestResult {
 
 /// The jiffies per second every timeout is computed with are the kernel's
 /// (`CONFIG_HZ`), not the 100 of the user-space header that bindgen gives
-/// the `HZ` macro: a 60 s RPC timeout was 24 s on a 250 Hz kernel.
+/// the `HZ` macro (with 100, a 60 s RPC timeout would be 24 s on a 250 Hz
+/// kernel).
 fn hz_is_the_kernels() -> TestResult {
     kassert_eq!(
         crate::sunrpc::HZ,

@@ -67,7 +67,7 @@ TRACE_EVENT(rpcrdma2_connect_error,
 		  __get_str(step), __entry->status)
 );
 
-/* A connection ends, or is replaced, and why (see rpcrdma/conn/why.rs). */
+/* A connection ends, or is replaced, and why (see rpcrdma/why.rs). */
 DECLARE_EVENT_CLASS(rpcrdma2_conn_reason_class,
 	TP_PROTO(u32 conn, const char *reason),
 	TP_ARGS(conn, reason),
@@ -286,7 +286,7 @@ TRACE_EVENT(rpcrdma2_post_send,
 		  __entry->signaled, __entry->free)
 );
 
-/* A received message, classified (class, one of 15; rpcrdma/conn/reply.rs):
+/* A received message, classified (class, one of 16; rpcrdma/conn/reply.rs):
  *   deliver        an inline reply
  *   chunked        a reply using chunks
  *   piece          a piece of a continued reply (F_MORE set)
@@ -296,6 +296,8 @@ TRACE_EVENT(rpcrdma2_post_send,
  *   recover        a transport error whose RPC is sent again
  *   fallback       ERR_VERS answered our RDMA2_CONNPROP probe
  *   reverse_call   a reverse-direction Call (callback)
+ *   reverse_error  a reverse-direction Call we cannot serve, answered
+ *                  with RDMA2_ERROR
  *   credit_grant   an asynchronous credit grant
  *   connprop       the peer's RDMA2_CONNPROP (whole or its last piece)
  *   connprop_part  a piece of a continued RDMA2_CONNPROP

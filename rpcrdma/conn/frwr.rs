@@ -123,8 +123,7 @@ impl Regs {
     pub(super) fn take(&mut self) -> Option<Mr> {
         // Only the place found is moved out of: `Option::take` on every
         // place on the way copied each empty one (an `Mr` is about 90
-        // bytes) to the stack before looking at it, per MR taken (see
-        // Documentation/benchmarks.rst, "Where inside rpcrdma2").
+        // bytes) to the stack before looking at it, per MR taken.
         self.mrs
             .iter_mut()
             .find(|m| m.is_some())

@@ -64,10 +64,10 @@
 //!    limit is ignored (keep the previous limit, return only what rule 3
 //!    returns) and counted. A zero low half returns nothing: we send one
 //!    whenever nothing was received since our previous message (every
-//!    piece of a continued Call but the first, typically). Reading it as
-//!    "at least one" (as we did until 2026-11-24) makes a long continued
-//!    Call return credits that were never consumed, and the responder
-//!    overruns our Receives (RNR; Documentation/benchmarks.rst).
+//!    piece of a continued Call but the first, typically). Read as "at
+//!    least one", a long continued Call would return credits that were
+//!    never consumed, and the responder would overrun our Receives (an
+//!    RNR; Documentation/conformance.rst, `rpcrdma2-v2-continuation`).
 //!
 //! 5. **The other reading is tolerated.** -00 §4.3.1 can also be read as
 //!    "the low half is the granted value" (a running total, as in version

@@ -10,9 +10,10 @@
 //! every malformed reply that names a request fails that request with
 //! `-EIO`; a message that names no request is dropped. On top of that:
 //!
-//! * a reply that uses chunks fails its RPC with `-EIO` and the distinct
-//!   cause [`Cause::Chunks`]: we never offer chunks yet, so a responder
-//!   that uses them is wrong today and the chunk work will handle them;
+//! * a reply that uses chunks is classified [`Cause::Chunks`]: on a
+//!   connection that offers chunks the caller checks it against what the
+//!   RPC registered (`conn/receive.rs`, [`Reply::Chunked`]); on an
+//!   inline-only one it fails its RPC with `-EIO`;
 //! * a v2 message with `F_MORE` (Message Continuation, -00 §6.3.2) never
 //!   gets here: [`super::continuation::Reassembly`] sees every v2 message
 //!   first and turns the pieces of a sequence into [`Reply::Piece`] (or
@@ -96,7 +97,8 @@ pub enum Cause {
     },
     /// `ERR_VERS` during the probe that does not answer the probe.
     StrayErrVers,
-    /// The reply uses chunks; not supported yet.
+    /// The reply uses chunks (the connection checks them, or fails the
+    /// RPC if it offers none).
     Chunks(ChunkUse),
     /// A continued message (Message Continuation, `F_MORE`) refused; see
     /// [`super::continuation`].

@@ -664,7 +664,7 @@ fn long_reply(r: &Result<(super::conn::send::CallPlan, ChunkPlan), CallError>) -
     matches!(r, Ok((_, p)) if p.reply() == ReplyForm::Long && !p.reply_ranges().is_empty())
 }
 
-/// Issue 13: on v2 with chunks, an OPEN or READDIR whose Reply buffer
+/// On v2 with chunks, an OPEN or READDIR whose Reply buffer
 /// exceeds the inline threshold is sent with no Reply chunk (nothing
 /// registered) when the responder can continue the Reply to us; the
 /// continued Reply completes it. A READ keeps its Write chunk.

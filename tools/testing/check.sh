@@ -51,13 +51,12 @@ else mod_build=build/$kernel kunit_build=build/kunit-$kernel; fi
 # tier (fault catalogues, injected errors, soak, races, keepalive, the
 # other reading of the credit word, the second RDMA provider (siw), the
 # stock C client through the responder) runs as integration-long (make check-long), which CI runs
-# after make check. The split keeps make check under its 45-minute budget
-# cold (Documentation/testing.rst, "Timings").
+# after make check. The split keeps make check within its time budget
+# (Documentation/testing.rst, "Durations").
 # The in-tree build (intree.sh: rpcrdma2 built as net/sunrpc/xprtrdma2/ in
 # a copy of the testbed kernel's tree) runs in make check-long: it rebuilds
-# the kernel's Rust crates for the changed configuration (about 95 s of CPU
-# in a new build/intree, 40 s again), which make check's cold budget has
-# no room for; make check's module phase checks only that Kconfig accepts
+# the kernel's Rust crates for the changed configuration, which make
+# check's budget has no room for (Documentation/testing.rst, "Durations"); make check's module phase checks only that Kconfig accepts
 # the option.
 ALL=(kernel host module kunit integration)
 OTHER_PHASES=(intree integration-long)

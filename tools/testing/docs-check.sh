@@ -15,7 +15,9 @@
 #   4. README.md and Documentation/*.rst refer only to repository paths
 #      that exist (or that git ignores: build outputs), only to make
 #      targets the Makefile defines, and say nothing of how the work was
-#      organised (session N, issue N, DESIGN.md): docs-refs.py;
+#      organised, name no missing section, branch or tag and no date
+#      outside a results table's title: docs-refs.py (which holds the
+#      code and scripts to all but the make targets too);
 #   5. (at the end) docs_admin_check.py: the install directory, module
 #      parameters, tracepoint fields, responder switches and make targets
 #      agree with the code.

@@ -6,17 +6,26 @@
 #
 #   params     the module parameters documented in admin-guide.rst's
 #              "Parameters" section are exactly those rpcrdma/shim.c
-#              declares with module_param(); every rpcrdma2.NAME= that
-#              admin-guide.rst or README.md mentions is one of them
+#              declares with module_param(), with its type, default and
+#              writability (mode) as shim.c has them; every rpcrdma2.NAME=,
+#              /sys/module/rpcrdma2/parameters/NAME and "options rpcrdma2
+#              NAME=" that README.md, Documentation/*.rst or the
+#              modprobe.d sample mentions is one of them
 #   trace      every event of rpcrdma/trace.h prints its fields under
 #              their own names (NAME=, what a filter names); each row of
 #              admin-guide.rst's tracepoint table names (as ``NAME=``)
 #              every field of its event and no other; every field of an
 #              example trace line or of a -f filter in admin-guide.rst
-#              exists in its event
+#              exists in its event; the classes of rpcrdma2_reply that
+#              rpcrdma/conn/reply.rs emits, the ones trace.h's comment
+#              lists (and counts) and the ones admin-guide.rst's row
+#              names are the same; every ``rpcrdma2_EVENT NAME=VALUE``
+#              literal of README.md or Documentation/*.rst names an event,
+#              its fields and (class=) a reply class that exist
 #   responder  the switches tools/responder/src/main.rs parses, the ones
 #              its --help text (USAGE) lists and the ones the switch
-#              table of Documentation/responder.rst documents are the same
+#              table of Documentation/responder.rst documents are the
+#              same, and so is a default that both state
 #   installdir the directory the module is installed in is the same in the
 #              Makefile (INSTALL_MOD_DIR), dkms.conf, install-check.sh and
 #              every /lib/modules/.../DIR/ the documentation names
@@ -43,6 +52,7 @@ FILES = [
     "tools/testing/install-check.sh",
     "rpcrdma/shim.c",
     "rpcrdma/trace.h",
+    "rpcrdma/conn/reply.rs",
     "tools/responder/src/main.rs",
 ]
 
@@ -72,10 +82,42 @@ def check_params(top):
         errs.append(f"params: admin-guide.rst documents parameter {p}, which rpcrdma/shim.c does not declare")
     for p in sorted(src - doc):
         errs.append(f"params: parameter {p} (rpcrdma/shim.c) is not documented in admin-guide.rst, \"Parameters\"")
-    for path in ("Documentation/admin-guide.rst", "README.md"):
-        for p in sorted(set(re.findall(r"\brpcrdma2\.(\w+)=", read(top, path)))):
+    # type, default and writability: "``NAME`` (TYPE, default ``V``[, writable...])"
+    shim = read(top, "rpcrdma/shim.c")
+    for name in sorted(src & doc):
+        m = re.search(r"^``%s`` \((\w+), default ``([^`]*)``(, writable)?" % name,
+                      section(guide, "Parameters"), re.M)
+        perm = re.search(r"^module_param\(%s,\s*(\w+),\s*(0[0-7]+)\)" % name, shim, re.M)
+        init = re.search(r"^static (?:bool|unsigned int|int) %s(?: = ([^;]+))?;" % name, shim, re.M)
+        if not m or not perm:
+            errs.append(f"params: admin-guide.rst does not give {name} as \"``{name}`` (TYPE, default ``V``, ...)\"")
+            continue
+        dtype, ddefault, dwritable = m.groups()
+        ctype, cperm = perm.groups()
+        if dtype != ctype:
+            errs.append(f"params: admin-guide.rst gives {name} type {dtype}, rpcrdma/shim.c {ctype}")
+        writable = int(cperm, 8) & 0o222 != 0
+        if writable != bool(dwritable):
+            errs.append(f"params: admin-guide.rst says {name} is {'' if dwritable else 'not '}writable,"
+                        f" rpcrdma/shim.c gives it mode {cperm}")
+        if init:
+            v = (init.group(1) or ("false" if ctype == "bool" else "0")).strip()
+            if ctype == "bool":
+                v = "Y" if v in ("true", "1") else "N"
+            if v != ddefault:
+                errs.append(f"params: admin-guide.rst gives {name} default {ddefault}, rpcrdma/shim.c {v}")
+    docs = ["README.md", "samples/modprobe.d/rpcrdma2.conf"] + sorted(
+        os.path.join("Documentation", f) for f in os.listdir(os.path.join(top, "Documentation"))
+        if f.endswith(".rst"))
+    for path in docs:
+        text = read(top, path)
+        named = set(re.findall(r"\brpcrdma2\.(\w+)=", text))
+        named |= set(re.findall(r"/sys/module/rpcrdma2/parameters/(\w+)", text))
+        named |= {w for opts in re.findall(r"^\s*options rpcrdma2 (.*)$", text, re.M)
+                  for w in re.findall(r"(\w+)=", opts)}
+        for p in sorted(named):
             if p not in src:
-                errs.append(f"params: {path} names rpcrdma2.{p}=, which is no module parameter")
+                errs.append(f"params: {path} names rpcrdma2 parameter {p}, which is no module parameter")
     return errs
 
 
@@ -183,6 +225,70 @@ def check_trace(top):
     return errs
 
 
+def reply_classes(top):
+    """(classes reply.rs emits, classes and count trace.h's comment gives,
+    classes admin-guide.rst's row of rpcrdma2_reply names)"""
+    rs = read(top, "rpcrdma/conn/reply.rs")
+    emitted = set(re.findall(r"\(c\"([a-z_]+)\",", rs)) | set(re.findall(r"\{ c\"([a-z_]+)\" \}", rs))
+    h = read(top, "rpcrdma/trace.h")
+    m = re.search(r"/\* A received message, classified \(class, one of (\d+);(.*?)\*/", h, re.S)
+    listed, count = set(), None
+    if m:
+        count = int(m.group(1))
+        listed = set(re.findall(r"^ \*   ([a-z_]+)\s{2,}", m.group(2), re.M))
+    row = table_rows(section(read(top, "Documentation/admin-guide.rst"), "Tracepoints"),
+                     r"^``(rpcrdma2_\w+)``\s").get("rpcrdma2_reply", "")
+    row = row.split("``class=``", 1)[1] if "``class=``" in row else ""
+    documented = set(re.findall(r"``([a-z_]+)``", row))
+    return emitted, listed, count, documented
+
+
+def check_reply_classes(top):
+    errs = []
+    emitted, listed, count, documented = reply_classes(top)
+    if not emitted:
+        return ["trace: no rpcrdma2_reply classes found in rpcrdma/conn/reply.rs"]
+    if count is None:
+        errs.append("trace: rpcrdma/trace.h has no comment \"A received message, classified (class, one of N; ...\"")
+    elif count != len(emitted):
+        errs.append(f"trace: rpcrdma/trace.h says rpcrdma2_reply has {count} classes; reply.rs emits {len(emitted)}")
+    for what, names in (("rpcrdma/trace.h's comment", listed), ("admin-guide.rst's row of rpcrdma2_reply", documented)):
+        for c in sorted(emitted - names):
+            errs.append(f"trace: reply.rs emits rpcrdma2_reply class={c}, which {what} does not list")
+        for c in sorted(names - emitted):
+            errs.append(f"trace: {what} lists rpcrdma2_reply class={c}, which reply.rs does not emit")
+    return errs
+
+
+def check_trace_mentions(top):
+    """every ``rpcrdma2_EVENT NAME=VALUE`` an inline literal of README.md or
+    Documentation/*.rst shows names an event of trace.h and fields of it
+    (and, for rpcrdma2_reply's class=, a class reply.rs emits)"""
+    errs = []
+    fields, _ = trace_events(top)
+    emitted = reply_classes(top)[0]
+    docs = ["README.md"] + sorted(
+        os.path.join("Documentation", f) for f in os.listdir(os.path.join(top, "Documentation"))
+        if f.endswith(".rst"))
+    for path in docs:
+        text = read(top, path)
+        for lit in re.findall(r"``(.+?)``|(?<!`)`([^`\n]+)`(?!`)", text, re.S):
+            lit = " ".join((lit[0] or lit[1]).split())
+            m = re.match(r"(?:rpcrdma2:)?(rpcrdma2_\w+)((?: \w+=\S*)+)$", lit)
+            if not m:
+                continue
+            ev = m.group(1)
+            if ev not in fields:
+                errs.append(f"trace: {path} shows ``{lit}``: trace.h defines no event {ev}")
+                continue
+            for k, v in re.findall(r" (\w+)=(\S*)", m.group(2)):
+                if k not in fields[ev]:
+                    errs.append(f"trace: {path} shows ``{lit}``: {ev} has no field {k}")
+                elif ev == "rpcrdma2_reply" and k == "class" and v and v not in emitted:
+                    errs.append(f"trace: {path} shows ``{lit}``: reply.rs emits no class {v}")
+    return errs
+
+
 # --- responder switches ---------------------------------------------------
 
 def responder_switches(top):
@@ -224,7 +330,36 @@ def check_responder(top):
         errs.append(f"responder: switch {s} is missing from Documentation/responder.rst, \"Switches\"")
     for s in sorted(doc - parsed):
         errs.append(f"responder: Documentation/responder.rst documents {s}, which the responder does not have")
+    # a default both state ("(default N)" in --help, "default N" or
+    # "default: advertise N" in the table) is the same
+    helps = usage_entries(top)
+    for key, text in rows.items():
+        sw = re.findall(r"``(--[a-z0-9][a-z0-9-]*)", key)
+        if not sw or sw[0] not in helps:
+            continue
+        want = re.findall(r"\(default:? (?:advertise )?([\w.:]+(?: MiB)?)", " ".join(helps[sw[0]].split()))
+        have = re.findall(r"default:? (?:advertise )?`{0,2}([\w.:]+(?: MiB)?)", " ".join(text.split()))
+        if want and have and want[0] != have[0]:
+            errs.append(f"responder: {sw[0]}: --help says default {want[0]},"
+                        f" Documentation/responder.rst default {have[0]}")
     return errs
+
+
+def usage_entries(top):
+    """{switch: its --help text} of USAGE"""
+    src = read(top, "tools/responder/src/main.rs")
+    u = re.search(r"const USAGE: &str = \"(.*?)\";", src, re.S)
+    out, cur = {}, None
+    for line in (u.group(1) if u else "").splitlines():
+        m = re.match(r"^  (?:-[a-z], )?(--[a-z0-9-]+)(.*)", line)
+        if m:
+            cur = m.group(1)
+            out[cur] = m.group(2)
+        elif cur and line.startswith("   "):
+            out[cur] += " " + line.strip()
+        else:
+            cur = None
+    return out
 
 
 # --- make targets ----------------------------------------------------------
@@ -295,7 +430,8 @@ def check_installdir(top):
     return errs
 
 
-CHECKS = {"installdir": check_installdir, "params": check_params, "trace": check_trace, "responder": check_responder, "make": check_make}
+CHECKS = {"installdir": check_installdir, "params": check_params, "trace": check_trace,
+          "reply_classes": check_reply_classes, "trace_mentions": check_trace_mentions, "responder": check_responder, "make": check_make}
 
 
 def run(top):
@@ -330,6 +466,17 @@ PLANTED = [
      lambda t: append(t, "rpcrdma/shim.c", "\nmodule_param(debug, bool, 0644);\n")),
     ("rpcrdma2.NAME= of no parameter in README.md", "params",
      lambda t: append(t, "README.md", "\nBoot with rpcrdma2.debug=1.\n")),
+    ("a parameter's documented default differs from shim.c's", "params",
+     lambda t: plant(t, "Documentation/admin-guide.rst", "``cont_reply_pieces`` (uint, default ``128``",
+                     "``cont_reply_pieces`` (uint, default ``64``")),
+    ("a parameter's documented type differs from shim.c's", "params",
+     lambda t: plant(t, "Documentation/admin-guide.rst", "``ddp`` (bool, default ``Y``", "``ddp`` (uint, default ``Y``")),
+    ("a read-only parameter documented as writable", "params",
+     lambda t: plant(t, "rpcrdma/shim.c", "module_param(frwr, bool, 0644);", "module_param(frwr, bool, 0444);")),
+    ("rpcrdma2.NAME= of no parameter in testing.rst", "params",
+     lambda t: append(t, "Documentation/testing.rst", "\nBoot with ``rpcrdma2.debug=1``.\n")),
+    ("options rpcrdma2 NAME= of no parameter in the modprobe.d sample", "params",
+     lambda t: append(t, "samples/modprobe.d/rpcrdma2.conf", "\noptions rpcrdma2 debug=1\n")),
     ("trace.h prints a label that is no field", "trace",
      lambda t: plant(t, "rpcrdma/trace.h", "nread=%u", "read_segs=%u")),
     ("documented tracepoint field not in trace.h", "trace",
@@ -338,10 +485,23 @@ PLANTED = [
      lambda t: plant(t, "Documentation/admin-guide.rst", "-f 'signaled == 0'", "-f 'signalled == 0'")),
     ("example trace line with no such field", "trace",
      lambda t: plant(t, "Documentation/admin-guide.rst", "len=180 outcome=queued", "len=180 result=queued")),
+    ("a reply class missing from trace.h's comment", "reply_classes",
+     lambda t: plant(t, "rpcrdma/trace.h", " *   reverse_error ", " *   reverse_errors ")),
+    ("trace.h miscounts the reply classes", "reply_classes",
+     lambda t: plant(t, "rpcrdma/trace.h", "(class, one of 16;", "(class, one of 15;")),
+    ("a reply class the admin guide does not name", "reply_classes",
+     lambda t: plant(t, "Documentation/admin-guide.rst", "``reverse_error`` (a", "``reverse_err`` (a")),
+    ("testing.rst shows a reply class reply.rs does not emit", "trace_mentions",
+     lambda t: append(t, "Documentation/testing.rst", "\nSee ``rpcrdma2_reply class=frobnicated``.\n")),
+    ("README.md shows a field its event lacks", "trace_mentions",
+     lambda t: append(t, "README.md", "\nSee ``rpcrdma2_marshal read_segs=2``.\n")),
     ("responder switch not documented", "responder",
      lambda t: plant(t, "Documentation/responder.rst", "``--port N``", "``--portx N``")),
     ("responder switch documented but absent", "responder",
      lambda t: plant(t, "Documentation/responder.rst", "``--list-malformed``  ", "``--list-malformd``  ")),
+    ("a responder default that differs from --help's", "responder",
+     lambda t: plant(t, "Documentation/responder.rst", "high half;\n                                default 32)",
+                     "high half;\n                                default 16)")),
     ("responder switch parsed but not in --help", "responder",
      lambda t: plant(t, "tools/responder/src/main.rs", "\"--v1-only\" =>", "\"--v1-only\" | \"--v1\" =>")),
     ("the admin guide installs into extra/", "installdir",
@@ -397,8 +557,8 @@ def main():
         print(f"docs-check: {e}", file=sys.stderr)
     if errs:
         sys.exit(1)
-    print("docs-check: the install directory, module parameters, tracepoint fields, responder switches"
-          " and make targets match the documentation")
+    print("docs-check: the install directory, module parameters, tracepoint fields and reply classes,"
+          " responder switches and make targets match the documentation")
 
 
 if __name__ == "__main__":

@@ -379,7 +379,7 @@ fn reply_chunk_over_whole_buffer() {
     assert_eq!(a.kind(), MsgKind::Msg);
 }
 
-/// Version 2 (issue 13): a Reply over the inline threshold that is not
+/// Version 2: a Reply over the inline threshold that is not
 /// a Write chunk's goes without a Reply chunk when its buffer is within
 /// `Limits::cont_reply` (the responder continues it over several Sends);
 /// one byte more, or `cont_reply` 0 (version 1), a Reply chunk as before.

@@ -83,8 +83,8 @@ fn reverse_call(xid: u32, lists: &[u32]) -> Vec<u8> {
 
 /// -00 §6.3.2.1: F_RESPONSE clear means the XID is the peer's. A
 /// reverse-direction Call carrying chunks is not looked up among our
-/// Calls (it used to come back as `Reply::Chunked`, which the glue looks
-/// up as a forward reply); it is answered with the RDMA2_ERROR -00
+/// Calls (as a `Reply::Chunked` would be, which the glue looks up as a
+/// forward reply); it is answered with the RDMA2_ERROR -00
 /// §6.4.3 gives a responder that handles no chunks.
 #[test]
 fn reverse_call_with_chunks_is_in_the_peers_xid_space() {
@@ -159,7 +159,7 @@ fn reverse_call_with_chunks_is_in_the_peers_xid_space() {
 
 /// -00 §6.3.2.1 and §6.4.3: a v2 message that does not decode, with
 /// F_RESPONSE clear, is a reverse-direction Call we cannot parse. It
-/// fails none of our Calls (it used to fail the Call with its XID) and
+/// fails none of our Calls (not even the one with its XID) and
 /// is answered with the error §6.4.3 names for what is wrong.
 #[test]
 fn malformed_reverse_call_fails_no_call_of_ours() {
@@ -209,8 +209,8 @@ fn reply_piece(xid: u32, more: bool, payload: &[u8]) -> Vec<u8> {
 
 /// -00 §4.5.2: a sender "MAY split the RPC message payload on any
 /// convenient boundary". Pieces of 1, 2 and 3 bytes, the last one
-/// included, are reassembled (they used to fail to decode: the codec
-/// required the XDR's `rdma_rpc_first_word` in every RDMA2_MSG).
+/// included, are reassembled (the codec does not require the XDR's
+/// `rdma_rpc_first_word` in every RDMA2_MSG).
 #[test]
 fn continued_reply_split_on_any_boundary() {
     let mut t = v2_up(big());
@@ -264,7 +264,7 @@ fn continued_reply_split_on_any_boundary() {
 /// -00 §4.5.3 ("Chunks for a chained message may be conveyed in the final
 /// message in the sequence"): the reassembly ends the sequence normally
 /// on a last piece with chunk lists and says that the Reply is reduced
-/// (it used to refuse it with `Fault::ChunksOnLast`).
+/// (it does not refuse it).
 #[test]
 fn continued_reply_may_end_with_chunk_lists() {
     let mut r = Reassembly::new();
@@ -323,10 +323,10 @@ fn call(s: &mut CreditState) {
 }
 
 /// -00 §4.3.1 read the other way: the low half is the grant (never zero)
-/// and the high half zero. Each such word used to be ignored as a zero
-/// limit, so the budget stayed at one message: the pieces of a continued
-/// Call, which no reply answers, stalled for good after the first. Now
-/// the word's grant is the limit and it reopens the budget.
+/// and the high half zero. Such a word is not ignored as a zero limit
+/// (the budget would stay at one message, and the pieces of a continued
+/// Call, which no reply answers, would stall for good after the first):
+/// its grant is the limit and it reopens the budget.
 #[test]
 fn zero_limit_half_with_a_grant_does_not_stall() {
     let mut s = CreditState::new(&Config::DEFAULT, Protocol::V2);
@@ -352,8 +352,8 @@ fn zero_limit_half_with_a_grant_does_not_stall() {
 
 /// The same reading with a maximum in the high half larger than the
 /// grant: two words in a row that return more than was outstanding prove
-/// it, and from then on the low half is the limit (the high half used to
-/// be: 32 messages sent to a peer that granted 4).
+/// it, and from then on the low half is the limit (the high half taken
+/// as the limit would send 32 messages to a peer that granted 4).
 #[test]
 fn grant_in_the_low_half_is_detected_and_honoured() {
     let mut s = CreditState::new(&Config::DEFAULT, Protocol::V2);
@@ -478,8 +478,8 @@ fn one_stray_over_return_is_not_proof() {
 }
 
 /// The client as responder of the reverse direction answers a
-/// reverse-direction Call it cannot serve with RDMA2_ERROR (it used to
-/// send nothing): the error carries the Call's XID, version 2,
+/// reverse-direction Call it cannot serve with RDMA2_ERROR (it does not
+/// stay silent): the error carries the Call's XID, version 2,
 /// F_RESPONSE, and takes one of the peer's credits.
 #[test]
 fn reverse_error_is_encoded_and_counted() {
@@ -560,8 +560,8 @@ fn continued_reverse_call_is_reassembled() {
 
 /// -00 §6.5: a reply that does not fit inline SHOULD be continued; a
 /// reverse-direction Call offers no chunks, so on version 2 a callback
-/// reply too large for the call threshold is sent in pieces (it used to be
-/// dropped with -EMSGSIZE). Version 1 cannot continue: the reply is not
+/// reply too large for the call threshold is sent in pieces (not dropped
+/// with -EMSGSIZE). Version 1 cannot continue: the reply is not
 /// sent.
 #[test]
 fn large_callback_reply_is_continued() {

@@ -31,7 +31,7 @@ impl Rng {
     }
 }
 
-// ---- the reference model: the old booleans ---------------------------
+// ---- the reference model: six booleans and `posted` -----------------
 
 /// `Regs` before `reqlife`, with the transition code of `end_rpc`,
 /// `reg_done`, `inv_done`, `drain_slot`, `Conn::release_slot` and
@@ -142,7 +142,7 @@ impl Old {
     }
 
     /// The booleans a state stands for. `finish` is compared only where
-    /// the old code could still use it: a released RPC's parked reply
+    /// the model could still use it: a released RPC's parked reply
     /// is never used (invalidation cannot start once `releasing`); nor
     /// is `posted` of a released slot (a reply is ignored either way).
     fn of(l: &Life<F>) -> Old {
@@ -181,7 +181,7 @@ impl Old {
         }
     }
 
-    /// `self` with what the old code kept but never used again cleared.
+    /// `self` with what the model keeps but never uses again cleared.
     fn relevant(mut self) -> Old {
         if self.releasing && !self.invalidating {
             self.finish = None;
@@ -797,9 +797,9 @@ fn any_event_refused_or_as_before() {
                     assert_eq!(l, before, "refused {e:?} changed the state");
                     assert_eq!(i.phase, before.phase());
                     assert_eq!(i.event, e);
-                    // What the old code did with it: never started an
-                    // invalidation; ended the RPC only by draining a slot
-                    // that was not invalidating (the glue never does).
+                    // What the model does with it: never starts an
+                    // invalidation; ends the RPC only by draining a slot
+                    // that is not invalidating (the glue never does).
                     let mut o = old;
                     let a = o.step(e);
                     assert_ne!(a, Action::StartInvalidation, "{e:?} in {before:?}");

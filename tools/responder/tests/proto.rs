@@ -2,7 +2,7 @@
 
 //! Host tests of the responder's protocol logic: the bytes it sends are
 //! checked word by word against the XDR of draft-ietf-nfsv4-rpcrdma-
-//! version-two-00 (shared/reference/rpcrdma-v2-00.x) and RFC 8166.
+//! version-two-00 and RFC 8166.
 
 use rpcrdma_responder::nfs::{self, NFS3_READ, NFS_PROGRAM};
 use rpcrdma_responder::proto::call::{Call, Part};
@@ -1505,7 +1505,7 @@ fn prop_segment_limits_advertised_and_enforced() {
 /// both peers set the R bit. We set it only with `--remote-invalidate`;
 /// with our R clear, or the client's, every reply is a plain Send, in
 /// version 1 (a Call with one rkey) and version 2 (an rdma_inv_handle
-/// naming the Call's Reply chunk) alike. The responder used to invalidate
+/// naming the Call's Reply chunk) alike: the responder never invalidates
 /// while advertising R clear.
 #[test]
 fn send_with_invalidate_only_when_both_r_bits_are_set() {
@@ -1606,8 +1606,8 @@ fn client_connprop_continued_is_reassembled() {
 /// the same values in the rdma_start.rdma_xid and rdma_start.rdma_htype
 /// fields. If this constraint is not met, the receiver MUST respond with
 /// an RDMA2_ERROR message with the rdma_err field set to
-/// RDMA2_ERR_INVAL_FLAG." A header type change with the same XID used to
-/// go unnoticed (the Long Call was served, the sequence kept).
+/// RDMA2_ERR_INVAL_FLAG." A header type change with the same XID is
+/// such a case (the Long Call is not served, the sequence not kept).
 #[test]
 fn header_type_change_mid_sequence_is_inval_flag() {
     let mut st = Stats::default();
@@ -1645,7 +1645,7 @@ fn header_type_change_mid_sequence_is_inval_flag() {
 /// -00 §6.4.3: "the responder copies the values of the rdma_start.rdma_xid
 /// and rdma_start.rdma_vers fields from the incoming transport header that
 /// generated the error". A version 1 message on a version 2 connection
-/// gets a version 1 ERR_VERS (it used to get an RDMA2_ERROR), a version 2
+/// gets a version 1 ERR_VERS (not an RDMA2_ERROR), a version 2
 /// message on a version 1 connection an RDMA2_ERROR.
 #[test]
 fn error_carries_the_version_of_the_message_it_answers() {
@@ -1665,7 +1665,7 @@ fn error_carries_the_version_of_the_message_it_answers() {
 }
 
 /// -00 §6.4.3 names no exception for XID 0: a malformed message with XID 0
-/// is answered like any other (it used to get no answer).
+/// is answered like any other.
 #[test]
 fn malformed_message_with_xid_zero_is_answered() {
     let mut st = Stats::default();
@@ -1680,7 +1680,7 @@ fn malformed_message_with_xid_zero_is_answered() {
 
 /// -00 §5.2.5: Reverse Request Support NONE means "receipt of reverse
 /// direction requests and replies is not supported": nfsd's callbacks are
-/// not relayed to such a client (they used to be, whatever it said).
+/// not relayed to such a client.
 #[test]
 fn callbacks_not_relayed_to_a_client_without_reverse_request_support() {
     let cb = bytes(&[0x77, 0, 2, 0x4000_0000, 1, 1, 0, 0, 0, 0]);

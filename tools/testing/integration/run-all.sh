@@ -133,7 +133,7 @@ results=$(cd "$results" && pwd)
 
 if ! "$KBUILD" --check; then
 	if ((build_kernel)); then
-		log "integration: testbed kernel ($variant) not built yet; building it (about 15-20 min on 2 cores)"
+		log "integration: testbed kernel ($variant) not built yet; building it (how long: Documentation/testing.rst, \"Durations\")"
 		if ! "$KBUILD" >"$results/kernel-build.log" 2>&1; then
 			tail -n 30 "$results/kernel-build.log" >&2
 			failed=${#tests[@]}

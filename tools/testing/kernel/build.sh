@@ -230,7 +230,7 @@ build() {
 	step "configure (allnoconfig + fragment, variant $VARIANT)" make -s -C "$src" O="$out" "${vars[@]}" \
 		KCONFIG_ALLCONFIG="$frag" allnoconfig
 	verify_config "$out/.config" "$frag" "$src" || die "config fragment did not apply (see above)"
-	log "building the $VARIANT kernel in $out with -j$jobs (about 15-20 min on 2 cores)"
+	log "building the $VARIANT kernel in $out with -j$jobs (how long: Documentation/testing.rst, \"Durations\")"
 	step "kernel build" make -s -C "$src" O="$out" "${vars[@]}" -j"$jobs" bzImage modules
 	rm -rf "$kdir/mods"
 	step "modules_install" make -s -C "$src" O="$out" "${vars[@]}" \
