@@ -126,6 +126,10 @@ concurrent_case() { # PORT [SIZE]: fio's file size per job (default 8m)
 		tb_die "port $port: no continued reply piece traced"
 	[ -z "$(tb_trace_events disconnect)" ] ||
 		tb_die "port $port: the connection was dropped: $(tb_trace_events disconnect | head -n 3)" # conformance: no-overrun
+	# The responder counts a message of ours beyond the credits it granted
+	# (its --credit-word other reading returns none, and counts none).
+	(($(stat_of "$port" credit_overruns) == 0)) ||
+		tb_die "port $port: the responder took $(stat_of "$port" credit_overruns) message(s) beyond its credit limit" # conformance: no-overrun
 	tb_log "port $port: waits for credits traced: $(tb_trace_events credit_wait | wc -l)"
 	rm -rf "$dir"
 	tb_umount "$MNT"
