@@ -73,9 +73,9 @@ impl ClassRegistration {
     /// Registers the `rdma` transport class, whose `setup` creates
     /// transports of type `T` ([`transport::Transport::setup`]).
     ///
-    /// Fails with `EEXIST` when another module (normally the in-kernel
-    /// `rpcrdma.ko`) already owns transport ident 256, and with `EBUSY`
-    /// while the class is registered already.
+    /// Fails with `EBUSY` when another module (normally the in-kernel
+    /// `rpcrdma.ko`) already owns transport ident 256, or while the class
+    /// is registered already.
     pub fn new<T: transport::Transport>() -> Result<Self> {
         // SAFETY: the class is a static in this module's C shim and
         // outlives the registration; the trampoline is valid for as long
@@ -84,9 +84,13 @@ impl ClassRegistration {
         let ret = unsafe { bindings::rpcrdma2_shim_register_class(Some(transport::setup::<T>)) };
         if ret == -(bindings::EEXIST as i32) {
             pr_err!(
-                "transport ident {} (netid rdma) is already registered, probably by rpcrdma.ko: unload it first (-EEXIST)\n",
+                "transport ident {} (netid rdma) is already registered, probably by rpcrdma.ko: unload it first (-EBUSY)\n",
                 XPRT_TRANSPORT_RDMA
             );
+            // `EEXIST` from a module's init tells insmod and modprobe that
+            // the module is loaded already (Linux 7.3's loader turns it
+            // into `EBUSY` itself): the same answer on every kernel.
+            return Err(EBUSY);
         }
         to_result(ret)?;
         // INVARIANT: registration succeeded.
