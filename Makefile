@@ -18,7 +18,7 @@
 #   make modules-kunit-debug  the KUnit variant for the debug kernel: build/kunit-debug/
 #   make modules-intree  build rpcrdma2 in-tree, in a copy of KDIR's source (Kconfig SUNRPC_XPRT_RDMA2)
 #   make check           the tests: kernel, host, module, KUnit and integration phases
-#   make check-long      the in-tree build and the long tier of the integration tests (fault catalogues, soak, races)
+#   make check-long      the long tier of the integration tests (fault catalogues, soak, races)
 #   make check-debug     kernel, module builds, KUnit and an integration subset on the debug kernel
 #   make host-test       make check's host phase alone
 #   make kunit           make check's KUnit phase alone
@@ -188,7 +188,7 @@ check:
 	tools/testing/check.sh --kernel $(KERNEL)
 
 check-long:
-	tools/testing/check.sh intree integration-long
+	tools/testing/check.sh integration-long
 
 host-test:
 	tools/testing/check.sh host

@@ -6,8 +6,9 @@
 #   check.sh                 make check's phases: kernel host module kunit
 #                            integration
 #   check.sh PHASE...        only these (make check's; make check-long's:
-#                            intree, the in-tree build, and integration-long,
-#                            the long tier of the integration tests; and the
+#                            integration-long, the long tier of the
+#                            integration tests; intree, the in-tree build
+#                            alone (make check's module phase runs it); and the
 #                            debug kernel's: kernel-debug module-debug
 #                            kunit-debug integration-debug)
 #   check.sh --kernel NAME [PHASE...]
@@ -54,10 +55,8 @@ else mod_build=build/$kernel kunit_build=build/kunit-$kernel; fi
 # after make check. The split keeps make check within its time budget
 # (Documentation/testing.rst, "Durations").
 # The in-tree build (intree.sh: rpcrdma2 built as net/sunrpc/xprtrdma2/ in
-# a copy of the testbed kernel's tree) runs in make check-long: it rebuilds
-# the kernel's Rust crates for the changed configuration, which make
-# check's budget has no room for (Documentation/testing.rst, "Durations"); make check's module phase checks only that Kconfig accepts
-# the option.
+# a copy of the testbed kernel's tree) is part of make check's module
+# phase; the intree phase runs it alone.
 ALL=(kernel host module kunit integration)
 OTHER_PHASES=(intree integration-long)
 DEBUG_PHASES=(kernel-debug module-debug kunit-debug integration-debug)
@@ -109,9 +108,10 @@ phase_module() {
 	step "KUnit variant stack frames" tools/testing/stack-check.sh "$kunit_build/rpcrdma/rpcrdma2.o"
 	step "make install (staged)" tools/testing/install-check.sh
 	step "dkms build" tools/testing/dkms-check.sh
-	# Kconfig's SUNRPC_XPRT_RDMA2 holds in the testbed kernel's tree (the
-	# in-tree build itself is the intree phase, make check-long's).
-	step "in-tree configuration" tools/testing/intree.sh --config-only
+	# rpcrdma2 built in-tree: Kconfig's SUNRPC_XPRT_RDMA2 holds in the
+	# testbed kernel's tree, and net/sunrpc/xprtrdma2/ builds the module.
+	step "in-tree build (Kconfig SUNRPC_XPRT_RDMA2=m, net/sunrpc/xprtrdma2/rpcrdma2.ko)" \
+		tools/testing/intree.sh
 }
 
 phase_kunit() {
@@ -122,8 +122,8 @@ phase_integration() {
 	tools/testing/integration/run-all.sh --tier check
 }
 
-# make check-long: rpcrdma2.ko built in a copy of the testbed kernel's tree
-# (make modules-intree). The kernel is a cache hit after make check.
+# rpcrdma2.ko built in a copy of the testbed kernel's tree (make
+# modules-intree), alone. The kernel is a cache hit after make check.
 phase_intree() {
 	tools/testing/kernel/build.sh --variant "$kernel" >/dev/null || die "the testbed kernel did not build"
 	step "in-tree build (Kconfig SUNRPC_XPRT_RDMA2=m, net/sunrpc/xprtrdma2/rpcrdma2.ko)" \
