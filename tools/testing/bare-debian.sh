@@ -95,6 +95,17 @@ mount_all() {
 	bind /dev "$root/dev"
 	bind "$RPCRDMA2_TOP" "$root/src"
 	cp /etc/resolv.conf "$root/etc/resolv.conf"
+	# The host's site-local certificate authorities (a TLS-inspecting
+	# proxy's, say) are, like resolv.conf, the network's configuration and
+	# not a package the setup forgot: without them cargo cannot reach
+	# crates.io through such a proxy. ca-certificates (which the setup
+	# installs) adds them to the chroot's bundle.
+	if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+		mkdir -p "$root/usr/local/share/ca-certificates"
+		cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+		[ ! -x "$root/usr/sbin/update-ca-certificates" ] ||
+			in_chroot 'update-ca-certificates >/dev/null' || die "update-ca-certificates in the chroot failed"
+	fi
 }
 
 packages() {
