@@ -123,10 +123,12 @@ VM_DEBS=(qemu-system-x86 busybox-static nfs-kernel-server nfs-common
 # python3 and Sphinx for the bench tools' unit tests and the documentation,
 # matplotlib for the chart the documentation build draws
 # (Documentation/sphinx/benchchart.py; make bench's report draws it too).
+# git for the docs check, which asks it which files and branches the
+# repository has.
 # The -web toolchain packages come from bookworm-security (bookworm's own
 # are older than the crates' rust-version).
 HOST_DEBS=(rustc-web cargo-web rustfmt-web rust-web-clippy g++ make ca-certificates
-	python3 python3-sphinx python3-matplotlib)
+	python3 python3-sphinx python3-matplotlib git)
 # The responder (tools/responder/build.sh), on top of HOST_DEBS: cmake for
 # rdma-mummy-sys's C part, libclang for its bindgen, the rdma-core
 # libraries it loads.
