@@ -57,6 +57,13 @@ class DocsRefs(unittest.TestCase):
                 os.chdir(cwd)
         return rc, out.getvalue()
 
+    def assert_each_fails(self, texts, needle):
+        """Each of texts, alone in bad.rst, fails the check, saying needle."""
+        for text in texts:
+            rc, out = self.run_on("bad.rst", text)
+            self.assertEqual(rc, 1, text)
+            self.assertIn(needle, out, text)
+
     def test_good_references_pass(self):
         rc, out = self.run_on("good.rst", """Good
 ====
@@ -84,12 +91,9 @@ check``, ``make -s KDIR=/x modules`` and::
         self.assertIn("rpcrdma/conn/no-such-file.rs", out)
 
     def test_unknown_make_target_fails(self):
-        for text in ("Run ``make frobnicate``.\n",
+        self.assert_each_fails(("Run ``make frobnicate``.\n",
                      "Run ``make\nfrobnicate`` (across a line).\n",
-                     "Then::\n\n    make -s KDIR=/x frobnicate\n"):
-            rc, out = self.run_on("bad.rst", text)
-            self.assertEqual(rc, 1, text)
-            self.assertIn("frobnicate", out)
+                     "Then::\n\n    make -s KDIR=/x frobnicate\n"), "frobnicate")
 
     def test_unknown_make_target_in_markdown_fails(self):
         rc, out = self.run_on("bad.md", "Run `make frobnicate`.\n\n    make other-thing\n")
@@ -98,18 +102,14 @@ check``, ``make -s KDIR=/x modules`` and::
         self.assertIn("other-thing", out)
 
     def test_organisation_words_fail(self):
-        for word in ("session 21", "Issue 13", "issues 9", "DESIGN.md", "shared/reference"):
-            rc, out = self.run_on("bad.rst", f"As {word} says.\n")
-            self.assertEqual(rc, 1, word)
-            self.assertIn("organised", out)
+        self.assert_each_fails([f"As {word} says.\n" for word in
+                                ("session 21", "Issue 13", "issues 9", "DESIGN.md", "shared/reference")],
+                               "organised")
 
     def test_missing_section_fails(self):
-        for text in ('See :doc:`testing`, "Timings".\n',
+        self.assert_each_fails(('See :doc:`testing`, "Timings".\n',
                      'See ``Documentation/testing.rst``, "Timings".\n',
-                     'See Documentation/testing.rst, "No\nSuch Section".\n'):
-            rc, out = self.run_on("bad.rst", text)
-            self.assertEqual(rc, 1, text)
-            self.assertIn("has no section", out)
+                     'See Documentation/testing.rst, "No\nSuch Section".\n'), "has no section")
 
     def test_existing_sections_pass(self):
         # a title, a title's leading words before ':' or ' (', a
@@ -121,12 +121,9 @@ check``, ``make -s KDIR=/x modules`` and::
         self.assertEqual(rc, 0, out)
 
     def test_dates_outside_a_table_title_fail(self):
-        for text in ("Measured on 2026-11-23, it was faster.\n",
+        self.assert_each_fails(("Measured on 2026-11-23, it was faster.\n",
                      "As of 27 November 2026 the build takes longer.\n",
-                     "Since November 28, 2026 it does.\n"):
-            rc, out = self.run_on("bad.rst", text)
-            self.assertEqual(rc, 1, text)
-            self.assertIn("a date", out)
+                     "Since November 28, 2026 it does.\n"), "a date")
 
     def test_dates_in_a_table_title_or_header_pass(self):
         rc, out = self.run_on("good.rst", """Results
@@ -249,13 +246,10 @@ locks                      29.16
         self.assertIn("no class gone", errs[1])
 
     def test_missing_branch_fails(self):
-        for text in ("Merged from branch ``credit-v3``.\n",
+        self.assert_each_fails(("Merged from branch ``credit-v3``.\n",
                      "The ``bench-next`` branch has it.\n",
                      "Run ``git checkout reqlife-old`` first.\n",
-                     "See origin/frobnicate.\n"):
-            rc, out = self.run_on("bad.rst", text)
-            self.assertEqual(rc, 1, text)
-            self.assertIn("no branch or tag", out)
+                     "See origin/frobnicate.\n"), "no branch or tag")
         # a branch the repository has passes
         self.assertEqual(DR.check_branches("x", "branch ``docs2``", {"docs2"}), [])
 
