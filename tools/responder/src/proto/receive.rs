@@ -190,56 +190,46 @@ impl ConnProto {
         if v2 && !matches!(h.body, Body::Error(_)) {
             self.client_credit(h.credit);
         }
-        if let Some(ok) = self.continued_reverse_call_answer(&h) {
+        // The client's answers to the messages our fault switches plant:
+        // counted right or wrong, and logged; the first that is one ends
+        // the message (each looks only once, as it forgets its XID).
+        type Answer = fn(&mut ConnProto, &header::Header<'_>) -> Option<bool>;
+        let planted = [
+            (
+                Self::continued_reverse_call_answer as Answer,
+                "continued reverse-direction Call",
+                "a successful reply",
+                &mut stats.continued_reverse_call_answered,
+                &mut stats.continued_reverse_call_wrong,
+            ),
+            (
+                Self::unknown_htype_answer as Answer,
+                "unknown header type",
+                "RDMA2_ERR_INVAL_HTYPE",
+                &mut stats.unknown_htype_answered,
+                &mut stats.unknown_htype_wrong,
+            ),
+            (
+                Self::bad_call_answer as Answer,
+                "bad reverse-direction Call",
+                "RDMA2_ERR_REPLY_RESOURCE",
+                &mut stats.bad_reverse_call_answered,
+                &mut stats.bad_reverse_call_wrong,
+            ),
+        ];
+        for (answer, what, expected, right, wrong) in planted {
+            let Some(ok) = answer(self, &h) else { continue };
             if ok {
-                stats.continued_reverse_call_answered += 1;
+                *right += 1;
                 log::info(format_args!(
-                    "the client answered our continued reverse-direction Call (xid {:#x})",
+                    "the client answered our {what} (xid {:#x}) with {expected}",
                     h.xid
                 ));
             } else {
-                stats.continued_reverse_call_wrong += 1;
+                *wrong += 1;
                 log::warn(format_args!(
-                    "the client answered our continued reverse-direction Call (xid {:#x}) with {:?} ({:?}), not a successful reply with F_RESPONSE",
-                    h.xid,
-                    h.body,
-                    h.flags
-                ));
-            }
-            return vec![Action::Nothing];
-        }
-        if let Some(ok) = self.unknown_htype_answer(&h) {
-            if ok {
-                stats.unknown_htype_answered += 1;
-                log::info(format_args!(
-                    "the client answered our unknown header type (xid {:#x}) with RDMA2_ERR_INVAL_HTYPE",
-                    h.xid
-                ));
-            } else {
-                stats.unknown_htype_wrong += 1;
-                log::warn(format_args!(
-                    "the client answered our unknown header type (xid {:#x}) with {:?} ({:?}), not RDMA2_ERR_INVAL_HTYPE with F_RESPONSE",
-                    h.xid,
-                    h.body,
-                    h.flags
-                ));
-            }
-            return vec![Action::Nothing];
-        }
-        if let Some(ok) = self.bad_call_answer(&h) {
-            if ok {
-                stats.bad_reverse_call_answered += 1;
-                log::info(format_args!(
-                    "the client answered our bad reverse-direction Call (xid {:#x}) with RDMA2_ERR_REPLY_RESOURCE",
-                    h.xid
-                ));
-            } else {
-                stats.bad_reverse_call_wrong += 1;
-                log::warn(format_args!(
-                    "the client answered our bad reverse-direction Call (xid {:#x}) with {:?} ({:?}), not RDMA2_ERR_REPLY_RESOURCE with F_RESPONSE",
-                    h.xid,
-                    h.body,
-                    h.flags
+                    "the client answered our {what} (xid {:#x}) with {:?} ({:?}), not {expected} with F_RESPONSE",
+                    h.xid, h.body, h.flags
                 ));
             }
             return vec![Action::Nothing];
