@@ -11,8 +11,8 @@
 //! Layering: [`bindings`] holds the raw FFI generated at build time;
 //! [`sunrpc`] and [`ib`] are the modules with `unsafe` code and expose
 //! safe wrappers (besides the thin wrappers of the C shim's helpers in
-//! [`compat`] and [`fault`]); everything else is transport logic on top
-//! of them.
+//! [`compat`] and [`fault`], and the generic lock-free free list in
+//! [`sync`]); everything else is transport logic on top of them.
 
 // `try_pin_init!` of a struct with many fields (`conn::QpState`) nests
 // deeper than the default limit of 128 (Rust Binder sets the same).
@@ -32,6 +32,9 @@ pub mod fault;
 pub mod ib;
 pub mod net;
 pub mod sunrpc;
+/// Lock-free building blocks (`core` only, host-tested on threads like
+/// the protocol logic).
+pub mod sync;
 pub mod trace;
 pub mod transport;
 pub mod why;

@@ -67,14 +67,14 @@ impl Conn {
                 _ => 0,
             };
             // The Send buffer first: a piece counted as sent must go.
-            let Some(mut sb) = q.sends.lock().pop() else {
+            let Some(mut sb) = q.sends.take() else {
                 return Err(crate::compat::errno::enobufs());
             };
             let plan = q.proto.lock().prepare_piece(xid, call_len, offset);
             let plan = match plan {
                 Ok(p) => p,
                 Err(e) => {
-                    let _ = q.sends.lock().push(sb);
+                    let _ = q.sends.give(sb);
                     if e == CallError::NoCredits {
                         // -00 §6.3.2: wait for a further credit grant.
                         stats.no_credits.fetch_add(1, Relaxed);
@@ -112,7 +112,7 @@ impl Conn {
                 Err(e) => {
                     // Counted as sent but not sent: the caller drops the
                     // connection, which resets the count.
-                    let _ = q.sends.lock().push(sb);
+                    let _ = q.sends.give(sb);
                     q.cursor.set(None);
                     return Err(e);
                 }
@@ -170,7 +170,7 @@ impl Conn {
     /// as it needs are free now.
     pub fn ready_to_send(&self) -> bool {
         let q = &self.ep.qp().handler().0;
-        q.sends.lock().top > 0
+        q.sends.has_any()
             && q.proto.lock().credits().may_send()
             && self.chunking.as_deref().is_none_or(Chunking::mrs_ready)
     }
@@ -244,11 +244,11 @@ impl QpState {
     /// (`RDMA2_NOMSG`, XID 0, empty chunk lists): skipped if no Send buffer
     /// is free (a later message is then due one).
     pub(super) fn send_grant(&self, qp: &Qp<ConnQp>) {
-        let Some(mut sb) = self.sends.lock().pop() else {
+        let Some(mut sb) = self.sends.take() else {
             return;
         };
         let Some(word) = self.proto.lock().prepare_grant() else {
-            let _ = self.sends.lock().push(sb);
+            let _ = self.sends.give(sb);
             return;
         };
         let spec = proto::conn::send::grant_spec(word);
@@ -257,7 +257,7 @@ impl QpState {
             Err(_) => {
                 // Cannot happen with a Send buffer of >= 1024 bytes; the
                 // count is off by one message until the next connection.
-                let _ = self.sends.lock().push(sb);
+                let _ = self.sends.give(sb);
                 return;
             }
         }

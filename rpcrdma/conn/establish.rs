@@ -171,7 +171,7 @@ impl Conn {
                 DmaDir::FromDevice,
                 GFP_KERNEL,
             )?;
-            if state.recvs.lock().push(RecvBuf(buf)).is_err() {
+            if state.recvs.give(RecvBuf(buf)).is_err() {
                 break;
             }
         }
@@ -182,7 +182,7 @@ impl Conn {
                 DmaDir::ToDevice,
                 GFP_KERNEL,
             )?;
-            if state.sends.lock().push(SendBuf { buf, len: 0 }).is_err() {
+            if state.sends.give(SendBuf { buf, len: 0 }).is_err() {
                 break;
             }
         }

@@ -63,12 +63,14 @@ pub(crate) use self::establish::frwr_sizing;
 use self::frwr::{Chunking, Finish, RegSizing, RegTable};
 use self::recovery::RecoveryTable;
 use crate::compat::set_once::SetOnce;
+use crate::sync::freelist::{Cell, FreeList, Word};
 use crate::why::{self, CloseWhy, Why};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, SpinLock};
 
 /// Send chains a connection keeps for posting REG_MRs and LOCAL_INVs (more
-/// are allocated when they are all in use, and freed after).
+/// are allocated when they are all in use, and freed after: a chain given
+/// back while this many are idle).
 const CHAINS: usize = 8;
 /// The protocol state of a transport, shared by its connections'
 /// handlers (it survives reconnects: it remembers v1-only servers).
@@ -222,37 +224,25 @@ impl SlotFlags {
     }
 }
 
-/// A stack over a fixed array (6.12's `KVec` has no `pop`).
-struct Stack<T> {
-    items: KVec<Option<T>>,
-    top: usize,
-}
+/// Idle objects of a connection (Send and Receive buffers, spare Send
+/// chains), which its sender, completion handlers and their error paths
+/// take and give back without a lock ([`FreeList`]).
+type Idle<T> = FreeList<T, KVec<Cell<T>>, KVec<Word>>;
 
-impl<T> Stack<T> {
-    fn with_capacity(n: usize) -> Result<Self> {
-        let mut items = KVec::with_capacity(n, GFP_KERNEL)?;
-        for _ in 0..n {
-            items.push(None, GFP_KERNEL)?;
-        }
-        Ok(Stack { items, top: 0 })
+/// An empty [`Idle`] list for up to `n` objects (plus the spare cells
+/// that keep a give from being refused while takes are under way).
+fn idle<T>(n: usize) -> Result<Idle<T>> {
+    let cells = n.saturating_add(Idle::<T>::SPARE);
+    let mut c = KVec::with_capacity(cells, GFP_KERNEL)?;
+    for _ in 0..cells {
+        c.push(Cell::new(), GFP_KERNEL)?;
     }
-
-    fn pop(&mut self) -> Option<T> {
-        self.top = self.top.checked_sub(1)?;
-        self.items.as_mut_slice().get_mut(self.top)?.take()
+    let words = Idle::<T>::words_for(cells);
+    let mut w = KVec::with_capacity(words, GFP_KERNEL)?;
+    for _ in 0..words {
+        w.push(Word::new(), GFP_KERNEL)?;
     }
-
-    /// Returns `v` back if the stack is full.
-    fn push(&mut self, v: T) -> core::result::Result<(), T> {
-        match self.items.as_mut_slice().get_mut(self.top) {
-            Some(slot) => {
-                *slot = Some(v);
-                self.top += 1;
-                Ok(())
-            }
-            None => Err(v),
-        }
-    }
+    Idle::new(c, w).map_err(|_| EINVAL)
 }
 
 /// The QP handler: Send buffer recycling and the reply handler.
@@ -264,11 +254,10 @@ pub struct QpState {
     xprt: XprtRef,
     /// The connection id of the tracepoints.
     id: u32,
-    #[pin]
-    sends: SpinLock<Stack<SendBuf>>,
+    /// Send buffers not posted right now.
+    sends: Idle<SendBuf>,
     /// Receive buffers not posted right now.
-    #[pin]
-    recvs: SpinLock<Stack<RecvBuf>>,
+    recvs: Idle<RecvBuf>,
     proto: Arc<ProtoState>,
     stats: Arc<ConnStats>,
     /// Where reverse-direction Calls go.
@@ -300,8 +289,7 @@ pub struct QpState {
     /// Send chains for REG_MR and LOCAL_INV WRs: a few KiB each, so kept
     /// on the heap, never on the (deep) stacks of rpciod and the CQ
     /// workqueue.
-    #[pin]
-    chains: SpinLock<Stack<KBox<SendChain<SendOpCtx>>>>,
+    chains: Idle<KBox<SendChain<SendOpCtx>>>,
     /// A continued Call stopped half-way (waiting for credits or a Send
     /// buffer).
     cursor: CursorCell,
@@ -331,18 +319,18 @@ impl ConnQp {
         let active = regs.active();
         let recovery = RecoveryTable::new(sizing.slots)?;
         let tried = recovery.tried();
-        let mut chains = Stack::with_capacity(CHAINS)?;
+        let chains = idle(CHAINS)?;
         if sizing.depth > 0 {
             for _ in 0..CHAINS {
-                let _ = chains.push(SendChain::new_boxed(GFP_KERNEL)?);
+                let _ = chains.give(SendChain::new_boxed(GFP_KERNEL)?);
             }
         }
         let state = Arc::pin_init(
             try_pin_init!(QpState {
                 xprt,
                 id,
-                sends <- new_spinlock!(Stack::with_capacity(nsend)?),
-                recvs <- new_spinlock!(Stack::with_capacity(nrecv)?),
+                sends: idle(nsend)?,
+                recvs: idle(nrecv)?,
                 proto,
                 stats,
                 bc,
@@ -354,7 +342,7 @@ impl ConnQp {
                 chunking: SetOnce::new(),
                 recovery <- new_spinlock!(recovery),
                 tried,
-                chains <- new_spinlock!(chains),
+                chains,
                 cursor: CursorCell::new(),
                 received: AtomicU64::new(0),
                 keepalive <- new_spinlock!(proto::keepalive::Keepalive::new()),
@@ -375,20 +363,17 @@ impl QpState {
         // MAX_RECV_BATCH buffers, so two at once would cost stack.
         while left > 0 {
             let mut batch = RecvBatch::new();
-            // A batch's buffers under one lock.
-            let mut idle = self.recvs.lock();
             while left > 0 && batch.len() < MAX_RECV_BATCH {
                 left -= 1;
-                let Some(buf) = idle.pop() else {
+                let Some(buf) = self.recvs.take() else {
                     short += 1;
                     continue;
                 };
                 if let Err(buf) = batch.push(buf) {
-                    let _ = idle.push(buf);
+                    let _ = self.recvs.give(buf);
                     break;
                 }
             }
-            drop(idle);
             if batch.is_empty() {
                 continue;
             }
@@ -407,7 +392,7 @@ impl QpState {
 
     /// An empty Send chain from the connection's spares, else a new one.
     fn take_chain(&self) -> Result<KBox<SendChain<SendOpCtx>>> {
-        match self.chains.lock().pop() {
+        match self.chains.take() {
             Some(c) => Ok(c),
             None => SendChain::new_boxed(GFP_NOWAIT),
         }
@@ -415,7 +400,9 @@ impl QpState {
 
     /// Gives an (empty) chain back; one too many is freed.
     fn put_chain(&self, chain: KBox<SendChain<SendOpCtx>>) {
-        let _ = self.chains.lock().push(chain);
+        if self.chains.held() < CHAINS {
+            let _ = self.chains.give(chain);
+        }
     }
 }
 
@@ -440,7 +427,7 @@ impl QpHandler for ConnQp {
         }
         match ctx {
             SendOpCtx::Buf(b) => {
-                let _ = this.sends.lock().push(b);
+                let _ = this.sends.give(b);
             }
             SendOpCtx::Reg { wr, slot } => {
                 if let Some(mr) = wr.done() {
@@ -472,7 +459,7 @@ impl QpHandler for ConnQp {
                 let len = (wc.byte_len() as usize).min(ctx.0.len());
                 ctx.0.sync_for_cpu(len);
                 let more = this.handle(qp, &ctx.0.as_slice()[..len], wc.invalidated_rkey());
-                let _ = this.recvs.lock().push(ctx);
+                let _ = this.recvs.give(ctx);
                 // Keep the peer's credits backed (in batches, as asked).
                 this.post_receives(qp, more);
             }
@@ -490,7 +477,7 @@ impl QpHandler for ConnQp {
             _ => {
                 // Never posted (or the QP went first).
                 this.proto.lock().receives_unposted(1);
-                let _ = this.recvs.lock().push(ctx);
+                let _ = this.recvs.give(ctx);
             }
         }
     }
@@ -534,13 +521,13 @@ impl Conn {
             // Not between the pieces of a continued Call.
             return Err(crate::compat::errno::enobufs());
         }
-        let Some(mut sb) = q.sends.lock().pop() else {
+        let Some(mut sb) = q.sends.take() else {
             return Err(crate::compat::errno::enobufs());
         };
         match fill(sb.buf.as_mut_slice()) {
             Ok(len) => sb.len = len,
             Err(e) => {
-                let _ = q.sends.lock().push(sb);
+                let _ = q.sends.give(sb);
                 return Err(e);
             }
         }

@@ -538,7 +538,7 @@ impl QpState {
             return;
         };
         // The Send buffer first: a message counted as sent must go.
-        let Some(mut sb) = self.sends.lock().pop() else {
+        let Some(mut sb) = self.sends.take() else {
             if crate::compat::print::ratelimit() {
                 pr_info!(
                     "reply: reverse-direction Call xid {:#010x} not answered with {}: no Send buffer free\n",
@@ -549,7 +549,7 @@ impl QpState {
             return;
         };
         let Some((err, credit)) = self.proto.lock().prepare_reverse_error(cause) else {
-            let _ = self.sends.lock().push(sb);
+            let _ = self.sends.give(sb);
             if crate::compat::print::ratelimit() {
                 pr_info!(
                     "reply: reverse-direction Call xid {:#010x} not answered with {}: no credit or version 2 not settled\n",
@@ -564,7 +564,7 @@ impl QpState {
             Err(_) => {
                 // Cannot happen with a Send buffer of >= 1024 bytes; the
                 // count is off by one message until the next connection.
-                let _ = self.sends.lock().push(sb);
+                let _ = self.sends.give(sb);
                 return;
             }
         }

@@ -118,8 +118,8 @@ impl Conn {
         let (sb, free) = if crate::fault::fires(crate::fault::Point::SendBuf) {
             (None, 0)
         } else {
-            let mut s = q.sends.lock();
-            (s.pop(), s.top)
+            let sb = q.sends.take();
+            (sb, q.sends.held())
         };
         let Some(sb) = sb else {
             return Err(crate::compat::errno::enobufs());
@@ -145,11 +145,11 @@ impl Conn {
             {
                 // Inline only: a version 2 connection continues the Call
                 // (-00 §4.5.2); version 1 cannot.
-                let _ = q.sends.lock().push(sb);
+                let _ = q.sends.give(sb);
                 return self.send_continued(rqst, xid, stats);
             }
             Err(e) => {
-                let _ = q.sends.lock().push(sb);
+                let _ = q.sends.give(sb);
                 return Err(self.refused(xid, e, credits, stats));
             }
         };
@@ -266,7 +266,7 @@ impl Conn {
             {
                 Ok(m) => Some(m),
                 Err(e) => {
-                    let _ = q.sends.lock().push(sb);
+                    let _ = q.sends.give(sb);
                     return Err(e);
                 }
             }
@@ -275,7 +275,7 @@ impl Conn {
         };
         if n > 1 {
             if let Err(e) = self.register(rqst, slot, xid, chunks, self.chunking.as_deref()) {
-                let _ = q.sends.lock().push(sb);
+                let _ = q.sends.give(sb);
                 self.release(slot);
                 return Err(e);
             }
@@ -304,7 +304,7 @@ impl Conn {
             return match call.encode(&mut sb, &[]) {
                 Ok(()) => self.post_inline(sb, free, rqst.task_id(), xid),
                 Err(e) => {
-                    let _ = q.sends.lock().push(sb);
+                    let _ = q.sends.give(sb);
                     Err(e)
                 }
             };
@@ -422,7 +422,7 @@ impl Conn {
         trace::post_send(self.id, task, xid, 0, signaled, free);
         if crate::fault::fires(crate::fault::Point::PostSend) {
             // As a refused post: the buffer comes back unposted.
-            let _ = q.sends.lock().push(sb);
+            let _ = q.sends.give(sb);
             return Err(EIO);
         }
         let wr = SendWr::send(SendOpCtx::Buf(sb));
@@ -452,7 +452,7 @@ impl Conn {
                 // Nothing posted: the MRs stay in the slot (`Mapped`: a
                 // reply is stale) until the next transmission releases
                 // them.
-                let _ = q.sends.lock().push(sb);
+                let _ = q.sends.give(sb);
                 return Err(if e == ENOMEM {
                     crate::compat::errno::enobufs()
                 } else {
@@ -491,7 +491,7 @@ impl Conn {
                 if let Err(e) = stepped {
                     drop(g);
                     q.put_chain(chain);
-                    let _ = q.sends.lock().push(sb);
+                    let _ = q.sends.give(sb);
                     self.release(slot);
                     return Err(e);
                 }
@@ -535,7 +535,7 @@ impl Conn {
                     }
                 }
                 q.put_chain(chain);
-                let _ = q.sends.lock().push(sb);
+                let _ = q.sends.give(sb);
                 self.release(slot);
                 return Err(e);
             }
@@ -544,7 +544,7 @@ impl Conn {
             // The slot does not exist (cannot happen: `register` found
             // it): nothing was posted.
             q.put_chain(chain);
-            let _ = q.sends.lock().push(sb);
+            let _ = q.sends.give(sb);
             self.release(slot);
             return Err(EIO);
         }
@@ -566,7 +566,7 @@ impl Conn {
             Err(e) => {
                 // As a refused post: every REG_MR comes back aborted.
                 qp.discard_send_chain(&mut chain);
-                let _ = q.sends.lock().push(sb);
+                let _ = q.sends.give(sb);
                 Err(e)
             }
         };
@@ -622,7 +622,7 @@ impl Conn {
         };
         if let Err(e) = ready {
             q.put_mr(mr);
-            let _ = q.sends.lock().push(sb);
+            let _ = q.sends.give(sb);
             return Err(e);
         }
         let reg = SendWr::reg_mr(SendOpCtx::Reg {
@@ -640,7 +640,7 @@ impl Conn {
             Err(e) => {
                 // As a refused post: the REG_MR comes back aborted.
                 qp.discard_send(reg);
-                let _ = q.sends.lock().push(sb);
+                let _ = q.sends.give(sb);
                 Err(e)
             }
         };

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # host-check.sh - everything `make check` (phase host) runs for the host
-# crates of the Cargo workspace (Cargo.toml: the codec xdr/ and the
-# protocol logic rpcrdma/proto/), once for the whole workspace:
+# crates of the Cargo workspace (Cargo.toml: the codec xdr/, the
+# protocol logic rpcrdma/proto/ and the lock-free free list
+# rpcrdma/sync/), once for the whole workspace:
 #
 #   0. the Debian packages it needs (lib.sh HOST_DEBS: cargo, rustfmt,
 #      clippy, ...), installed if missing
@@ -14,7 +15,8 @@
 #      the kernel enables, warnings denied
 #   3. cargo test --workspace (known-answer vectors, property and negative
 #      tests, the core-only self tests also run under KUnit, the
-#      end-to-end server models), and the hostile-sequence test in release
+#      end-to-end server models, the free list on several threads), and
+#      the hostile-sequence test in release
 #      mode (overflow checks stay on in that profile); then the unit
 #      tests of the bench's pool.py, rpc-profile-report.py and
 #      counts-report.py and of docs-refs.py (python3 -m unittest)
