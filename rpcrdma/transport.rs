@@ -65,6 +65,33 @@ pub struct Slot {
     registered: AtomicBool,
 }
 
+/// What only the holder of the transport send lock touches
+/// ([`Transport::Sender`]): the sender's own reference to the current
+/// connection, so that a Call looks up the connection without `conn`'s
+/// lock while it stays the same.
+#[derive(Default)]
+pub struct Sender {
+    conn: Option<Arc<Conn>>,
+}
+
+impl Sender {
+    /// The current connection, from the sender's copy while that one is
+    /// not closed; otherwise looked up again under `conn`'s lock (after
+    /// a reconnect, or when there is none).
+    fn conn<'a>(&'a mut self, x: &RdmaXprt) -> Option<&'a Arc<Conn>> {
+        // A connection is closed (`Conn::disconnect`) before another
+        // replaces it: a copy that is not closed is the current one.
+        let stale = match &self.conn {
+            Some(c) => c.closed(),
+            None => true,
+        };
+        if stale {
+            self.conn = x.current_conn();
+        }
+        self.conn.as_ref()
+    }
+}
+
 /// Transport-level counters (the connection keeps the data-path ones).
 #[derive(Default)]
 pub struct Stats {
@@ -86,7 +113,9 @@ pub struct RdmaXprt {
     #[pin]
     slots: SlotPool<Slot>,
     /// The current connection, if any. Replaced only by the connect
-    /// worker and close/destroy, which SUNRPC serialises (XPRT_LOCKED).
+    /// worker and close/destroy, which SUNRPC serialises (XPRT_LOCKED);
+    /// the sender keeps its own reference ([`Sender`]) and takes this
+    /// lock only when that one was closed.
     #[pin]
     conn: SpinLock<Option<Arc<Conn>>>,
     /// The last connect attempt failed: back off before the next.
@@ -195,6 +224,7 @@ impl RdmaXprt {
 
 impl Transport for RdmaXprt {
     type Slot = Slot;
+    type Sender = Sender;
 
     fn setup(args: &XprtCreate<'_>) -> Result<NewXprt<Self>> {
         create(args).inspect_err(|e| {
@@ -245,7 +275,12 @@ impl Transport for RdmaXprt {
         }
     }
 
-    fn send_request(this: &XprtBox<Self>, slot: &SlotBox<Slot>, rqst: TxRqst<'_>) -> Result {
+    fn send_request(
+        this: &XprtBox<Self>,
+        slot: &SlotBox<Slot>,
+        rqst: TxRqst<'_>,
+        sender: &mut Sender,
+    ) -> Result {
         let xprt = this.xprt();
         if !xprt.connected() {
             return Err(crate::compat::errno::enotconn());
@@ -253,13 +288,13 @@ impl Transport for RdmaXprt {
         if !rqst.get_cong() {
             return Err(crate::compat::errno::ebadslt());
         }
-        let Some(conn) = this.data.current_conn() else {
+        let Some(conn) = sender.conn(&this.data) else {
             return Err(crate::compat::errno::enotconn());
         };
         // A retransmit on the same connection would break credit
         // accounting (RFC 8166 §3.3.3): reconnect instead.
         if rqst.connect_cookie() == xprt.connect_cookie() {
-            Self::close(this);
+            Self::close(this, sender);
             return Err(crate::compat::errno::enotconn());
         }
         let sent = conn.send(&rqst, slot.index(), &this.data.conn_stats);
@@ -288,7 +323,7 @@ impl Transport for RdmaXprt {
                 if crate::compat::print::ratelimit() {
                     pr_err!("send_request: posting failed ({:?}), reconnecting\n", e);
                 }
-                Self::close(this);
+                Self::close(this, sender);
                 return Err(crate::compat::errno::enotconn());
             }
         }
@@ -296,7 +331,7 @@ impl Transport for RdmaXprt {
         // An RPC with no reply would throw off credit accounting: drop
         // the connection to reset the grant, as the C client does.
         if !rqst.reply_expected() {
-            Self::close(this);
+            Self::close(this, sender);
             return Err(crate::compat::errno::enotconn());
         }
         // A reply is awaited: make sure the keepalive looks (one load on
@@ -335,7 +370,9 @@ impl Transport for RdmaXprt {
         this.xprt().force_disconnect();
     }
 
-    fn close(this: &XprtBox<Self>) {
+    fn close(this: &XprtBox<Self>, sender: &mut Sender) {
+        // The sender's reference goes with the connection.
+        sender.conn = None;
         Self::disconnect(this, Why::Close);
         this.xprt().record_close();
         this.xprt().disconnect_done();
@@ -481,7 +518,7 @@ impl Transport for RdmaXprt {
         this.data.bc.setup(min_reqs)
     }
 
-    fn bc_send_reply(this: &XprtBox<Self>, rqst: BcTxRqst<'_>) -> Result {
+    fn bc_send_reply(this: &XprtBox<Self>, rqst: BcTxRqst<'_>, sender: &mut Sender) -> Result {
         // As the C client's xprt_rdma_bc_send_reply: a reply takes a
         // credit like a Call (it lands in one of the server's Receives).
         let xprt = this.xprt();
@@ -491,7 +528,7 @@ impl Transport for RdmaXprt {
         if !rqst.get_cong() {
             return Err(crate::compat::errno::ebadslt());
         }
-        let r = match this.data.current_conn() {
+        let r = match sender.conn(&this.data) {
             Some(conn) => this
                 .data
                 .bc
@@ -525,7 +562,7 @@ impl Transport for RdmaXprt {
                         e
                     );
                 }
-                Self::close(this);
+                Self::close(this, sender);
                 Err(crate::compat::errno::enotconn())
             }
         }

@@ -226,6 +226,7 @@ impl Conn {
             limits,
             id: conn_id,
             unsignalled: AtomicU32::new(0),
+            closed: AtomicBool::new(false),
         };
         if plan.protocol == Protocol::V2 {
             *step = c"version 2 probe";

@@ -496,6 +496,9 @@ pub struct Conn {
     /// Inline Sends posted unsignalled since the last signalled one
     /// ([`proto::signal`]); only [`Conn::send`] reads and writes it.
     unsignalled: AtomicU32,
+    /// [`Conn::disconnect`] ran: a holder of the connection (the sender's
+    /// copy, `Transport::Sender`) looks for the current one again.
+    closed: AtomicBool,
 }
 
 impl Conn {
@@ -543,6 +546,12 @@ impl Conn {
         self.ep.qp().handler().0.why.note(why);
     }
 
+    /// Whether [`Conn::disconnect`] ran (the transport replaced or is
+    /// replacing the connection).
+    pub fn closed(&self) -> bool {
+        self.closed.load(Acquire)
+    }
+
     /// Stops posting on the connection and waits until every WR posted
     /// came back through its handlers (`ib_drain_qp`); idempotent. Process
     /// context, not from a completion handler.
@@ -555,6 +564,7 @@ impl Conn {
     /// tracepoint: the cause noted before, else `why`; `None` if this
     /// connection's end was reported already.
     pub fn disconnect(&self, why: Why) -> Option<Why> {
+        self.closed.store(true, Release);
         let r = self.ep.qp().handler().0.why.report(why);
         if let Some(r) = r {
             trace::disconnect(self.id, r.name());

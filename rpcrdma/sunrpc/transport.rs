@@ -50,6 +50,12 @@ impl core::fmt::Write for SeqFile<'_> {
 pub trait Transport: Sized + Send + Sync + 'static {
     /// Per-request state stored after each `rpc_rqst`.
     type Slot: Send + Sync;
+    /// State that only the holder of the transport send lock
+    /// (`XPRT_LOCKED`) touches: handed, without a lock of its own, to
+    /// [`Transport::send_request`], [`Transport::bc_send_reply`] and
+    /// [`Transport::close`], which SUNRPC calls only under that lock;
+    /// reset to its default before [`Transport::destroy`] returns.
+    type Sender: Default + Send;
 
     /// `xprt_class::setup`: creates a transport instance for `args` with
     /// [`XprtBox::create`] (not yet connected); may sleep.
@@ -67,11 +73,16 @@ pub trait Transport: Sized + Send + Sync + 'static {
     /// Releases what `buf_alloc` set up.
     fn buf_free(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>);
     /// Marshals and sends the request (errno contract as in xprt.h).
-    fn send_request(this: &XprtBox<Self>, slot: &SlotBox<Self::Slot>, rqst: TxRqst<'_>) -> Result;
+    fn send_request(
+        this: &XprtBox<Self>,
+        slot: &SlotBox<Self::Slot>,
+        rqst: TxRqst<'_>,
+        sender: &mut Self::Sender,
+    ) -> Result;
     /// An RPC timed out while connected.
     fn timer(this: &XprtBox<Self>);
     /// Closes the connection (autoclose or device removal).
-    fn close(this: &XprtBox<Self>);
+    fn close(this: &XprtBox<Self>, sender: &mut Self::Sender);
     /// Adjusts connect timeouts (jiffies).
     fn set_connect_timeout(this: &XprtBox<Self>, connect: usize, reconnect: usize);
     /// Prints the mountstats `xprt:` line.
@@ -101,7 +112,11 @@ pub trait Transport: Sized + Send + Sync + 'static {
     /// [`super::bc::BcRqst`] whose `rq_snd_buf` holds the RPC Reply
     /// (`send_request` of a backchannel request; errno contract as for
     /// `send_request`).
-    fn bc_send_reply(_this: &XprtBox<Self>, _rqst: BcTxRqst<'_>) -> Result {
+    fn bc_send_reply(
+        _this: &XprtBox<Self>,
+        _rqst: BcTxRqst<'_>,
+        _sender: &mut Self::Sender,
+    ) -> Result {
         Err(EIO)
     }
     /// SUNRPC is done with backchannel request `rq` (`bc_free_rqst`).
@@ -252,11 +267,12 @@ unsafe extern "C" fn send_request<T: Transport>(rq: *mut bindings::rpc_rqst) -> 
         // SAFETY: a backchannel request of this transport (see above); it
         // is alive while its task sends it, which is this call: the
         // handle lives for the call only.
+        // The sender state: `->send_request` runs under XPRT_LOCKED
+        // (`xprt_transmit`, after `xprt_prepare_transmit` took it), and
+        // this is the only reference made for the call.
         let r = unsafe {
-            T::bc_send_reply(
-                XprtBox::from_xprt((*rq).rq_xprt),
-                BcTxRqst::new(Rqst::from_raw(rq)),
-            )
+            let this = XprtBox::<T>::from_xprt((*rq).rq_xprt);
+            T::bc_send_reply(this, BcTxRqst::new(Rqst::from_raw(rq)), &mut *this.sender())
         };
         return match r {
             Ok(()) => 0,
@@ -268,7 +284,11 @@ unsafe extern "C" fn send_request<T: Transport>(rq: *mut bindings::rpc_rqst) -> 
     // SAFETY: this is `->send_request` for the slot's request; the handle
     // lives for the call below only.
     let rqst = unsafe { TxRqst::new(slot.rqst()) };
-    match T::send_request(this, slot, rqst) {
+    // SAFETY: `->send_request` runs under XPRT_LOCKED (`xprt_transmit`,
+    // after `xprt_prepare_transmit` took it); the only reference made for
+    // the call.
+    let sender = unsafe { &mut *this.sender() };
+    match T::send_request(this, slot, rqst, sender) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
@@ -289,8 +309,14 @@ unsafe extern "C" fn timer<T: Transport>(
 ///
 /// Called by SUNRPC through the ops table, see above.
 unsafe extern "C" fn close<T: Transport>(x: *mut bindings::rpc_xprt) {
-    // SAFETY: see above.
-    unsafe { T::close(XprtBox::from_xprt(x)) }
+    // SAFETY: see above; SUNRPC calls `->close` only from
+    // `xprt_autoclose`, which holds XPRT_LOCKED (taken by
+    // `xprt_schedule_autoclose_locked` or handed on by
+    // `xprt_release_write`), so the sender state is this call's alone.
+    unsafe {
+        let this = XprtBox::<T>::from_xprt(x);
+        T::close(this, &mut *this.sender())
+    }
 }
 
 /// # Safety
@@ -392,6 +418,10 @@ pub(super) unsafe extern "C" fn destroy<T: Transport>(x: *mut bindings::rpc_xprt
         let this = XprtBox::<T>::from_xprt(x);
         bindings::rpcrdma2_shim_cancel_delayed_work(this.connect_work.get());
         T::destroy(this);
+        // What the sender kept (a connection, holding back-references)
+        // goes before the wait for those below. `xprt_destroy` holds
+        // XPRT_LOCKED for good and no task is left.
+        *this.sender() = T::Sender::default();
         // After T's teardown, so that a keepalive it queued (or one that
         // queues itself again: cancel_delayed_work_sync() copes) cannot
         // outlive the box; one running meanwhile finds no connection.
@@ -411,6 +441,7 @@ pub(super) unsafe extern "C" fn destroy<T: Transport>(x: *mut bindings::rpc_xprt
             return;
         }
         core::ptr::drop_in_place(addr_of_mut!((*x.cast::<XprtBox<T>>()).data));
+        core::ptr::drop_in_place(this.sender());
         free_addresses(x);
         bindings::xprt_free(x);
         bindings::rpcrdma2_shim_module_put();

@@ -20,6 +20,7 @@ use super::transport::{connect_worker, keepalive_worker, OpsTable, Transport};
 use super::xprt::{spin_lock, spin_unlock, Xprt};
 use crate::bindings;
 use crate::compat::init::PinInit;
+use core::cell::UnsafeCell;
 use core::marker::PhantomData;
 use core::ptr::{addr_of_mut, NonNull};
 use core::sync::atomic::{AtomicUsize, Ordering};
@@ -31,8 +32,10 @@ use kernel::types::Opaque;
 ///
 /// # Invariants
 ///
-/// Lives in memory from `xprt_alloc()`; `data` is initialised from
-/// [`XprtBox::create`] until the `destroy` trampoline drops it.
+/// Lives in memory from `xprt_alloc()`; `data` and `sender` are
+/// initialised from [`XprtBox::create`] until the `destroy` trampoline
+/// drops them. `sender` is only reached by a context that holds the
+/// transport's send lock (`XPRT_LOCKED`), through [`XprtBox::sender`].
 #[repr(C)]
 pub struct XprtBox<T: Transport> {
     xprt: Xprt,
@@ -46,6 +49,9 @@ pub struct XprtBox<T: Transport> {
     timeout: Opaque<bindings::rpc_timeout>,
     /// The transport's state.
     pub data: T,
+    /// The state only the holder of the transport send lock touches
+    /// ([`Transport::Sender`]), reached through [`XprtBox::sender`].
+    sender: UnsafeCell<T::Sender>,
 }
 
 /// A back-reference from a connection's handlers (CM events, completions)
@@ -259,11 +265,23 @@ impl<T: Transport> XprtBox<T> {
             // set_connect_timeout.)
             // In place: the box never moves until xprt_free().
             crate::compat::init::pinned_init(init, addr_of_mut!((*this).data))?;
+            // After `data`: nothing can fail from here on, so an error
+            // above leaves nothing of it to drop.
+            addr_of_mut!((*this).sender).write(UnsafeCell::new(T::Sender::default()));
             // A promoted constant: `'static`, like the C transports' tables.
             let ops: &'static bindings::rpc_xprt_ops = &OpsTable::<T>::OPS;
             (*x).ops = ops;
         }
         Ok(())
+    }
+
+    /// The transport's sender state ([`Transport::Sender`]). A caller may
+    /// make a reference of it only while it holds the transport's send
+    /// lock (`XPRT_LOCKED`: SUNRPC's `->send_request` and `->close` run
+    /// under it, and `->destroy` after `xprt_destroy` took it for good),
+    /// and only one at a time.
+    pub(super) fn sender(&self) -> *mut T::Sender {
+        self.sender.get()
     }
 
     /// A back-reference for a connection's handlers (see [`XprtRef`]).
