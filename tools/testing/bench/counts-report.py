@@ -185,7 +185,8 @@ def fold_stacks(stacks, module, dem):
     stack): "own" (the module, or a rust_helper_ the module's Rust code
     calls), else the caller's module ("kernel" for vmlinux: SUNRPC,
     workqueues, the scheduler)."""
-    out = {"all": 0, "transport": 0, "full_other": 0, "sites": {}, "kinds": {}, "takers": {}}
+    out = {"all": 0, "transport": 0, "full_other": 0, "sites": {}, "own_sites": {}, "kinds": {},
+           "takers": {}}
     for fn, entries in stacks.items():
         for frames, n in entries:
             out["all"] += n
@@ -204,6 +205,8 @@ def fold_stacks(stacks, module, dem):
             site = next((f for f in own if not GLUE.match(dem.get(f, f))), own[0])
             site = folded.plain_name(dem.get(site, site))
             out["sites"][site] = out["sites"].get(site, 0) + n
+            if taker == "own":
+                out["own_sites"][site] = out["own_sites"].get(site, 0) + n
     return out
 
 
@@ -282,6 +285,7 @@ def measure(rundir, module):
     # counts them from the probes' placing to their removal
     per["locks: probe hits missed"] = sum(m for e, (_, m) in kp.items() if e.startswith("counts/lk_")) / rpcs
     v["lock_sites"] = {s: n / rpcs for s, n in locks["sites"].items()}
+    v["lock_sites_own"] = {s: n / rpcs for s, n in locks["own_sites"].items()}
     v["lock_kinds"] = {s: n / rpcs for s, n in locks["kinds"].items()}
     v["lock_takers"] = {s: n / rpcs for s, n in locks["takers"].items()}
     for label, names in FUNCS:
@@ -436,21 +440,24 @@ def table(runs, min_site=0.05):
         label = {"own": "the module's own code", "kernel": "the kernel it calls (SUNRPC, workqueues, ...)"}.get(
             k, f"{k} it calls")
         add(f"  taken by {label}", lambda v, k=k: v["lock_takers"].get(k, 0.0))
-    # by site, rpcrdma2's then the C client's
-    for mod, tag in (("rpcrdma2", "r2"), ("rpcrdma", "C")):
-        sites = {}
-        for c in cols:
-            if MODULES[c] != mod:
-                continue
-            for v in runs[c]:
-                for s, n in v["lock_sites"].items():
-                    sites[s] = max(sites.get(s, 0), n)
-        big = sorted((s for s, n in sites.items() if n >= min_site), key=lambda s: -sites[s])
-        for s in big:
-            add(f"  {tag}: {s}", lambda v, s=s: v["lock_sites"].get(s, 0.0), only=mod)
-        if len(big) < len(sites):
-            add(f"  {tag}: other sites (< {min_site} each)",
-                lambda v, big=set(big): sum(n for s, n in v["lock_sites"].items() if s not in big), only=mod)
+    # by site, rpcrdma2's then the C client's: every acquisition under the
+    # site, then those the module's own code took there
+    for key, what in (("lock_sites", ""), ("lock_sites_own", " own")):
+        for mod, tag in (("rpcrdma2", "r2"), ("rpcrdma", "C")):
+            sites = {}
+            for c in cols:
+                if MODULES[c] != mod:
+                    continue
+                for v in runs[c]:
+                    for s, n in v.get(key, {}).items():
+                        sites[s] = max(sites.get(s, 0), n)
+            big = sorted((s for s, n in sites.items() if n >= min_site), key=lambda s: -sites[s])
+            for s in big:
+                add(f"  {tag}{what}: {s}", lambda v, s=s, key=key: v.get(key, {}).get(s, 0.0), only=mod)
+            if len(big) < len(sites):
+                add(f"  {tag}{what}: other sites (< {min_site} each)",
+                    lambda v, big=set(big), key=key: sum(n for s, n in v.get(key, {}).items() if s not in big),
+                    only=mod)
     kinds = sorted({k for c in cols for v in runs[c] for k in v["lock_kinds"]})
     for k in kinds:
         add(f"  by lock function: {k}", lambda v, k=k: v["lock_kinds"].get(k, 0.0))

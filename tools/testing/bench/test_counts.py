@@ -170,6 +170,8 @@ class FoldTest(unittest.TestCase):
         # the spin lock through rust_helper_spin_lock: the module's own;
         # the irqsave one called by rxe_post_send
         self.assertEqual(f["takers"], {"own": 200, "rdma_rxe": 100})
+        # by site, only what the module's own code took
+        self.assertEqual(f["own_sites"], {"conn::QpState::end_rpc": 200})
 
     def test_other_module_is_not_the_transport(self):
         f = cr.fold_stacks({k: [(tuple(fr), n) for fr, n in v] for k, v in STACKS.items()},
@@ -196,6 +198,7 @@ class ReportTest(unittest.TestCase):
         self.assertAlmostEqual(p["locks: transport"], 3.0)
         self.assertAlmostEqual(p["locks: system-wide"], 9.0)
         self.assertAlmostEqual(v["lock_sites"]["conn::QpState::end_rpc"], 2.0)
+        self.assertAlmostEqual(v["lock_sites_own"]["conn::QpState::end_rpc"], 2.0)
         self.assertAlmostEqual(p["xprt_lookup_rqst (SUNRPC XID lookup)"], 1.0)
         self.assertAlmostEqual(p["ib_cq_poll_work (CQ work-item runs)"], 1.5)
         # the completer's do_complete (120), not the responder's (200)
