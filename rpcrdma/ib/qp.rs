@@ -31,7 +31,7 @@
 //! [`Endpoint`](super::endpoint::Endpoint).
 
 use super::mr::MrOp;
-use super::ring::{make_cqes, slot_of, wrap, RingState, SendSlot, SendWrBuf};
+use super::ring::{make_cqes, slot_of, wrap, PostState, Ring, SendSlot, SendWrBuf};
 use super::verbs::Pd;
 use super::wc::{Completion, WorkCompletion};
 use super::wr::{
@@ -55,9 +55,9 @@ use kernel::types::Opaque;
 /// [`Endpoint`](super::endpoint::Endpoint) (draining waits for this very
 /// work item).
 ///
-/// Posting and completions share a plain (not `_bh`/`_irq`) spinlock per
-/// queue, so post from process context only (SUNRPC's rpciod, a work item,
-/// a thread), never from softirq or hard-irq context.
+/// Posting takes a plain (not `_bh`/`_irq`) spinlock per queue, so post
+/// from process context only (SUNRPC's rpciod, a work item, a thread),
+/// never from softirq or hard-irq context; completions take none.
 pub trait QpHandler: Send + Sync + Sized + 'static {
     /// The context of a Send-queue WR.
     type SendCtx: SendCtx;
@@ -93,7 +93,7 @@ pub struct QpCaps {
 ///
 /// `qp` is null or the QP `rdma_create_qp()` created on the endpoint's id
 /// with CQs whose `cq_context` is this object; it is only read under a
-/// ring lock and set to null (under both) before the QP is destroyed.
+/// post lock and set to null (under both) before the QP is destroyed.
 /// `send_cqes`/`recv_cqes` have one entry per ring slot and are never
 /// resized, so their addresses are stable; their `done` is
 /// `send_done::<Q>`/`recv_done::<Q>`.
@@ -104,14 +104,23 @@ pub struct Qp<Q: QpHandler> {
     pd: Arc<Pd>,
     send_cqes: KVec<Opaque<bindings::ib_cqe>>,
     recv_cqes: KVec<Opaque<bindings::ib_cqe>>,
+    /// The contexts of posted Send-queue WRs: filled under `send`,
+    /// emptied by the Send CQ's completions without a lock.
+    send_ring: Ring<SendSlot<Q::SendCtx>>,
+    recv_ring: Ring<Q::RecvCtx>,
+    /// The post locks: a post fills its ring slots and calls the
+    /// provider under one, so that WRs are in the ring in the order the
+    /// provider got them (a Send queue completes in that order, which is
+    /// how a signalled completion retires the unsignalled WRs before it).
     #[pin]
-    send: SpinLock<RingState<SendSlot<Q::SendCtx>, SendWrBuf>>,
+    send: SpinLock<PostState<SendWrBuf>>,
     #[pin]
-    recv: SpinLock<RingState<Q::RecvCtx, bindings::ib_recv_wr>>,
+    recv: SpinLock<PostState<bindings::ib_recv_wr>>,
 }
 
 // SAFETY: the cqes are written only at initialisation and then only read
-// (by ib_core); everything else is `Send`/`Sync` or behind the ring locks.
+// (by ib_core); the rings are `Send + Sync` for `Send` contexts; everything
+// else is `Send`/`Sync` or behind the post locks.
 unsafe impl<Q: QpHandler> Send for Qp<Q> {}
 // SAFETY: see above; `Q: Sync`.
 unsafe impl<Q: QpHandler> Sync for Qp<Q> {}
@@ -158,13 +167,14 @@ impl<Q: QpHandler> Qp<Q> {
         let recv_cqes = make_cqes(nr, recv_done::<Q>)?;
         // SAFETY: all-zero is a valid (empty) `ib_send_wr`/`ib_reg_wr`.
         let zero_send: SendWrBuf = unsafe { core::mem::zeroed() };
-        let send_state = RingState::new(ns, MAX_SEND_CHAIN, caps.max_send_sge as usize, zero_send)?;
-        let recv_state = RingState::new(
-            nr,
+        let send_state = PostState::new(MAX_SEND_CHAIN, caps.max_send_sge as usize, zero_send)?;
+        let recv_state = PostState::new(
             MAX_RECV_BATCH,
             caps.max_recv_sge as usize,
             bindings::ib_recv_wr::default(),
         )?;
+        let send_ring = Ring::new(ns)?;
+        let recv_ring = Ring::new(nr)?;
         KBox::pin_init(
             pin_init!(Qp {
                 handler,
@@ -172,6 +182,8 @@ impl<Q: QpHandler> Qp<Q> {
                 pd,
                 send_cqes,
                 recv_cqes,
+                send_ring,
+                recv_ring,
                 send <- kernel::new_spinlock!(send_state, "rpcrdma2_sq"),
                 recv <- kernel::new_spinlock!(recv_state, "rpcrdma2_rq"),
             }),
@@ -203,12 +215,12 @@ impl<Q: QpHandler> Qp<Q> {
 
     /// Send-queue WRs posted and not yet handed back.
     pub fn send_outstanding(&self) -> usize {
-        self.send.lock().outstanding
+        self.send_ring.outstanding()
     }
 
     /// Receives posted and not yet handed back.
     pub fn recv_outstanding(&self) -> usize {
-        self.recv.lock().outstanding
+        self.recv_ring.outstanding()
     }
 
     /// Posts the Receives of `batch` in one `ib_post_recv()`.
@@ -224,15 +236,20 @@ impl<Q: QpHandler> Qp<Q> {
         let (mut filled, mut posted) = (0, 0);
         let mut guard = self.recv.lock();
         let st = &mut *guard;
+        let ring = &self.recv_ring;
+        let head = st.head;
         let res = (|| -> Result {
             let qp = self.qp.load(Ordering::Relaxed);
-            st.check_room(qp, n, "post_recv")?;
-            let cap = st.cap();
+            st.check_room(ring, qp, n, "post_recv")?;
             let mut sge_at = 0;
             for i in 0..n {
-                let slot = wrap(st.head + i, cap);
+                let pos = head.wrapping_add(i);
                 let ctx = batch.ctxs.get_mut(i).and_then(|c| c.take());
-                let (Some(dst), Some(cqe)) = (st.ctxs.get_mut(slot), self.recv_cqes.get(slot))
+                // SAFETY: the post lock is held, `pos` is beyond the
+                // published positions and within the room checked above;
+                // `dst` is the only reference to its cell.
+                let dst = ring.cell(pos).map(|c| unsafe { &mut *c });
+                let (Some(dst), Some(cqe)) = (dst, self.recv_cqes.get(wrap(pos, ring.cap())))
                 else {
                     return Err(EINVAL);
                 };
@@ -264,6 +281,11 @@ impl<Q: QpHandler> Qp<Q> {
             }
             let first = st.wrs.as_ptr();
             let mut bad: *const bindings::ib_recv_wr = core::ptr::null();
+            // Published before the post: a completion may come before
+            // `ib_post_recv` returns.
+            // SAFETY: the post lock is held and the cells up to
+            // `head + n` hold the contexts about to be posted, in order.
+            unsafe { ring.publish(head.wrapping_add(n)) };
             // SAFETY: `qp` is live (non-null under the lock); the WR list
             // and its SGEs are valid scratch memory, copied by the provider.
             let ret = unsafe { bindings::rpcrdma2_shim_post_recv(qp, first, &mut bad) };
@@ -272,8 +294,12 @@ impl<Q: QpHandler> Qp<Q> {
             } else {
                 posted_before(first, bad, n)
             };
-            st.head = wrap(st.head + posted, cap);
-            st.outstanding += posted;
+            st.head = head.wrapping_add(posted);
+            if posted < n {
+                // SAFETY: the post lock is held; the positions from
+                // `head + posted` were never posted.
+                unsafe { ring.publish(st.head) };
+            }
             if ret != 0 {
                 pr_err!(
                     "ib_post_recv failed ({}) after {} of {} WRs\n",
@@ -285,12 +311,14 @@ impl<Q: QpHandler> Qp<Q> {
             }
             Ok(())
         })();
-        // Take back what was filled but not posted (slots from the new head).
+        // Take back what was filled but not posted (from the new head).
         if res.is_err() {
-            let cap = st.cap();
             for i in posted..filled {
-                let slot = wrap(st.head + i - posted, cap);
-                if let (Some(src), Some(dst)) = (st.ctxs.get_mut(slot), batch.ctxs.get_mut(i)) {
+                // SAFETY: the post lock is held and the position was never
+                // posted (taken back above, or never published); the only
+                // reference to its cell.
+                let src = ring.cell(head.wrapping_add(i)).map(|c| unsafe { &mut *c });
+                if let (Some(src), Some(dst)) = (src, batch.ctxs.get_mut(i)) {
                     if let Some(c) = src.take() {
                         *dst = Some(c);
                     }
@@ -358,19 +386,24 @@ impl<Q: QpHandler> Qp<Q> {
         let (mut filled, mut posted) = (0, 0);
         let mut guard = self.send.lock();
         let st = &mut *guard;
+        let ring = &self.send_ring;
+        let head = st.head;
         let res = (|| -> Result {
             let qp = self.qp.load(Ordering::Relaxed);
-            st.check_room(qp, n, "post_send")?;
-            let cap = st.cap();
+            st.check_room(ring, qp, n, "post_send")?;
             let mut sge_at = 0;
             for i in 0..n {
-                let slot = wrap(st.head + i, cap);
+                let pos = head.wrapping_add(i);
                 let Some(wr) = wrs.get_mut(i).and_then(|w| w.take()) else {
                     return Err(EINVAL);
                 };
                 let (op, flags) = (wr.op, wr.flags);
-                let (Some(dst), Some(cqe)) = (st.ctxs.get_mut(slot), self.send_cqes.get(slot))
-                else {
+                // SAFETY: the post lock is held, `pos` is beyond the
+                // published positions and within the room checked above;
+                // `dst` is the only reference to its cell.
+                let dst = ring.cell(pos).map(|c| unsafe { &mut *c });
+                let cqe = self.send_cqes.get(wrap(pos, ring.cap()));
+                let (Some(dst), Some(cqe)) = (dst, cqe) else {
                     // Unreachable (the ring and the cqes have `cap` entries).
                     if let Some(w) = wrs.get_mut(i) {
                         *w = Some(wr);
@@ -504,6 +537,11 @@ impl<Q: QpHandler> Qp<Q> {
             // the WR completes, belongs to the context now held by the
             // WR's ring slot, and slots are emptied only when the WR came
             // back (or was never posted).
+            // Published before the post: a completion may come before
+            // `ib_post_send` returns.
+            // SAFETY: the post lock is held and the cells up to
+            // `head + n` hold the contexts about to be posted, in order.
+            unsafe { ring.publish(head.wrapping_add(n)) };
             // SAFETY: `qp` is live (non-null under the lock); the WR list
             // and its SGEs are valid scratch memory, copied by the provider.
             let ret = unsafe { bindings::rpcrdma2_shim_post_send(qp, first, &mut bad) };
@@ -512,8 +550,12 @@ impl<Q: QpHandler> Qp<Q> {
             } else {
                 posted_before(first.cast::<SendWrBuf>(), bad.cast::<SendWrBuf>(), n)
             };
-            st.head = wrap(st.head + posted, cap);
-            st.outstanding += posted;
+            st.head = head.wrapping_add(posted);
+            if posted < n {
+                // SAFETY: the post lock is held; the positions from
+                // `head + posted` were never posted.
+                unsafe { ring.publish(st.head) };
+            }
             if ret != 0 {
                 pr_err!(
                     "ib_post_send failed ({}) after {} of {} WRs\n",
@@ -529,10 +571,12 @@ impl<Q: QpHandler> Qp<Q> {
         // their entries of `wrs` (their MR operations undone), next to
         // those never taken out.
         if res.is_err() {
-            let cap = st.cap();
             for i in posted..filled {
-                let slot = wrap(st.head + i - posted, cap);
-                if let (Some(src), Some(dst)) = (st.ctxs.get_mut(slot), wrs.get_mut(i)) {
+                // SAFETY: the post lock is held and the position was never
+                // posted (taken back above, or never published); the only
+                // reference to its cell.
+                let src = ring.cell(head.wrapping_add(i)).map(|c| unsafe { &mut *c });
+                if let (Some(src), Some(dst)) = (src, wrs.get_mut(i)) {
                     if let Some(s) = src.take() {
                         *dst = Some(s.unpost());
                     }
@@ -605,40 +649,28 @@ impl<Q: QpHandler> Qp<Q> {
             pr_err!("send completion for an unknown WR; ignored\n");
             return;
         };
-        // The WRs are taken two at a time, the first two under the same
-        // lock as the check that `idx` is outstanding: a signalled Send
-        // that retires one earlier WR (a REG_MR, or an unsignalled Send)
-        // costs one acquisition. Only this handler (one completion at a
-        // time per CQ) and the sweep after the drain take WRs out, so
-        // `idx` stays outstanding until this loop takes it.
-        let mut first = true;
+        // Without a lock: ib_core runs this CQ's completions one at a
+        // time, and the sweep, the ring's other consumer, runs only after
+        // the drain. So `idx` stays outstanding until this loop takes it,
+        // and the loop takes nothing past it.
+        // SAFETY: this is the ring's one consumer (above).
+        if !unsafe { self.send_ring.is_outstanding(idx) } {
+            pr_err!("send completion for idle slot {}; ignored\n", idx);
+            return;
+        }
         loop {
-            let (a, b) = {
-                let mut st = self.send.lock();
-                if first && !st.is_outstanding(idx) {
-                    drop(st);
-                    pr_err!("send completion for idle slot {}; ignored\n", idx);
-                    return;
-                }
-                let a = st.pop();
-                let b = match a {
-                    Some((slot, _)) if slot != idx => st.pop(),
-                    _ => None,
-                };
-                (a, b)
+            // SAFETY: as above; popping stops at `idx`, this completion's.
+            let Some((slot, s)) = (unsafe { self.send_ring.pop() }) else {
+                return;
             };
-            first = false;
-            for popped in [a, b] {
-                let Some((slot, s)) = popped else { return };
-                if slot == idx {
-                    let c = Completion::Done(wc);
-                    let ctx = s.finish(&c);
-                    self.handler.send_done(self, ctx, c);
-                    return;
-                }
-                let ctx = s.finish(&Completion::Retired);
-                self.handler.send_done(self, ctx, Completion::Retired);
+            if slot == idx {
+                let c = Completion::Done(wc);
+                let ctx = s.finish(&c);
+                self.handler.send_done(self, ctx, c);
+                return;
             }
+            let ctx = s.finish(&Completion::Retired);
+            self.handler.send_done(self, ctx, Completion::Retired);
         }
     }
 
@@ -649,20 +681,17 @@ impl<Q: QpHandler> Qp<Q> {
             pr_err!("receive completion for an unknown WR; ignored\n");
             return;
         };
-        // Checked and taken under one lock, as in `complete_send`.
-        let mut first = true;
+        // Without a lock, as in `complete_send`.
+        // SAFETY: this is the ring's one consumer (see `complete_send`).
+        if !unsafe { self.recv_ring.is_outstanding(idx) } {
+            pr_err!("receive completion for idle slot {}; ignored\n", idx);
+            return;
+        }
         loop {
-            let popped = {
-                let mut st = self.recv.lock();
-                if first && !st.is_outstanding(idx) {
-                    drop(st);
-                    pr_err!("receive completion for idle slot {}; ignored\n", idx);
-                    return;
-                }
-                st.pop()
+            // SAFETY: as above; popping stops at `idx`, this completion's.
+            let Some((slot, ctx)) = (unsafe { self.recv_ring.pop() }) else {
+                return;
             };
-            first = false;
-            let Some((slot, ctx)) = popped else { return };
             if slot == idx {
                 self.handler.recv_done(self, ctx, Completion::Done(wc));
                 return;
@@ -684,9 +713,14 @@ impl<Q: QpHandler> Qp<Q> {
 
     /// Hands back whatever is still in the rings: unsignalled Sends as
     /// retired (the drain proved they finished), anything else as aborted.
+    ///
+    /// Called after [`Qp::close`] and the drain (or with no QP), when no
+    /// completion is left to come and nothing is posted any more: the
+    /// rings' one consumer then.
     pub(super) fn sweep(&self, sends_retired: bool) {
         loop {
-            let popped = self.send.lock().pop();
+            // SAFETY: the rings' one consumer (above).
+            let popped = unsafe { self.send_ring.pop() };
             let Some((_, s)) = popped else { break };
             let c = if sends_retired {
                 Completion::Retired
@@ -697,7 +731,8 @@ impl<Q: QpHandler> Qp<Q> {
             self.handler.send_done(self, ctx, c);
         }
         loop {
-            let popped = self.recv.lock().pop();
+            // SAFETY: as above.
+            let popped = unsafe { self.recv_ring.pop() };
             let Some((_, ctx)) = popped else { break };
             self.handler.recv_done(self, ctx, Completion::Aborted);
         }

@@ -2,14 +2,21 @@
 
 //! The rings a [`Qp`](super::qp::Qp) keeps its posted work in: one slot
 //! per outstanding WR holding its context (and, on the Send queue, the MR
-//! operation it started), the scratch WRs and SGEs of one post, and the
-//! `struct ib_cqe`s that map a completion back to its slot.
+//! operation it started), filled by posters under the queue's post lock
+//! and emptied by its completion handler without one ([`Ring`]); the
+//! scratch WRs and SGEs of one post ([`PostState`]); and the `struct
+//! ib_cqe`s that map a completion back to its slot.
 
 use super::errno;
 use super::mr::MrOp;
 use super::wc::Completion;
 use super::wr::{SendCtx, SendOp, SendWr};
 use crate::bindings;
+use core::cell::UnsafeCell;
+use core::sync::atomic::{
+    AtomicUsize,
+    Ordering::{Acquire, Relaxed, Release},
+};
 use kernel::prelude::*;
 use kernel::types::Opaque;
 
@@ -54,20 +61,144 @@ impl<C: SendCtx> SendSlot<C> {
     }
 }
 
-/// The lock-protected part of a ring.
+/// A ring's contexts and positions: written by its posters, which hold
+/// the queue's post lock ([`PostState`]), and emptied by its one consumer
+/// (the queue's completion handler, or the sweep after the drain)
+/// without a lock.
+///
+/// Positions count WRs since the ring was made (wrapping); position `p`
+/// uses cell `p % capacity`.
 ///
 /// # Invariants
 ///
-/// `ctxs.len()` is the ring capacity; the slots `tail, tail+1, ...`
-/// (`outstanding` of them, modulo capacity) hold the contexts of posted,
-/// unfinished WRs in posting order, and all other slots are `None`;
-/// `head == (tail + outstanding) % capacity`. Once `closed`, nothing is
-/// posted.
-pub(super) struct RingState<C, W> {
-    pub(super) ctxs: KVec<Option<C>>,
+/// - `done <= posted`, `posted - done <= cells.len()`; only the consumer
+///   stores `done`, only a poster (holding the post lock) stores `posted`.
+/// - The cells of the positions `done..posted` hold `Some` (the contexts
+///   of published WRs, in posting order); every other cell holds `None`.
+///   A poster writes a cell only at a position that is not published
+///   (`>= posted`) and free (`< done + capacity`); the consumer reads and
+///   empties a cell only at position `done`, while `done < posted`, and
+///   then stores `done + 1` (release), which gives the cell back.
+/// - A poster publishes WRs before posting them and, if the provider
+///   refuses some, takes their positions back before releasing the post
+///   lock; the consumer empties a position only on a completion of that
+///   position or of a later one, and WRs that were never posted have
+///   none, so it never reaches a position that is being taken back.
+pub(super) struct Ring<C> {
+    cells: KVec<UnsafeCell<Option<C>>>,
+    posted: AtomicUsize,
+    done: AtomicUsize,
+}
+
+// SAFETY: contexts move between the posters and the consumer through the
+// cells under the type invariant, each cell with one owner at a time
+// (`C: Send`); the positions are atomics.
+unsafe impl<C: Send> Send for Ring<C> {}
+// SAFETY: as above: a `&Ring` moves contexts, never shares one.
+unsafe impl<C: Send> Sync for Ring<C> {}
+
+impl<C> Ring<C> {
+    pub(super) fn new(cap: usize) -> Result<Self> {
+        let mut cells = KVec::with_capacity(cap, GFP_KERNEL)?;
+        for _ in 0..cap {
+            cells.push(UnsafeCell::new(None), GFP_KERNEL)?;
+        }
+        // INVARIANT: nothing published, every cell empty.
+        Ok(Ring {
+            cells,
+            posted: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+        })
+    }
+
+    pub(super) fn cap(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// WRs published and not yet handed back (a snapshot).
+    pub(super) fn outstanding(&self) -> usize {
+        let done = self.done.load(Acquire);
+        self.posted.load(Acquire).wrapping_sub(done)
+    }
+
+    /// Whether `n` more WRs fit after position `head` (the post lock's
+    /// [`PostState::head`]).
+    fn has_room(&self, head: usize, n: usize) -> bool {
+        // Acquire: the cells the consumer gave back are empty.
+        let used = head.wrapping_sub(self.done.load(Acquire));
+        used.checked_add(n).is_some_and(|u| u <= self.cap())
+    }
+
+    /// The cell of position `pos`. A poster may make a reference of it
+    /// only while it holds the queue's post lock, for a position that is
+    /// not published (or that it is taking back, see the type invariant)
+    /// and within the room [`PostState::check_room`] found, and only one
+    /// at a time.
+    pub(super) fn cell(&self, pos: usize) -> Option<*mut Option<C>> {
+        self.cells.get(wrap(pos, self.cap())).map(UnsafeCell::get)
+    }
+
+    /// Publishes positions up to `end` (exclusive) for the consumer, or
+    /// takes published ones back (a post the provider refused).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the queue's post lock; the cells up to `end` hold
+    /// the contexts of WRs that are, or are about to be, posted in order;
+    /// positions taken back were never posted.
+    pub(super) unsafe fn publish(&self, end: usize) {
+        // INVARIANT: per the caller; release: the cells are written.
+        self.posted.store(end, Release);
+    }
+
+    /// Whether cell `idx` holds an outstanding WR's context.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the ring's one consumer (see [`Ring::pop`]).
+    pub(super) unsafe fn is_outstanding(&self, idx: usize) -> bool {
+        let cap = self.cap();
+        let done = self.done.load(Relaxed);
+        let n = self.posted.load(Acquire).wrapping_sub(done);
+        idx < cap && wrap(idx.wrapping_add(cap).wrapping_sub(wrap(done, cap)), cap) < n
+    }
+
+    /// Takes the oldest outstanding context: `(cell, ctx)`.
+    ///
+    /// # Safety
+    ///
+    /// The caller is the ring's one consumer: the queue's completion
+    /// handler (ib_core runs a CQ's completions one at a time) or the
+    /// sweep after the drain (when no completion is left); it pops only
+    /// up to the position of the completion it handles (or, sweeping,
+    /// everything published: no post is under way then).
+    pub(super) unsafe fn pop(&self) -> Option<(usize, C)> {
+        // Only the consumer stores `done`.
+        let done = self.done.load(Relaxed);
+        if done == self.posted.load(Acquire) {
+            return None;
+        }
+        let idx = wrap(done, self.cap());
+        let c = self.cells.get(idx)?;
+        // SAFETY: position `done` is published and not given back, so its
+        // cell is the consumer's (type invariant), and the acquire load of
+        // `posted` saw the poster's write.
+        let ctx = unsafe { (*c.get()).take() };
+        // INVARIANT: the cell is empty again; release: for the poster
+        // that reuses it.
+        self.done.store(done.wrapping_add(1), Release);
+        ctx.map(|ctx| (idx, ctx))
+    }
+}
+
+/// The posting side of a ring, under the queue's post lock.
+///
+/// # Invariants
+///
+/// `head` is the ring's `posted` whenever the lock is free; once `closed`,
+/// nothing is posted.
+pub(super) struct PostState<W> {
     pub(super) head: usize,
-    pub(super) tail: usize,
-    pub(super) outstanding: usize,
     pub(super) closed: bool,
     /// Scratch WRs and SGEs for one post, used under the lock.
     pub(super) wrs: KVec<W>,
@@ -75,22 +206,15 @@ pub(super) struct RingState<C, W> {
     pub(super) max_sge: usize,
 }
 
-// SAFETY: the scratch WRs' raw pointers point into the same `RingState` (or
-// the QP's cqes) and are only used under the lock; `C: Send`.
-unsafe impl<C: Send, W> Send for RingState<C, W> {}
+// SAFETY: the scratch WRs' raw pointers point into the same `PostState`
+// (or the QP's cqes) and are only used under the lock.
+unsafe impl<W> Send for PostState<W> {}
 
-impl<C, W: Copy> RingState<C, W> {
-    pub(super) fn new(cap: usize, batch: usize, max_sge: usize, zero: W) -> Result<Self> {
-        let mut ctxs = KVec::with_capacity(cap, GFP_KERNEL)?;
-        for _ in 0..cap {
-            ctxs.push(None, GFP_KERNEL)?;
-        }
+impl<W: Copy> PostState<W> {
+    pub(super) fn new(batch: usize, max_sge: usize, zero: W) -> Result<Self> {
         let zero_sge = bindings::ib_sge::default();
-        Ok(RingState {
-            ctxs,
+        Ok(PostState {
             head: 0,
-            tail: 0,
-            outstanding: 0,
             closed: false,
             wrs: KVec::from_elem(zero, batch, GFP_KERNEL)?,
             sges: KVec::from_elem(zero_sge, batch * max_sge, GFP_KERNEL)?,
@@ -98,47 +222,30 @@ impl<C, W: Copy> RingState<C, W> {
         })
     }
 
-    pub(super) fn cap(&self) -> usize {
-        self.ctxs.len()
-    }
-
     /// Checks that `n` more WRs may be posted on `qp` (the ring's QP, null
     /// once destroyed): `ENOTCONN` after drain/teardown, `ENOBUFS` when
     /// they would exceed the queue depth (`what` names the queue in the
     /// message).
-    pub(super) fn check_room(&self, qp: *mut bindings::ib_qp, n: usize, what: &str) -> Result {
+    pub(super) fn check_room<C>(
+        &self,
+        ring: &Ring<C>,
+        qp: *mut bindings::ib_qp,
+        n: usize,
+        what: &str,
+    ) -> Result {
         if self.closed || qp.is_null() {
             return Err(errno(bindings::ENOTCONN));
         }
-        let cap = self.cap();
-        if self.outstanding + n > cap {
+        if !ring.has_room(self.head, n) {
             pr_err!(
-                "{}: {} WRs would exceed the queue depth {} (-ENOBUFS)\n",
+                "{}: {} more WRs would exceed the queue depth {} (-ENOBUFS)\n",
                 what,
-                self.outstanding + n,
-                cap
+                n,
+                ring.cap()
             );
             return Err(errno(bindings::ENOBUFS));
         }
         Ok(())
-    }
-
-    /// Whether slot `idx` holds the context of an outstanding WR.
-    pub(super) fn is_outstanding(&self, idx: usize) -> bool {
-        let cap = self.cap();
-        idx < cap && wrap(idx + cap - self.tail, cap) < self.outstanding
-    }
-
-    /// Takes the oldest outstanding context: `(slot, ctx)`.
-    pub(super) fn pop(&mut self) -> Option<(usize, C)> {
-        if self.outstanding == 0 {
-            return None;
-        }
-        let t = self.tail;
-        let ctx = self.ctxs.get_mut(t)?.take()?;
-        self.tail = wrap(t + 1, self.cap());
-        self.outstanding -= 1;
-        Some((t, ctx))
     }
 }
 
