@@ -7,9 +7,10 @@
 use super::super::verbs::Pd;
 use super::caps::MrShape;
 use super::{Mr, MrState};
-use core::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::freelist::{Cell, FreeList, Word};
+use core::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use kernel::prelude::*;
-use kernel::sync::{Arc, SpinLock};
+use kernel::sync::Arc;
 
 /// A pool of FRWR MRs for one connection (one PD).
 ///
@@ -22,72 +23,55 @@ use kernel::sync::{Arc, SpinLock};
 ///
 /// # Invariants
 ///
-/// Every MR in `free` is `Free` and belongs to `pd`. `available` is the
-/// number of MRs in `free` whenever its lock is free (written only under
-/// it).
-#[pin_data]
+/// Every MR in `free` is `Free` and belongs to `pd`. `available` counts
+/// the MRs given back (each once it is in `free`) minus those taken (each
+/// once it left): the MRs in `free` but for the gives and takes under
+/// way, below zero only while the take of a just-given MR is ahead of
+/// that give's count.
 pub struct MrPool {
     pd: Arc<Pd>,
     shape: MrShape,
     size: usize,
     lost: AtomicUsize,
-    /// MRs in `free`, readable without its lock (a sender checks it for
-    /// every RPC, most of which need none).
-    available: AtomicUsize,
-    /// A spinlock: nothing that may sleep (unmapping, deregistering an
-    /// MR) happens under it.
-    #[pin]
-    free: SpinLock<FreeList>,
-}
-
-/// A stack of MRs in `size` preallocated slots: `slots[..n]` are `Some`,
-/// the rest `None` (so giving an MR back never allocates).
-struct FreeList {
-    slots: KVec<Option<Mr>>,
-    n: usize,
-}
-
-impl FreeList {
-    fn pop(&mut self) -> Option<Mr> {
-        let i = self.n.checked_sub(1)?;
-        let mr = self.slots.get_mut(i)?.take();
-        self.n = i;
-        mr
-    }
-
-    /// Gives `mr` back if there is a free slot.
-    fn push(&mut self, mr: Mr) -> core::result::Result<(), Mr> {
-        match self.slots.get_mut(self.n) {
-            Some(slot) => {
-                *slot = Some(mr);
-                self.n += 1;
-                Ok(())
-            }
-            None => Err(mr),
-        }
-    }
+    /// MRs in `free` (a sender checks it for every RPC, most of which
+    /// need none).
+    available: AtomicIsize,
+    /// The free MRs, taken and given back without a lock (the sender
+    /// takes them, the completions give them back); nothing that may
+    /// sleep (unmapping, deregistering an MR) happens in either.
+    free: FreeList<Mr, KVec<Cell<Mr>>, KVec<Word>>,
 }
 
 impl MrPool {
     /// Allocates `size` MRs of `shape` on `pd`.
     pub fn new(pd: &Arc<Pd>, shape: MrShape, size: usize) -> Result<Arc<MrPool>> {
-        let mut slots = KVec::with_capacity(size, GFP_KERNEL)?;
-        for _ in 0..size {
-            slots.push(Some(Mr::new(pd, &shape)?), GFP_KERNEL)?;
+        type Free = FreeList<Mr, KVec<Cell<Mr>>, KVec<Word>>;
+        let cells = size.saturating_add(Free::SPARE);
+        let mut c = KVec::with_capacity(cells, GFP_KERNEL)?;
+        for _ in 0..cells {
+            c.push(Cell::new(), GFP_KERNEL)?;
         }
-        let v = FreeList { slots, n: size };
-        let available = AtomicUsize::new(size);
-        Arc::pin_init(
-            pin_init!(MrPool {
+        let words = Free::words_for(cells);
+        let mut w = KVec::with_capacity(words, GFP_KERNEL)?;
+        for _ in 0..words {
+            w.push(Word::new(), GFP_KERNEL)?;
+        }
+        let free = Free::new(c, w).map_err(|_| EINVAL)?;
+        for _ in 0..size {
+            // Room for `size` and more: never refused.
+            let _ = free.give(Mr::new(pd, &shape)?);
+        }
+        Ok(Arc::new(
+            MrPool {
                 pd: pd.clone(),
                 shape,
                 size,
                 lost: AtomicUsize::new(0),
-                available,
-                free <- kernel::new_spinlock!(v, "rpcrdma2_mr_pool"),
-            }),
+                available: AtomicIsize::new(isize::try_from(size).unwrap_or(isize::MAX)),
+                free,
+            },
             GFP_KERNEL,
-        )
+        )?)
     }
 
     /// The shape the MRs were made with.
@@ -97,9 +81,10 @@ impl MrPool {
 
     /// Takes a `Free` MR; `None` when the pool is empty.
     pub fn get(&self) -> Option<Mr> {
-        let mut free = self.free.lock();
-        let mr = free.pop();
-        self.available.store(free.n, Ordering::SeqCst);
+        let mr = self.free.take();
+        if mr.is_some() {
+            self.available.fetch_sub(1, Ordering::SeqCst);
+        }
         mr
     }
 
@@ -121,17 +106,21 @@ impl MrPool {
             _ => false,
         };
         if reusable {
-            // A slot is free unless more MRs come back than were taken;
-            // an extra one is deregistered like a broken one, once the
-            // lock is dropped.
-            let extra = {
-                let mut free = self.free.lock();
-                let r = free.push(mr);
-                self.available.store(free.n, Ordering::SeqCst);
-                r
-            };
-            if extra.is_ok() {
-                return;
+            // One more than were taken (cannot happen) is deregistered
+            // like a broken one.
+            if self.available.load(Ordering::Relaxed)
+                < isize::try_from(self.size).unwrap_or(isize::MAX)
+            {
+                match self.free.give(mr) {
+                    Ok(()) => {
+                        // Counted once it is in: see `available`.
+                        self.available.fetch_add(1, Ordering::SeqCst);
+                        return;
+                    }
+                    Err(mr) => drop(mr),
+                }
+            } else {
+                drop(mr);
             }
         } else {
             drop(mr);
@@ -144,13 +133,13 @@ impl MrPool {
         self.size
     }
 
-    /// MRs available now: a snapshot, without the pool's lock. The count
+    /// MRs available now: a snapshot (0 while below zero). The count
     /// is stored and loaded sequentially consistent, so a caller that
     /// stores a flag of its own (sequentially consistent) before reading
     /// it, against one that returns MRs and then reads that flag, cannot
     /// both miss the other's store.
     pub fn available(&self) -> usize {
-        self.available.load(Ordering::SeqCst)
+        usize::try_from(self.available.load(Ordering::SeqCst)).unwrap_or(0)
     }
 
     /// MRs deregistered by [`MrPool::put`] and not replaced yet.
@@ -164,15 +153,11 @@ impl MrPool {
         while self.lost.load(Ordering::Relaxed) > 0 {
             let mr = Mr::new(&self.pd, &self.shape)?;
             self.lost.fetch_sub(1, Ordering::Relaxed);
-            // Dropped (deregistered) if there is no slot, once the lock
-            // is dropped.
-            let extra = {
-                let mut free = self.free.lock();
-                let r = free.push(mr);
-                self.available.store(free.n, Ordering::SeqCst);
-                r
-            };
-            drop(extra);
+            // Dropped (deregistered) if refused (cannot happen: the
+            // pool has room for more than `size`).
+            if self.free.give(mr).is_ok() {
+                self.available.fetch_add(1, Ordering::SeqCst);
+            }
             done += 1;
         }
         Ok(done)
