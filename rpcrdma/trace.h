@@ -300,7 +300,8 @@ TRACE_EVENT(rpcrdma2_post_send,
  *                  with RDMA2_ERROR
  *   credit_grant   an asynchronous credit grant
  *   connprop       the peer's RDMA2_CONNPROP (whole or its last piece)
- *   connprop_part  a piece of a continued RDMA2_CONNPROP
+ *   connprop_part  a piece of a continued RDMA2_CONNPROP, or a second
+ *                  RDMA2_CONNPROP (set aside: properties do not change)
  *   drop           dropped (answers no RPC, malformed, ...)
  *   disconnect     the message ends the connection
  *   stale          a reply for an RPC sent again whose new transmission

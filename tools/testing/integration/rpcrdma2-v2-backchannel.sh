@@ -21,6 +21,12 @@
 #       RDMA2_ERROR RDMA2_ERR_REPLY_RESOURCE, F_RESPONSE set (-00 §6.4.3;
 #       rpcrdma2_reply class=reverse_error), and the mount goes on on
 #       the same connection.
+#   12. on port 20113 (--unknown-htype-call): a message of header type 7
+#       without F_RESPONSE, carrying the XID of a Call in flight, ahead
+#       of that Call's reply, is answered with RDMA2_ERROR
+#       RDMA2_ERR_INVAL_HTYPE, F_RESPONSE set (-00 §6.4.3); the Call
+#       completes with its own reply and the mount stays on one
+#       connection.
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -46,43 +52,68 @@ n=$(check_bc_trace "port 20111")
 ((n >= 1)) || tb_die "port 20111: no reverse Call traced"
 tb_umount "$MNT"
 
+# planted_answer PORT KIND WHAT: mounts NFSv4.1 through the responder on
+# PORT (one planted message per connection, its counters KIND_sent,
+# KIND_answered and KIND_wrong), checks that the connection settled on
+# version 2 and waits until the client answered; one message was sent
+# and answered as it must be (else dies with WHAT). Leaves the mount up
+# and sets CONNS0 and CLOSED0 (the responder's connection counters
+# before the mount) for goes_on.
+planted_answer() {
+	local port=$1 kind=$2 what=$3 i
+	BC_STATS=/results/ctl/responder-$port.stats
+	echo >/sys/kernel/tracing/trace
+	CONNS0=$(stat_of connections) CLOSED0=$(stat_of connections_closed)
+	NFS_RDMA_PORT=$port tb_mount 4.1 rdma "$MNT"
+	[ -n "$(tb_trace_events version "vers=2 ")" ] ||
+		tb_die "port $port: the connection did not settle on version 2: $(tb_trace_events version)"
+	for ((i = 0; i < 50; i++)); do
+		(($(stat_of "${kind}_answered") + $(stat_of "${kind}_wrong") >= 1)) && break
+		ls "$MNT" >/dev/null
+		sleep 0.2
+	done
+	(($(stat_of "${kind}_sent") == 1)) ||
+		tb_die "port $port: the responder sent $(stat_of "${kind}_sent") planted messages ($kind), not 1"
+	[ "$(stat_of "${kind}_answered") $(stat_of "${kind}_wrong")" = "1 0" ] ||
+		tb_die "port $port: $what (answered $(stat_of "${kind}_answered"), wrong $(stat_of "${kind}_wrong")): $(tail -n 3 "/results/ctl/responder-$port.log")"
+}
+
+# goes_on PORT CONN: the mount goes on after the answer: 200 KB written,
+# caches dropped and read back identical; connection CONN (any, if
+# empty) was not torn down and the responder saw one connection since
+# planted_answer, none closed. Unmounts.
+goes_on() {
+	local port=$1 conn=$2
+	head -c 200000 /dev/urandom >/tmp/goes-on
+	cp /tmp/goes-on "$MNT/goes-on"
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp /tmp/goes-on "$MNT/goes-on" || tb_die "port $port: data differs after the answer"
+	rm -f "$MNT/goes-on"
+	[ -z "$(tb_trace_events disconnect "${conn:+conn=$conn }")" ] ||
+		tb_die "port $port: a connection was torn down after the answer: $(tb_trace_events disconnect)"
+	(($(stat_of connections) == CONNS0 + 1 && $(stat_of connections_closed) == CLOSED0)) ||
+		tb_die "port $port: $(($(stat_of connections) - CONNS0)) connection(s), $(($(stat_of connections_closed) - CLOSED0)) closed: the mount did not stay on one connection"
+	tb_umount "$MNT"
+}
+
 tb_log "=== a reverse-direction Call we cannot serve (responder --bad-reverse-call, port 20112)"
-BC_STATS=/results/ctl/responder-20112.stats
-echo >/sys/kernel/tracing/trace
-conns0=$(stat_of connections) closed0=$(stat_of connections_closed)
-NFS_RDMA_PORT=20112 tb_mount 4.1 rdma "$MNT"
-[ -n "$(tb_trace_events version "vers=2 ")" ] ||
-	tb_die "port 20112: the connection did not settle on version 2: $(tb_trace_events version)"
-answered() { (($(stat_of bad_reverse_call_answered) + $(stat_of bad_reverse_call_wrong) >= 1)); }
-for ((i = 0; i < 50; i++)); do
-	answered && break
-	ls "$MNT" >/dev/null
-	sleep 0.2
-done
-sent=$(stat_of bad_reverse_call_sent)
-((sent == 1)) || tb_die "port 20112: the responder sent $sent bad reverse-direction Calls, not 1"
-got="$(stat_of bad_reverse_call_answered) $(stat_of bad_reverse_call_wrong)"
-[ "$got" = "1 0" ] ||
-	tb_die "port 20112: the reverse-direction Call with a Write chunk was not answered with RDMA2_ERR_REPLY_RESOURCE (answered $(stat_of bad_reverse_call_answered), wrong $(stat_of bad_reverse_call_wrong)): $(grep -i 'bad reverse' /results/ctl/responder-20112.log | tail -n 3)" # conformance: reverse-error
+planted_answer 20112 bad_reverse_call "the reverse-direction Call with a Write chunk was not answered with RDMA2_ERR_REPLY_RESOURCE" # conformance: reverse-error
 rev=$(tb_trace_events reply 'xid=0xcbad0001 .*class=reverse_error' | head -n 1)
 [ -n "$rev" ] ||
 	tb_die "port 20112: no rpcrdma2_reply xid=0xcbad0001 class=reverse_error: $(tb_trace_events reply | tail -n 5)"
 conn=$(sed -n 's/.* conn=\([0-9]*\) .*/\1/p' <<<"$rev")
-# The mount goes on, on the same connection.
-head -c 200000 /dev/urandom >/tmp/rev-error
-cp /tmp/rev-error "$MNT/rev-error"
-sync
-echo 3 >/proc/sys/vm/drop_caches
-cmp /tmp/rev-error "$MNT/rev-error" || tb_die "port 20112: data differs after the RDMA2_ERROR"
-rm -f "$MNT/rev-error"
-[ -n "$conn" ] && [ -z "$(tb_trace_events disconnect "conn=$conn ")" ] ||
-	tb_die "port 20112: connection ${conn:-?} was torn down after answering: $(tb_trace_events disconnect)" # conformance: reverse-error
-(($(stat_of connections) == conns0 + 1 && $(stat_of connections_closed) == closed0)) ||
-	tb_die "port 20112: $(($(stat_of connections) - conns0)) connection(s), $(($(stat_of connections_closed) - closed0)) closed: the mount did not stay on one connection" # conformance: reverse-error
+[ -n "$conn" ] || tb_die "port 20112: no connection id in: $rev"
 dmesg | grep -q "answered reverse-direction Call xid 0xcbad0001 with RDMA2_ERR_REPLY_RESOURCE" ||
 	tb_die "port 20112: no kernel log line for the answer"
+goes_on 20112 "$conn" # conformance: reverse-error
 tb_log "port 20112: the reverse-direction Call with a Write chunk was answered with RDMA2_ERR_REPLY_RESOURCE; the mount went on on one connection"
-tb_umount "$MNT"
+
+tb_log "=== a message of an unknown header type carrying the XID of a Call in flight (responder --unknown-htype-call, port 20113)"
+planted_answer 20113 unknown_htype "the message of header type 7 was not answered with RDMA2_ERR_INVAL_HTYPE" # conformance: unknown-htype
+# The Call whose XID it carried got its own reply (the mount went on).
+goes_on 20113 "" # conformance: unknown-htype
+tb_log "port 20113: the unknown header type was answered with RDMA2_ERR_INVAL_HTYPE; the Call it named completed; one connection"
 
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
 tb_log "rpcrdma2 backchannel (version 2, and CB_NULL on version 1): all checks passed"

@@ -3,12 +3,13 @@
 # integration-test: version 2 Message Continuation both ways and credit grants against the responder: continued replies, inline-only rpcrdma2 (frwr=0) continuing its Calls and waiting for credits mid-Call, the responder's grant patterns (prompt, exact, lazy, 4 credits)
 # run.sh-options: --timeout 1800 --server-script tools/testing/integration/server/responder-continuation.sh
 #
-# Client script for tools/testing/vm/run.sh. The server runs six
-# responders (server/responder-continuation.sh); this test uses four:
+# Client script for tools/testing/vm/run.sh. The server runs seven
+# responders (server/responder-continuation.sh); this test uses five:
 # 20080 continues every reply over 1024 bytes, 20081 and 20082 too with
 # the exact and lazy grant patterns and 8 credits, 20083 gives 4 credits
-# and continues only the replies it must (20084 and 20085, the other
-# reading of the credit word, are rpcrdma2-v2-credit-reading's). Each
+# and continues only the replies it must, 20086 continues like 20080 but
+# its first three pieces carry 1, 2 and 3 bytes (20084 and 20085, the
+# other reading of the credit word, are rpcrdma2-v2-credit-reading's). Each
 # case mounts through one of them, with rpcrdma2's chunks on (frwr=1:
 # READs in Write chunks, WRITEs in Read chunks, the rest inline or
 # continued) or off (frwr=0: inline only, so every Call and Reply over
@@ -48,6 +49,8 @@ done
 one_case 20081 4.1 0
 one_case 20082 4.1 0
 one_case 20083 3 0
+# Pieces of 1, 2 and 3 bytes first (-00 §4.5.2: any boundary).
+one_case 20086 4.1 0
 
 # Eight RPCs in flight, continued Calls and replies both ways, through
 # the prompt grant pattern and the exact and lazy ones (8 credits), whose
@@ -68,6 +71,8 @@ done
 for port in 20081 20082 20083; do
 	(($(stat_of $port grants_sent) > 0)) || tb_die "responder $port: no asynchronous credit grant sent"
 done
+(($(stat_of 20086 replies_continued) > 0)) || tb_die "responder 20086: no reply continued"
+(($(stat_of 20086 malformed) == 0)) || tb_die "responder 20086: rpcrdma2 sent malformed messages"
 (($(stat_of 20080 credit_waits) > 0)) ||
 	tb_die "responder 20080: no reply waited for rpcrdma2's credits (200 KiB READs in 1024-byte pieces)"
 ((GRANTS > 0)) || tb_die "rpcrdma2 sent no asynchronous credit grant" # conformance: grants-sent

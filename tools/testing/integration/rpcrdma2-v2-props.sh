@@ -4,8 +4,9 @@
 # run.sh-options: --timeout 1500 --server-script tools/testing/integration/server/responder-props.sh
 #
 # Client script for tools/testing/vm/run.sh. The server runs the
-# responder on 20090 (defaults), 20091 (--no-connprop) and 20092
-# (--prop-segs 4 --prop-seg-size 65536 --connprop-pieces 3), see
+# responder on 20090 (defaults), 20091 (--no-connprop), 20092
+# (--prop-segs 4 --prop-seg-size 65536 --connprop-pieces 3) and 20093
+# (--connprop-twice), see
 # server/responder-props.sh.
 #   1. 20090, NFSv4.1: each connection's first message is our
 #      RDMA2_CONNPROP (rpcrdma2_connprop dir=sent before any
@@ -30,7 +31,11 @@
 #      rpcrdma2 lowers the transport's payload to 128 KiB (NFS
 #      rsize/wsize follow), every Call carries at most 4 segments of at
 #      most 64 KiB, NFS I/O mounted with rsize=wsize=1M is correct, and
-#      the responder saw no Call breaking its properties.
+#      the responder saw no Call breaking its properties;
+#   6. 20093 (--connprop-twice): the responder's second RDMA2_CONNPROP
+#      (sizes 1024) after its first (4096) is set aside (-00 §6.4.4:
+#      rpcrdma2_reply class=connprop_part, one rpcrdma2_connprop
+#      dir=received, the first), and a 3000-byte WRITE still goes inline.
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -203,9 +208,12 @@ cmp /tmp/ref /tmp/back || tb_die "the direct read returned other data"
 timeout 300 fio --name=segs --directory="$MNT" --size=2m --bsrange=4k-256k --rw=randrw \
 	--ioengine=psync --direct=1 --verify=crc32c --verify_fatal=1 --do_verify=1 \
 	--output=/tmp/fio-segs.txt || tb_die "fio failed: $(tail -n 5 /tmp/fio-segs.txt)"
-over=$(tb_trace_events marshal | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^(read|write|reply)_segs=/) {split($i, a, "="); n += a[2]}
+over=$(tb_trace_events marshal | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^n(read|write|reply)=/) {split($i, a, "="); n += a[2]}
 	if (n > 4) print; n = 0}')
 [ -z "$over" ] || tb_die "Calls with more than 4 segments: $(head -n 3 <<<"$over")" # conformance: segment-props
+# The check above reads the fields it names: some Call had segments.
+[ -n "$(tb_trace_events marshal 'nread=[1-9]|nwrite=[1-9]|nreply=[1-9]')" ] ||
+	tb_die "no rpcrdma2_marshal with segments (nread=, nwrite=, nreply=): $(tb_trace_events marshal | tail -n 2)"
 long=$(tb_trace_events mr_reg | awk '{for (i = 1; i <= NF; i++) if ($i ~ /^length=/) {split($i, a, "="); if (a[2] > 65536) print}}')
 [ -z "$long" ] || tb_die "segments longer than 64 KiB: $(head -n 3 <<<"$long")" # conformance: segment-props
 nseg=$(tb_trace_events mr_reg | wc -l)
@@ -218,7 +226,34 @@ stats_now
 (($(stat_of 20092 read_chunk_calls) > 0)) || tb_die "no Read chunk reached the responder on 20092"
 tb_log "$nseg segments registered, none over 64 KiB, no Call over 4 segments"
 
-for p in 20090 20091 20092; do
+tb_log "=== 6. port 20093 (--connprop-twice): a second RDMA2_CONNPROP changes nothing"
+echo >/sys/kernel/tracing/trace
+NFS_RDMA_PORT=20093 tb_mount 4.1 rdma "$MNT"
+# Once both of the responder's CONNPROPs are in: the second follows the
+# first at once, before any reply.
+ls "$MNT" >/dev/null
+head -c 3000 /dev/urandom >/tmp/twice
+dd if=/tmp/twice of="$MNT/twice" bs=3000 count=1 oflag=direct status=none
+echo 3 >/proc/sys/vm/drop_caches
+cmp /tmp/twice "$MNT/twice" || tb_die "port 20093: the file reads back different"
+rm -f "$MNT/twice"
+got=$(tb_trace_events connprop 'dir=received')
+(($(wc -l <<<"$got") == 1)) && grep -q "max_send=4096 recv_buf=4096 " <<<"$got" ||
+	tb_die "port 20093: not exactly one RDMA2_CONNPROP taken, the first (4096-byte sizes): $got" # conformance: connprop-twice
+[ -n "$(tb_trace_events reply 'class=connprop_part')" ] ||
+	tb_die "port 20093: the second RDMA2_CONNPROP was not received and set aside (no rpcrdma2_reply class=connprop_part): $(tb_trace_events reply | head -n 5)"
+# A 3000-byte WRITE fits the first CONNPROP's 4096 bytes, not the
+# second's 1024: it went inline.
+w=$(tb_trace_events marshal 'rpc_len=3[0-9][0-9][0-9] ')
+[ -n "$w" ] && ! grep -qv 'call=inline' <<<"$w" ||
+	tb_die "port 20093: the 3000-byte WRITE was not sent inline: ${w:-no Call of 3000-3999 bytes traced}" # conformance: connprop-twice
+tb_umount "$MNT"
+stats_now
+(($(stat_of 20093 connprop_sent) >= 2)) ||
+	tb_die "port 20093: the responder sent $(stat_of 20093 connprop_sent) RDMA2_CONNPROPs, not two"
+tb_log "port 20093: the second RDMA2_CONNPROP was set aside; the thresholds stayed the first one's"
+
+for p in 20090 20091 20092 20093; do
 	(($(stat_of $p malformed) == 0)) || tb_die "the responder on $p saw malformed messages"
 	! grep -q panicked "/results/ctl/responder-$p.log" || tb_die "the responder on $p panicked"
 done

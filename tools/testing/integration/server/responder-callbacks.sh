@@ -7,12 +7,15 @@
 # backchannel with a CB_NULL of its own, on 20110 (versions 2 and 1) and
 # 20111 (version 1 only, as svcrdma); on 20112 (versions 2 and 1) it
 # relays callbacks and sends each connection one reverse-direction Call
-# the client cannot serve (--bad-reverse-call).
+# the client cannot serve (--bad-reverse-call); on 20113 one message of
+# an unknown header type carrying the XID of a Call in flight
+# (--unknown-htype-call).
 
 # shellcheck source=nfsd-clients.sh
 . "$(dirname "${BASH_SOURCE[0]}")/nfsd-clients.sh"
 RESPONDER_INSTANCES="20110 --relay-callbacks --probe-callbacks
 20111 --v1-only --relay-callbacks --probe-callbacks
-20112 --relay-callbacks --bad-reverse-call"
+20112 --relay-callbacks --bad-reverse-call
+20113 --relay-callbacks --unknown-htype-call"
 # shellcheck source=responder.sh
 . "$(dirname "${BASH_SOURCE[0]}")/responder.sh"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Server script for rpcrdma2-v2-continuation.sh (20080-20083) and
+# Server script for rpcrdma2-v2-continuation.sh (20080-20083, 20086) and
 # rpcrdma2-v2-credit-reading.sh (20084, 20085): responders that continue
 # replies and return credits in each of their grant patterns.
 #   20080  every reply over 1024 bytes continued in 1024-byte pieces
@@ -12,12 +12,15 @@
 #   20084  as 20080 with 8 credits, its credit words in the other reading
 #          of -00 §4.3.1 (--credit-word total: the grant in the low half)
 #   20085  the same with a zero high half (--credit-word total-zero-max)
+#   20086  as 20080, the first three pieces of every continued reply
+#          carrying 1, 2 and 3 bytes (--tiny-pieces)
 
 RESPONDER_INSTANCES="20080 --continue-over 1024
 20081 --continue-over 1024 --grant exact --credits 8
 20082 --continue-over 1024 --grant lazy --credits 8
 20083 --credits 4
 20084 --continue-over 1024 --credit-word total --credits 8
-20085 --continue-over 1024 --credit-word total-zero-max --credits 8"
+20085 --continue-over 1024 --credit-word total-zero-max --credits 8
+20086 --continue-over 1024 --tiny-pieces"
 # shellcheck source=responder.sh
 . "$(dirname "${BASH_SOURCE[0]}")/responder.sh"
