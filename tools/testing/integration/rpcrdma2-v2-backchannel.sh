@@ -55,12 +55,12 @@ tb_umount "$MNT"
 # planted_answer PORT KIND WHAT: mounts NFSv4.1 through the responder on
 # PORT (one planted message per connection, its counters KIND_sent,
 # KIND_answered and KIND_wrong), checks that the connection settled on
-# version 2 and waits until the client answered; one message was sent
-# and answered as it must be (else dies with WHAT). Leaves the mount up
-# and sets CONNS0 and CLOSED0 (the responder's connection counters
-# before the mount) for goes_on.
+# version 2 and waits until the client answered. Fails (status 1, the
+# counters logged) unless one message was sent and answered as it must
+# be. Leaves the mount up and sets CONNS0 and CLOSED0 (the responder's
+# connection counters before the mount) for goes_on.
 planted_answer() {
-	local port=$1 kind=$2 what=$3 i
+	local port=$1 kind=$2 i
 	BC_STATS=/results/ctl/responder-$port.stats
 	echo >/sys/kernel/tracing/trace
 	CONNS0=$(stat_of connections) CLOSED0=$(stat_of connections_closed)
@@ -72,16 +72,19 @@ planted_answer() {
 		ls "$MNT" >/dev/null
 		sleep 0.2
 	done
-	(($(stat_of "${kind}_sent") == 1)) ||
-		tb_die "port $port: the responder sent $(stat_of "${kind}_sent") planted messages ($kind), not 1"
-	[ "$(stat_of "${kind}_answered") $(stat_of "${kind}_wrong")" = "1 0" ] ||
-		tb_die "port $port: $what (answered $(stat_of "${kind}_answered"), wrong $(stat_of "${kind}_wrong")): $(tail -n 3 "/results/ctl/responder-$port.log")"
+	tb_log "port $port: $kind: sent $(stat_of "${kind}_sent"), answered $(stat_of "${kind}_answered"), wrong $(stat_of "${kind}_wrong")"
+	(($(stat_of "${kind}_sent") == 1)) &&
+		[ "$(stat_of "${kind}_answered") $(stat_of "${kind}_wrong")" = "1 0" ] || {
+		tail -n 3 "/results/ctl/responder-$port.log"
+		return 1
+	}
 }
 
 # goes_on PORT CONN: the mount goes on after the answer: 200 KB written,
-# caches dropped and read back identical; connection CONN (any, if
-# empty) was not torn down and the responder saw one connection since
-# planted_answer, none closed. Unmounts.
+# caches dropped and read back identical (else dies); fails (status 1,
+# logged) if connection CONN (any, if empty) was torn down or the
+# responder saw other than one connection since planted_answer, or one
+# closed. Unmounts.
 goes_on() {
 	local port=$1 conn=$2
 	head -c 200000 /dev/urandom >/tmp/goes-on
@@ -90,15 +93,18 @@ goes_on() {
 	echo 3 >/proc/sys/vm/drop_caches
 	cmp /tmp/goes-on "$MNT/goes-on" || tb_die "port $port: data differs after the answer"
 	rm -f "$MNT/goes-on"
+	local ok=0
 	[ -z "$(tb_trace_events disconnect "${conn:+conn=$conn }")" ] ||
-		tb_die "port $port: a connection was torn down after the answer: $(tb_trace_events disconnect)"
+		{ tb_log "port $port: torn down after the answer: $(tb_trace_events disconnect)"; ok=1; }
 	(($(stat_of connections) == CONNS0 + 1 && $(stat_of connections_closed) == CLOSED0)) ||
-		tb_die "port $port: $(($(stat_of connections) - CONNS0)) connection(s), $(($(stat_of connections_closed) - CLOSED0)) closed: the mount did not stay on one connection"
+		{ tb_log "port $port: $(($(stat_of connections) - CONNS0)) connection(s), $(($(stat_of connections_closed) - CLOSED0)) closed"; ok=1; }
 	tb_umount "$MNT"
+	return $ok
 }
 
 tb_log "=== a reverse-direction Call we cannot serve (responder --bad-reverse-call, port 20112)"
-planted_answer 20112 bad_reverse_call "the reverse-direction Call with a Write chunk was not answered with RDMA2_ERR_REPLY_RESOURCE" # conformance: reverse-error
+planted_answer 20112 bad_reverse_call ||
+	tb_die "port 20112: the reverse-direction Call with a Write chunk was not answered (once) with RDMA2_ERR_REPLY_RESOURCE" # conformance: reverse-error
 rev=$(tb_trace_events reply 'xid=0xcbad0001 .*class=reverse_error' | head -n 1)
 [ -n "$rev" ] ||
 	tb_die "port 20112: no rpcrdma2_reply xid=0xcbad0001 class=reverse_error: $(tb_trace_events reply | tail -n 5)"
@@ -106,13 +112,16 @@ conn=$(sed -n 's/.* conn=\([0-9]*\) .*/\1/p' <<<"$rev")
 [ -n "$conn" ] || tb_die "port 20112: no connection id in: $rev"
 dmesg | grep -q "answered reverse-direction Call xid 0xcbad0001 with RDMA2_ERR_REPLY_RESOURCE" ||
 	tb_die "port 20112: no kernel log line for the answer"
-goes_on 20112 "$conn" # conformance: reverse-error
+goes_on 20112 "$conn" ||
+	tb_die "port 20112: the mount did not go on on its one connection after the answer" # conformance: reverse-error
 tb_log "port 20112: the reverse-direction Call with a Write chunk was answered with RDMA2_ERR_REPLY_RESOURCE; the mount went on on one connection"
 
 tb_log "=== a message of an unknown header type carrying the XID of a Call in flight (responder --unknown-htype-call, port 20113)"
-planted_answer 20113 unknown_htype "the message of header type 7 was not answered with RDMA2_ERR_INVAL_HTYPE" # conformance: unknown-htype
+planted_answer 20113 unknown_htype ||
+	tb_die "port 20113: the message of header type 7 was not answered (once) with RDMA2_ERR_INVAL_HTYPE" # conformance: unknown-htype
 # The Call whose XID it carried got its own reply (the mount went on).
-goes_on 20113 "" # conformance: unknown-htype
+goes_on 20113 "" ||
+	tb_die "port 20113: the mount did not go on on its one connection after the answer" # conformance: unknown-htype
 tb_log "port 20113: the unknown header type was answered with RDMA2_ERR_INVAL_HTYPE; the Call it named completed; one connection"
 
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
