@@ -63,7 +63,7 @@ pub(crate) use self::establish::frwr_sizing;
 use self::frwr::{Chunking, Finish, RegSizing, RegTable};
 use self::recovery::RecoveryTable;
 use crate::compat::set_once::SetOnce;
-use crate::sync::freelist::{Cell, FreeList, Word};
+use crate::sync::kvec::{kfree_list as idle, KFreeList};
 use crate::why::{self, CloseWhy, Why};
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, SpinLock};
@@ -226,24 +226,8 @@ impl SlotFlags {
 
 /// Idle objects of a connection (Send and Receive buffers, spare Send
 /// chains), which its sender, completion handlers and their error paths
-/// take and give back without a lock ([`FreeList`]).
-type Idle<T> = FreeList<T, KVec<Cell<T>>, KVec<Word>>;
-
-/// An empty [`Idle`] list for up to `n` objects (plus the spare cells
-/// that keep a give from being refused while takes are under way).
-fn idle<T>(n: usize) -> Result<Idle<T>> {
-    let cells = n.saturating_add(Idle::<T>::SPARE);
-    let mut c = KVec::with_capacity(cells, GFP_KERNEL)?;
-    for _ in 0..cells {
-        c.push(Cell::new(), GFP_KERNEL)?;
-    }
-    let words = Idle::<T>::words_for(cells);
-    let mut w = KVec::with_capacity(words, GFP_KERNEL)?;
-    for _ in 0..words {
-        w.push(Word::new(), GFP_KERNEL)?;
-    }
-    Idle::new(c, w).map_err(|_| EINVAL)
-}
+/// take and give back without a lock ([`KFreeList`]).
+type Idle<T> = KFreeList<T>;
 
 /// The QP handler: Send buffer recycling and the reply handler.
 pub struct ConnQp(Arc<QpState>);

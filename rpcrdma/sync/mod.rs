@@ -6,7 +6,8 @@
 //!
 //! * [`freelist`]: a bounded free list of owned values that any number of
 //!   contexts give to and take from without a lock (a connection's idle
-//!   Send and Receive buffers and its spare Send chains).
+//!   Send and Receive buffers, its spare Send chains, its free MRs);
+//!   [`kvec`] makes one in kernel memory (in the module only).
 
 #![deny(
     clippy::indexing_slicing,
@@ -18,3 +19,5 @@
 )]
 
 pub mod freelist;
+#[cfg(CONFIG_RUST)]
+pub mod kvec;

@@ -7,7 +7,7 @@
 use super::super::verbs::Pd;
 use super::caps::MrShape;
 use super::{Mr, MrState};
-use crate::sync::freelist::{Cell, FreeList, Word};
+use crate::sync::kvec::{kfree_list, KFreeList};
 use core::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
@@ -39,24 +39,13 @@ pub struct MrPool {
     /// The free MRs, taken and given back without a lock (the sender
     /// takes them, the completions give them back); nothing that may
     /// sleep (unmapping, deregistering an MR) happens in either.
-    free: FreeList<Mr, KVec<Cell<Mr>>, KVec<Word>>,
+    free: KFreeList<Mr>,
 }
 
 impl MrPool {
     /// Allocates `size` MRs of `shape` on `pd`.
     pub fn new(pd: &Arc<Pd>, shape: MrShape, size: usize) -> Result<Arc<MrPool>> {
-        type Free = FreeList<Mr, KVec<Cell<Mr>>, KVec<Word>>;
-        let cells = size.saturating_add(Free::SPARE);
-        let mut c = KVec::with_capacity(cells, GFP_KERNEL)?;
-        for _ in 0..cells {
-            c.push(Cell::new(), GFP_KERNEL)?;
-        }
-        let words = Free::words_for(cells);
-        let mut w = KVec::with_capacity(words, GFP_KERNEL)?;
-        for _ in 0..words {
-            w.push(Word::new(), GFP_KERNEL)?;
-        }
-        let free = Free::new(c, w).map_err(|_| EINVAL)?;
+        let free = kfree_list(size)?;
         for _ in 0..size {
             // Room for `size` and more: never refused.
             let _ = free.give(Mr::new(pd, &shape)?);
