@@ -60,7 +60,30 @@ kunit_suite!(rpcrdma2_xprt {
     close_reason_first_cause_flushed_gives_way,
     frwr_sizing_of_the_device,
     cm_unreachable_timeout_is_etimedout,
+    slot_owners_follow_their_connection,
 });
+
+/// `conn::SlotOwners`: a slot holds registrations from the claim of the
+/// connection that made it active until that same connection's disown;
+/// another connection's disown (an older one draining late) leaves it;
+/// a slot beyond the table is not known, so `buf_free` looks.
+fn slot_owners_follow_their_connection() -> TestResult {
+    let o = crate::conn::SlotOwners::new(4).map_err(|_| TestFailure)?;
+    kassert!(!o.may_hold(1));
+    o.test_claim(1, 7);
+    kassert!(o.may_hold(1));
+    kassert!(!o.may_hold(0) && !o.may_hold(2));
+    o.test_disown(1, 8);
+    kassert!(o.may_hold(1));
+    // Connection 9 sent the RPC again; 7's late drain must not clear it.
+    o.test_claim(1, 9);
+    o.test_disown(1, 7);
+    kassert!(o.may_hold(1));
+    o.test_disown(1, 9);
+    kassert!(!o.may_hold(1));
+    kassert!(o.may_hold(4));
+    Ok(())
+}
 
 fn test_xprt() -> Result<
     (

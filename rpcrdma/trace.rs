@@ -87,7 +87,13 @@ static CONN_IDS: AtomicU32 = AtomicU32::new(0);
 /// A new connection id for the `conn` field of the events (and the
 /// connect log line).
 pub fn next_conn_id() -> u32 {
-    CONN_IDS.fetch_add(1, Relaxed).wrapping_add(1)
+    // Never 0 (`conn::SlotOwners` takes 0 for "no connection").
+    loop {
+        let id = CONN_IDS.fetch_add(1, Relaxed).wrapping_add(1);
+        if id != 0 {
+            return id;
+        }
+    }
 }
 
 /// A NUL-terminated string formatted on the stack (truncated to fit).

@@ -8,7 +8,7 @@
 
 use crate::backchannel::Backchannel;
 use crate::compat::init::PinInit;
-use crate::conn::{Conn, ConnStats, ProtoState};
+use crate::conn::{Conn, ConnStats, ProtoState, SlotOwners};
 use crate::proto;
 use crate::sunrpc::bc::BcRqst;
 use crate::sunrpc::pool::SlotPool;
@@ -22,7 +22,7 @@ use crate::trace;
 use crate::why::Why;
 use core::sync::atomic::{
     AtomicBool, AtomicU64,
-    Ordering::{Acquire, Relaxed, Release, SeqCst},
+    Ordering::{Relaxed, SeqCst},
 };
 use kernel::alloc::{flags::GFP_KERNEL, KBox};
 use kernel::new_spinlock;
@@ -54,16 +54,12 @@ fn hz() -> usize {
 /// Initial Call/Reply buffer size of a slot; grown on demand in buf_alloc.
 const SLOT_BUF_SIZE: usize = 2048;
 
-/// Per-request state after each `rpc_rqst` (beyond what the slot itself
-/// keeps: its pool index, its Call and Reply buffers).
-pub struct Slot {
-    /// A transmission of the request registered MRs (set by
-    /// `send_request`, taken by `buf_free`): only then may the request
-    /// have some left when it is released, and only then does `buf_free`
-    /// look at the connection. SUNRPC orders the two (the request leaves
-    /// the transmit queue under `queue_lock` before `buf_free`).
-    registered: AtomicBool,
-}
+/// Per-request state after each `rpc_rqst`, beyond what the slot itself
+/// keeps (its pool index, its Call and Reply buffers): none. What a
+/// connection keeps for the request is indexed by the slot's position
+/// (`conn::SlotOwners`, the connection's registration and recovery
+/// tables).
+pub struct Slot;
 
 /// What only the holder of the transport send lock touches
 /// ([`Transport::Sender`]): the sender's own reference to the current
@@ -122,6 +118,9 @@ pub struct RdmaXprt {
     connect_failed: AtomicBool,
     stats: Stats,
     conn_stats: Arc<ConnStats>,
+    /// Which connection holds registrations of each request slot: only
+    /// for those does `buf_free` look at the connection.
+    owners: Arc<SlotOwners>,
     /// Protocol state: negotiation, credits, thresholds (survives
     /// reconnects; shared with the connection's handlers).
     proto: Arc<ProtoState>,
@@ -138,15 +137,14 @@ pub struct RdmaXprt {
 impl RdmaXprt {
     fn new(max_reqs: u16) -> Result<impl PinInit<Self, Error>> {
         let slots =
-            SlotPool::new::<_, core::convert::Infallible>(max_reqs, SLOT_BUF_SIZE, |_| Slot {
-                registered: AtomicBool::new(false),
-            })?;
+            SlotPool::new::<_, core::convert::Infallible>(max_reqs, SLOT_BUF_SIZE, |_| Slot)?;
         Ok(try_pin_init!(RdmaXprt {
             slots <- slots,
             conn <- new_spinlock!(None, "rpcrdma2_conn"),
             connect_failed: AtomicBool::new(false),
             stats: Stats::default(),
             conn_stats: Arc::new(ConnStats::default(), GFP_KERNEL)?,
+            owners: SlotOwners::new(max_reqs.into())?,
             proto: Arc::pin_init(new_spinlock!(proto::Transport::new(Self::config(max_reqs))), GFP_KERNEL)?,
             bc: Backchannel::new()?,
             last_close: AtomicU64::new(0),
@@ -264,11 +262,13 @@ impl Transport for RdmaXprt {
         // An RPC abandoned with MRs still registered (a signal, a soft
         // timeout): invalidate them before its memory is reused. A
         // connection that is gone took its MRs with it (deregistered).
-        // An RPC that never registered any has nothing to look at.
-        if !slot.data.registered.load(Acquire) {
+        // An RPC whose MRs were all invalidated (every RPC that got its
+        // reply), or that never registered any, has nothing to look at:
+        // SUNRPC releases the request after its last transmission and
+        // its reply (if any) are done with it.
+        if !this.data.owners.may_hold(slot.index().into()) {
             return;
         }
-        slot.data.registered.store(false, Relaxed);
         if let Some(conn) = this.data.current_conn() {
             conn.release(slot.index());
             crate::fault::delay_if(crate::fault::Point::HoldConn, 2000);
@@ -297,11 +297,7 @@ impl Transport for RdmaXprt {
             Self::close(this, sender);
             return Err(crate::compat::errno::enotconn());
         }
-        let sent = conn.send(&rqst, slot.index(), &this.data.conn_stats);
-        if conn.registered(slot.index()) && !slot.data.registered.load(Relaxed) {
-            slot.data.registered.store(true, Release);
-        }
-        match sent {
+        match conn.send(&rqst, slot.index(), &this.data.conn_stats) {
             Ok(()) => {}
             Err(e) if e == crate::compat::errno::enobufs() => {
                 this.data.stats.empty_sendq.fetch_add(1, Relaxed);
@@ -479,6 +475,7 @@ impl Transport for RdmaXprt {
                 &this.data.proto,
                 &this.data.conn_stats,
                 &this.data.bc,
+                &this.data.owners,
             )
         });
         xprt::clear_connecting(xprt);

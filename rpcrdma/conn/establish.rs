@@ -49,10 +49,21 @@ impl Conn {
         proto_state: &Arc<ProtoState>,
         stats: &Arc<ConnStats>,
         bc: &Arc<Backchannel>,
+        owners: &Arc<SlotOwners>,
     ) -> Result<Conn> {
         let id = trace::next_conn_id();
         let mut step = c"setup";
-        let r = Self::establish_as(id, &mut step, net, dst, xprt, proto_state, stats, bc);
+        let r = Self::establish_as(
+            id,
+            &mut step,
+            net,
+            dst,
+            xprt,
+            proto_state,
+            stats,
+            bc,
+            owners,
+        );
         if let Err(e) = &r {
             trace::connect_error(dst, step, e.to_errno());
         }
@@ -71,6 +82,7 @@ impl Conn {
         proto_state: &Arc<ProtoState>,
         stats: &Arc<ConnStats>,
         bc: &Arc<Backchannel>,
+        owners: &Arc<SlotOwners>,
     ) -> Result<Conn> {
         let (config, plan) = {
             let mut p = proto_state.lock();
@@ -143,6 +155,7 @@ impl Conn {
                 mrs_per_rpc,
                 depth: frwr.map_or(0, |(_, s)| s.depth as usize),
             },
+            owners.clone(),
         )?;
         let ep = Endpoint::new(id, &caps, PollContext::Workqueue, qp)?;
         let mut chunking = None;

@@ -38,7 +38,7 @@ pub(super) struct Ending {
 }
 
 /// The registration table, locked.
-type RegGuard<'a> =
+pub(super) type RegGuard<'a> =
     kernel::sync::lock::Guard<'a, RegTable, kernel::sync::lock::spinlock::SpinLockBackend>;
 
 /// The chunk registrations of the RPC in one request slot.
@@ -164,17 +164,32 @@ impl Regs {
 pub(super) struct RegTable {
     slots: KVec<Regs>,
     active: Arc<SlotFlags>,
+    /// The transport's record of which connection holds each slot's
+    /// registrations, kept in step with `active` as connection `id`.
+    owners: Arc<SlotOwners>,
+    id: u32,
 }
 
 impl RegTable {
-    /// `n` slots of `mrs_per_rpc` MRs, all idle.
-    pub(super) fn new(n: usize, mrs_per_rpc: usize) -> Result<Self> {
+    /// `n` slots of `mrs_per_rpc` MRs, all idle, of connection `id`
+    /// (recorded in `owners` while active).
+    pub(super) fn new(
+        n: usize,
+        mrs_per_rpc: usize,
+        owners: Arc<SlotOwners>,
+        id: u32,
+    ) -> Result<Self> {
         let mut slots = KVec::with_capacity(n, GFP_KERNEL)?;
         for _ in 0..n {
             slots.push(Regs::new(mrs_per_rpc)?, GFP_KERNEL)?;
         }
         let active = SlotFlags::new(n)?;
-        Ok(RegTable { slots, active })
+        Ok(RegTable {
+            slots,
+            active,
+            owners,
+            id,
+        })
     }
 
     /// Which slots hold registrations, for readers without the lock. Only
@@ -206,6 +221,7 @@ impl RegTable {
         // Idle after `deactivate`: never refused.
         r.life.step(Event::Activate).ok()?;
         r.xid = xid;
+        self.owners.claim(slot, self.id);
         self.active.set(slot, true);
         Some(r)
     }
@@ -217,6 +233,7 @@ impl RegTable {
         }
         // After the MRs left the slot (for the pool).
         self.active.set(slot, false);
+        self.owners.disown(slot, self.id);
     }
 }
 
@@ -367,16 +384,31 @@ impl QpState {
         inv: Option<u32>,
     ) {
         let slot = usize::from(rqst.slot());
-        let e = Ending { how, rqst };
         if !self.active.get(slot) {
             // No registrations (an inline RPC): no lock.
             if inv.is_some() {
                 self.remote_inv_foreign(xid, inv);
             }
-            self.finish(e, None);
+            self.finish(Ending { how, rqst }, None);
             return;
         }
-        let mut g = self.regs.lock();
+        self.end_rpc_locked(qp, self.regs.lock(), rqst, xid, how, inv);
+    }
+
+    /// [`QpState::end_rpc`] with the registration table locked (by the
+    /// reply handler's check of a reply that uses chunks,
+    /// [`QpState::check_chunked`], so that such a reply locks it once).
+    pub(super) fn end_rpc_locked<'a>(
+        &'a self,
+        qp: &Qp<ConnQp>,
+        mut g: RegGuard<'a>,
+        rqst: ReplyRqst,
+        xid: u32,
+        how: Finish,
+        inv: Option<u32>,
+    ) {
+        let slot = usize::from(rqst.slot());
+        let e = Ending { how, rqst };
         let Some(r) = g.of(slot, xid) else {
             drop(g);
             if inv.is_some() {

@@ -224,6 +224,69 @@ impl SlotFlags {
     }
 }
 
+/// Which connection, if any, holds registrations in each request slot of
+/// a transport (its connection id; 0: none), so that `buf_free` looks at
+/// the current connection (under the transport's `conn` lock) only for a
+/// request that still has some. One per transport, shared by its
+/// connections.
+///
+/// # Invariants
+///
+/// A connection's registration table ([`frwr::RegTable`]) writes slot
+/// `i`'s entry only: its id when it makes the slot active, and 0, if the
+/// entry is still its id, when it makes the slot idle. So an entry of 0
+/// means no connection's table has the slot active but for one making
+/// it active right now, which is the slot's own sender; an older
+/// connection that drains late cannot clear a newer one's entry.
+/// Connection ids are never 0 (`trace::next_conn_id`).
+pub struct SlotOwners(KVec<AtomicU32>);
+
+impl SlotOwners {
+    /// `n` slots, all without registrations.
+    pub fn new(n: usize) -> Result<Arc<Self>> {
+        let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            v.push(AtomicU32::new(0), GFP_KERNEL)?;
+        }
+        Ok(Arc::new(SlotOwners(v), GFP_KERNEL)?)
+    }
+
+    /// Whether request slot `i` may hold registrations on a connection
+    /// (true for a slot beyond the table: not known). Once the slot's
+    /// request has ended (its task neither sends nor waits for a reply
+    /// any more), false stays false.
+    pub fn may_hold(&self, i: usize) -> bool {
+        self.0.get(i).is_none_or(|a| a.load(Acquire) != 0)
+    }
+
+    /// Connection `id` made slot `i` active.
+    fn claim(&self, i: usize, id: u32) {
+        if let Some(a) = self.0.get(i) {
+            a.store(id, Release);
+        }
+    }
+
+    /// Connection `id` made slot `i` idle.
+    fn disown(&self, i: usize, id: u32) {
+        if let Some(a) = self.0.get(i) {
+            let _ = a.compare_exchange(id, 0, Release, Relaxed);
+        }
+    }
+}
+
+#[cfg(rpcrdma2_kunit)]
+impl SlotOwners {
+    /// [`SlotOwners::claim`], for the KUnit suite.
+    pub(crate) fn test_claim(&self, i: usize, id: u32) {
+        self.claim(i, id)
+    }
+
+    /// [`SlotOwners::disown`], for the KUnit suite.
+    pub(crate) fn test_disown(&self, i: usize, id: u32) {
+        self.disown(i, id)
+    }
+}
+
 /// Idle objects of a connection (Send and Receive buffers, spare Send
 /// chains), which its sender, completion handlers and their error paths
 /// take and give back without a lock ([`KFreeList`]).
@@ -298,8 +361,9 @@ impl ConnQp {
         why: Arc<CloseWhy>,
         cm: Arc<ConnCm>,
         sizing: RegSizing,
+        owners: Arc<SlotOwners>,
     ) -> Result<Self> {
-        let regs = RegTable::new(sizing.slots, sizing.mrs_per_rpc)?;
+        let regs = RegTable::new(sizing.slots, sizing.mrs_per_rpc, owners, id)?;
         let active = regs.active();
         let recovery = RecoveryTable::new(sizing.slots)?;
         let tried = recovery.tried();

@@ -5,6 +5,7 @@
 //! placed when it uses chunks, or turned into a failure, a resend or a
 //! disconnect; the RPC ends through `frwr` once its MRs are invalidated.
 
+use super::frwr::RegGuard;
 use super::*;
 use crate::proto::chunks::reply::{Invalidated, ReplyError};
 use crate::proto::reqlife::Phase;
@@ -12,13 +13,19 @@ use crate::sunrpc::rqst::ReplyRqst;
 
 /// What a reply that uses chunks found in its RPC's registrations
 /// ([`QpState::check_chunked`]).
-pub(super) enum ChunkedCheck<'a> {
+pub(super) enum ChunkedCheck<'a, 'g> {
     /// The RPC's current transmission is not posted yet: the reply
     /// answers an earlier one.
     Stale,
     /// The reply checked against the registrations, and the remotely
     /// invalidated rkey against the MRs; `None` if the RPC has none.
-    Checked(Option<(Result<ReplyData<'a>, ReplyError>, Option<Invalidated>)>),
+    /// The registration table stays locked (`Some`) while the RPC has
+    /// registrations, until the reply ends it
+    /// ([`QpState::end_rpc_locked`]): one lock per such reply.
+    Checked(
+        Option<(Result<ReplyData<'a>, ReplyError>, Option<Invalidated>)>,
+        Option<RegGuard<'g>>,
+    ),
 }
 
 impl QpState {
@@ -26,6 +33,20 @@ impl QpState {
     pub(super) fn deliver_inline(
         &self,
         qp: &Qp<ConnQp>,
+        rqst: ReplyRqst,
+        xid: u32,
+        payload: &[u8],
+        inv: Option<u32>,
+    ) {
+        self.deliver_inline_locked(qp, None, rqst, xid, payload, inv);
+    }
+
+    /// [`QpState::deliver_inline`], with the registration table locked
+    /// if `g` holds it (a reply with chunk lists whose data came inline).
+    fn deliver_inline_locked<'g>(
+        &'g self,
+        qp: &Qp<ConnQp>,
+        g: Option<RegGuard<'g>>,
         rqst: ReplyRqst,
         xid: u32,
         payload: &[u8],
@@ -50,21 +71,30 @@ impl QpState {
                 Finish::Fail(e.to_errno())
             }
         };
-        self.end_rpc(qp, rqst, xid, f, inv);
+        match g {
+            Some(g) => self.end_rpc_locked(qp, g, rqst, xid, f, inv),
+            None => self.end_rpc(qp, rqst, xid, f, inv),
+        }
     }
 
     /// Keeps a copy of the inline bytes that follow a Write chunk's
     /// payload (none with Linux's NFS client, whose COMPOUNDs end with
     /// READ) for [`QpState::finish`] to write at offset `at`: with the
-    /// registrations of RPC `xid` in request slot `slot`.
-    pub(super) fn defer_tail(&self, slot: usize, xid: u32, at: u32, tail: &[u8]) -> Result {
+    /// registrations of RPC `xid` in request slot `slot` (`g`: the
+    /// registration table, locked).
+    fn defer_tail(
+        g: Option<&mut RegGuard<'_>>,
+        slot: usize,
+        xid: u32,
+        at: u32,
+        tail: &[u8],
+    ) -> Result {
         if tail.is_empty() {
             return Ok(());
         }
         let mut v = KVec::with_capacity(tail.len(), GFP_NOWAIT)?;
         v.extend_from_slice(tail, GFP_NOWAIT)?;
-        let mut g = self.regs.lock();
-        let r = g.of(slot, xid).ok_or(EINVAL)?;
+        let r = g.ok_or(EINVAL)?.of(slot, xid).ok_or(EINVAL)?;
         r.tail = Some((at, v));
         Ok(())
     }
@@ -112,20 +142,21 @@ impl QpState {
     /// remotely invalidated `inv`): whether the reply is stale (the RPC's
     /// current transmission is not posted yet, see
     /// [`QpState::unposted`]), else the reply checked against the
-    /// registration and the remotely invalidated rkey against its MRs.
-    pub(super) fn check_chunked<'a>(
-        &self,
+    /// registration and the remotely invalidated rkey against its MRs,
+    /// with the lock kept for the RPC's end.
+    pub(super) fn check_chunked<'a, 'g>(
+        &'g self,
         slot: usize,
         xid: u32,
         h: &crate::xdr::header::Header<'a>,
         inv: Option<u32>,
-    ) -> ChunkedCheck<'a> {
+    ) -> ChunkedCheck<'a, 'g> {
         if !self.active.get(slot) {
-            return ChunkedCheck::Checked(None);
+            return ChunkedCheck::Checked(None, None);
         }
         let mut g = self.regs.lock();
         let Some(r) = g.of(slot, xid) else {
-            return ChunkedCheck::Checked(None);
+            return ChunkedCheck::Checked(None, None);
         };
         if r.life.phase() == Phase::Mapped {
             return ChunkedCheck::Stale;
@@ -137,23 +168,23 @@ impl QpState {
             let ours = inv.map(|k| plan.invalidated(segs, k));
             Some((plan.check_reply(segs, h), ours))
         });
-        ChunkedCheck::Checked(checked)
+        ChunkedCheck::Checked(checked, Some(g))
     }
 
     /// A reply that uses chunks, checked against what RPC `xid` (request
     /// `rqst`) registered ([`QpState::check_chunked`]): ends the RPC.
-    pub(super) fn deliver_chunked(
-        &self,
+    pub(super) fn deliver_chunked<'g>(
+        &'g self,
         qp: &Qp<ConnQp>,
         rqst: ReplyRqst,
         xid: u32,
         h: &crate::xdr::header::Header<'_>,
         inv: Option<u32>,
-        checked: ChunkedCheck<'_>,
+        checked: ChunkedCheck<'_, 'g>,
     ) {
         let slot = usize::from(rqst.slot());
-        let checked = match checked {
-            ChunkedCheck::Checked(c) => c,
+        let (checked, mut g) = match checked {
+            ChunkedCheck::Checked(c, g) => (c, g),
             // Dropped before (`handle`): not reached.
             ChunkedCheck::Stale => return self.stale_reply(xid, inv),
         };
@@ -167,7 +198,7 @@ impl QpState {
         };
         let f = match checked {
             Some(Ok(ReplyData::Inline { payload })) => {
-                return self.deliver_inline(qp, rqst, xid, payload, inv);
+                return self.deliver_inline_locked(qp, g, rqst, xid, payload, inv);
             }
             Some(Ok(ReplyData::Long { len })) => {
                 self.stats.rdma_reply.fetch_add(u64::from(len), Relaxed);
@@ -179,7 +210,7 @@ impl QpState {
                 tail,
                 ..
             })) => match rqst.place_written(head, written, tail.len() as u32) {
-                Ok((at, len)) => match self.defer_tail(slot, xid, at, tail) {
+                Ok((at, len)) => match Self::defer_tail(g.as_mut(), slot, xid, at, tail) {
                     Ok(()) => {
                         self.stats.rdma_reply.fetch_add(u64::from(written), Relaxed);
                         self.stats
@@ -244,7 +275,10 @@ impl QpState {
             // RPC (unoffered, overrunning, or not fitting): say so.
             trace::reply(self.id, xid, Some(h.protocol), c"fail", 0, errno);
         }
-        self.end_rpc(qp, rqst, xid, f, inv);
+        match g {
+            Some(g) => self.end_rpc_locked(qp, g, rqst, xid, f, inv),
+            None => self.end_rpc(qp, rqst, xid, f, inv),
+        }
     }
 
     /// Fires the tracepoints of a received message (`recovery`: what is
@@ -340,6 +374,15 @@ impl QpState {
             // The connect worker waits for this (Conn::probe).
             self.cm.probe_answered();
         }
+        // Credits first: they take `transport_lock`, which is not taken
+        // under the registration table's lock (held below from a chunked
+        // reply's check to its RPC's end).
+        if let Some(u) = out.credits {
+            self.xprt.set_cwnd(u.credits, false);
+        }
+        if out.wake_senders {
+            self.xprt.write_space();
+        }
         // The request a reply is for: looked up once (SUNRPC's receive
         // queue, under its `queue_lock`) and pinned until the RPC ends;
         // what the transport keeps for it is reached through its slot.
@@ -388,12 +431,6 @@ impl QpState {
             pr_info!(
                 "server answered in RPC-over-RDMA version 2: connection settled on version 2\n"
             );
-        }
-        if let Some(u) = out.credits {
-            self.xprt.set_cwnd(u.credits, false);
-        }
-        if out.wake_senders {
-            self.xprt.write_space();
         }
         match out.reply {
             Reply::Deliver { xid, .. } | Reply::Chunked { xid, .. } | Reply::Fail { xid, .. }

@@ -578,12 +578,6 @@ impl Conn {
         r
     }
 
-    /// Whether `slot` holds registrations on this connection (for its
-    /// sender, after a transmission; no lock).
-    pub fn registered(&self, slot: u16) -> bool {
-        self.ep.qp().handler().0.active.get(usize::from(slot))
-    }
-
     /// Posts the REG_MR of a Call's one MR (`mr`, mapped, advertised as
     /// `seg`: a READ of up to one MR's pages, the common chunked RPC) and
     /// its signalled Send `sb` (taken with `free` left) together, from the
