@@ -11,6 +11,9 @@
 //! [`Backchannel::send_reply`]: an `RDMA_MSG` (`RDMA2_MSG` with
 //! `F_RESPONSE`) with the RPC Reply inline, on the current connection.
 //! The task's release returns the request ([`Backchannel::put`]).
+//! A Call continued over several Receives (version 2,
+//! [`crate::proto::Reply::ReverseCallPiece`]) is first put together in
+//! the transport's reassembly buffer ([`Backchannel::receive_piece`]).
 //!
 //! The protocol decisions (is it served, the reply's header and credit,
 //! size limits, the Receives it needs) are in [`crate::proto::backchannel`].
@@ -72,11 +75,25 @@ impl Pool {
     }
 }
 
+// A continued Call is reassembled into a buffer of `bcp::MAX_CALL` bytes
+// and then loaded into a request's buffer of `BUF_SIZE`.
+const _: () = assert!(bcp::MAX_CALL as usize <= BUF_SIZE);
+
 /// The backchannel state of one transport (survives reconnects).
+///
+/// Locks: `assembly` is taken by the reply handler only, for a continued
+/// Call (one handler runs at a time: a connection is drained before the
+/// next one's handler runs; the lock makes that sound, it is never
+/// contended), and is held while the completed Call is handed on, which
+/// takes `pool` (`assembly` → `pool` → SUNRPC's backchannel locks).
 #[pin_data]
 pub struct Backchannel {
     #[pin]
     pool: SpinLock<Pool>,
+    /// The continued reverse-direction Call being reassembled
+    /// ([`bcp::MAX_CALL`] bytes).
+    #[pin]
+    assembly: SpinLock<KVec<u8>>,
     /// A session set up the backchannel (`bc_setup`).
     enabled: AtomicBool,
     /// Counters.
@@ -90,9 +107,11 @@ impl Backchannel {
         for _ in 0..bcp::MAX_OUTSTANDING {
             idle.push(None, GFP_KERNEL)?;
         }
+        let assembly = KVec::from_elem(0u8, bcp::MAX_CALL as usize, GFP_KERNEL)?;
         Arc::pin_init(
             pin_init!(Backchannel {
                 pool <- new_spinlock!(Pool { idle, top: 0, outstanding: 0 }, "rpcrdma2_bc_pool"),
+                assembly <- new_spinlock!(assembly, "rpcrdma2_bc_assembly"),
                 enabled: AtomicBool::new(false),
                 stats: BcStats::default(),
             }),
@@ -202,6 +221,62 @@ impl Backchannel {
             }
         }
         false
+    }
+
+    /// A piece of a continued reverse-direction Call `xid`
+    /// ([`proto::Reply::ReverseCallPiece`]): its `payload` goes to
+    /// `offset` of the reassembly buffer; with `last` (the Call's length)
+    /// the Call is complete and goes on as one received in one message
+    /// ([`Backchannel::receive_call`], whose answer this returns). Runs
+    /// in the reply handler; never sleeps.
+    #[allow(clippy::too_many_arguments)]
+    pub fn receive_piece(
+        &self,
+        xprt: &Xprt,
+        conn: u32,
+        vers: Option<Protocol>,
+        xid: u32,
+        offset: u32,
+        payload: &[u8],
+        last: Option<u32>,
+    ) -> bool {
+        let mut a = self.assembly.lock();
+        let at = offset as usize;
+        // The protocol state keeps every piece within `bcp::MAX_CALL`.
+        let Some(dst) = at
+            .checked_add(payload.len())
+            .and_then(|end| a.get_mut(at..end))
+        else {
+            drop(a);
+            trace::bc_call(
+                conn,
+                xid,
+                vers,
+                payload.len(),
+                c"dropped (beyond the reassembly buffer)",
+            );
+            self.drop_call(xid, c"dropped (beyond the reassembly buffer)");
+            return false;
+        };
+        dst.copy_from_slice(payload);
+        let Some(len) = last else {
+            return false;
+        };
+        match a.get(..len as usize) {
+            Some(call) => self.receive_call(xprt, conn, vers, xid, call),
+            None => {
+                drop(a);
+                trace::bc_call(
+                    conn,
+                    xid,
+                    vers,
+                    len as usize,
+                    c"dropped (beyond the reassembly buffer)",
+                );
+                self.drop_call(xid, c"dropped (beyond the reassembly buffer)");
+                false
+            }
+        }
     }
 
     fn drop_call(&self, xid: u32, why: &CStr) {

@@ -286,7 +286,7 @@ TRACE_EVENT(rpcrdma2_post_send,
 		  __entry->signaled, __entry->free)
 );
 
-/* A received message, classified (class, one of 16; rpcrdma/conn/reply.rs):
+/* A received message, classified (class, one of 17; rpcrdma/conn/reply.rs):
  *   deliver        an inline reply
  *   chunked        a reply using chunks
  *   piece          a piece of a continued reply (F_MORE set)
@@ -295,7 +295,9 @@ TRACE_EVENT(rpcrdma2_post_send,
  *   resend         the version 1 fallback: the RPC is sent again
  *   recover        a transport error whose RPC is sent again
  *   fallback       ERR_VERS answered our RDMA2_CONNPROP probe
- *   reverse_call   a reverse-direction Call (callback)
+ *   reverse_call   a reverse-direction Call (callback), or the last
+ *                  piece of a continued one
+ *   reverse_piece  a piece of a continued reverse-direction Call
  *   reverse_error  a reverse-direction Call we cannot serve, answered
  *                  with RDMA2_ERROR
  *   credit_grant   an asynchronous credit grant

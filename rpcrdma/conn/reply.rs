@@ -320,7 +320,11 @@ impl QpState {
                 }
             }
             Reply::Resend { xid } => (c"resend", xid, 0),
-            Reply::ReverseCall { xid, .. } => (c"reverse_call", xid, 0),
+            Reply::ReverseCall { xid, .. }
+            | Reply::ReverseCallPiece {
+                xid, last: Some(_), ..
+            } => (c"reverse_call", xid, 0),
+            Reply::ReverseCallPiece { xid, .. } => (c"reverse_piece", xid, 0),
             Reply::Piece {
                 xid, last: None, ..
             } => (c"piece", xid, 0),
@@ -528,6 +532,20 @@ impl QpState {
                 if self
                     .bc
                     .receive_call(&self.xprt, self.id, vers, xid, payload)
+                {
+                    self.why.note(why::Why::BackchannelOverflow);
+                    self.xprt.force_disconnect();
+                }
+            }
+            Reply::ReverseCallPiece {
+                xid,
+                offset,
+                payload,
+                last,
+            } => {
+                if self
+                    .bc
+                    .receive_piece(&self.xprt, self.id, vers, xid, offset, payload, last)
                 {
                     self.why.note(why::Why::BackchannelOverflow);
                     self.xprt.force_disconnect();

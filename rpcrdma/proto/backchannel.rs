@@ -291,6 +291,11 @@ pub enum CallStep {
     },
 }
 
+/// The largest reverse-direction Call reassembled from continued pieces
+/// ([`CallAssembly`]): the backchannel receive buffer of the smallest
+/// page size (a kernel backchannel request's buffer is one page).
+pub const MAX_CALL: u32 = 4096;
+
 /// Reassembly of a reverse-direction Call continued over several
 /// `RDMA2_MSG` pieces (-00 §4.5.2, §6.3.2). We advertise Reverse Request
 /// Support `INLINE`, which covers continued messages (they are inline
@@ -359,6 +364,32 @@ impl CallAssembly {
                 offset,
                 len: end,
             }
+        }
+    }
+
+    /// A piece of Call `xid` (`more`: `F_MORE`) that cannot be served
+    /// (it carries chunk lists: `body`, [`error_for_chunks`]): answered
+    /// with `body` once, and the rest of its sequence dropped.
+    pub fn refuse(&mut self, xid: u32, more: bool, body: ErrorBody) -> CallStep {
+        match self.state {
+            Some((x, _, _)) if x != xid => return self.interrupt(xid),
+            Some((_, _, true)) => {
+                if !more {
+                    self.state = None;
+                }
+                return CallStep::Refuse {
+                    xid,
+                    body,
+                    answer: false,
+                };
+            }
+            _ => {}
+        }
+        self.state = more.then_some((xid, 0, true));
+        CallStep::Refuse {
+            xid,
+            body,
+            answer: true,
         }
     }
 

@@ -35,6 +35,7 @@ pub mod send;
 pub mod stats;
 
 use self::stats::Stats;
+use super::backchannel::CallAssembly;
 use super::config::Config;
 use super::connprop::{self, Assembly};
 use super::continuation::Reassembly;
@@ -79,6 +80,8 @@ pub struct Transport {
     unanswered: u32,
     /// A continued `RDMA2_CONNPROP` being reassembled.
     props_asm: Assembly,
+    /// A continued reverse-direction Call being reassembled.
+    rcall: CallAssembly,
     stats: Stats,
 }
 
@@ -100,6 +103,7 @@ impl Transport {
             cont: Reassembly::new(),
             unanswered: 0,
             props_asm: Assembly::new(),
+            rcall: CallAssembly::new(),
             stats: Stats::default(),
         }
     }
@@ -160,6 +164,7 @@ impl Transport {
         self.established = false;
         self.seg_cap = None;
         self.cont = Reassembly::new();
+        self.rcall = CallAssembly::new();
         self.unanswered = 0;
         self.props_asm.reset();
         self.refresh_thresholds();
@@ -191,6 +196,7 @@ impl Transport {
         }
         self.established = false;
         self.cont = Reassembly::new();
+        self.rcall = CallAssembly::new();
         loss
     }
 
@@ -267,6 +273,7 @@ impl Transport {
         self.stats.probe_timeouts = self.stats.probe_timeouts.wrapping_add(1);
         self.established = false;
         self.cont = Reassembly::new();
+        self.rcall = CallAssembly::new();
         self.props_asm.reset();
         true
     }

@@ -53,7 +53,7 @@ pub struct ChunkUse {
 }
 
 impl ChunkUse {
-    fn of(chunks: &ChunkListsView<'_>, nomsg: bool) -> Self {
+    pub(super) fn of(chunks: &ChunkListsView<'_>, nomsg: bool) -> Self {
         Self {
             read_list: !chunks.reads.is_empty(),
             write_list: !chunks.writes.is_empty(),
@@ -234,6 +234,24 @@ pub enum Reply<'a> {
         /// The RPC Call message.
         payload: &'a [u8],
     },
+    /// A piece of a reverse-direction Call continued over several
+    /// `RDMA2_MSG`s (-00 §4.5.2, §6.3.2), reassembled by
+    /// [`super::backchannel::CallAssembly`]: copy `payload` to `offset`
+    /// of the transport's reassembly buffer (of
+    /// [`super::backchannel::MAX_CALL`] bytes; `offset` plus the
+    /// payload's length never exceeds it). With `last`, the Call is
+    /// complete: its first `last` bytes are the RPC Call message, to be
+    /// handled as a [`Reply::ReverseCall`]'s payload.
+    ReverseCallPiece {
+        /// The Call's XID (the peer's).
+        xid: u32,
+        /// Where the payload goes.
+        offset: u32,
+        /// This piece's part of the Call.
+        payload: &'a [u8],
+        /// The whole Call's length, with the last piece.
+        last: Option<u32>,
+    },
     /// A reply that uses chunks, on a transport that offers them
     /// (`Config::max_segs` > 0): look up `xid`; if a request waits for
     /// it, check `header` against what that request registered with
@@ -294,6 +312,7 @@ impl Reply<'_> {
             | Self::Chunked { .. }
             | Self::Resend { .. }
             | Self::ReverseCall { .. }
+            | Self::ReverseCallPiece { .. }
             | Self::Piece { .. }
             | Self::Control(_) => None,
         }

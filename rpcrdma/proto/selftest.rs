@@ -1428,13 +1428,32 @@ fn refused_no_xid() -> TestResult {
 
 #[inline(never)]
 fn refused_reverse_call() -> TestResult {
-    // A continued reverse-direction Call (F_RESPONSE clear): not ours.
+    // A continued reverse-direction Call (F_RESPONSE clear) is not a
+    // reply of ours: it is reassembled for the backchannel, and answers
+    // none of our Calls.
     let mut t = v2_with_call();
     let w = Wire::new(&[77, 2, CRED_0_32, 0, 2, 0, 0, 0, 0, 77, 0]);
-    check!(t.receive(w.bytes()).reply == Reply::Drop(Cause::Continuation(Fault::ReverseCall)));
+    check!(matches!(
+        t.receive(w.bytes()).reply,
+        Reply::ReverseCallPiece {
+            xid: 77,
+            offset: 0,
+            last: None,
+            payload,
+        } if payload.len() == 8
+    ));
     let w = Wire::new(&[77, 2, CRED_0_32, 0, 0, 0, 0, 0, 0, 1]);
-    check!(t.receive(w.bytes()).reply == Reply::Drop(Cause::Continuation(Fault::Discarded)));
-    check!(t.credits().outstanding() == 1 && t.stats().unsupported == 2);
+    check!(matches!(
+        t.receive(w.bytes()).reply,
+        Reply::ReverseCallPiece {
+            xid: 77,
+            offset: 8,
+            last: Some(12),
+            payload,
+        } if payload.len() == 4
+    ));
+    check!(t.credits().outstanding() == 1 && t.stats().unsupported == 0);
+    check!(t.stats().reverse_calls == 1 && t.stats().reverse_call_pieces == 2);
     check!(t.stats().bad_reply == 0);
     Ok(())
 }

@@ -488,7 +488,7 @@ PLANTED = [
     ("a reply class missing from trace.h's comment", "reply_classes",
      lambda t: plant(t, "rpcrdma/trace.h", " *   reverse_error ", " *   reverse_errors ")),
     ("trace.h miscounts the reply classes", "reply_classes",
-     lambda t: plant(t, "rpcrdma/trace.h", "(class, one of 16;", "(class, one of 15;")),
+     lambda t: plant(t, "rpcrdma/trace.h", "(class, one of 17;", "(class, one of 16;")),
     ("a reply class the admin guide does not name", "reply_classes",
      lambda t: plant(t, "Documentation/admin-guide.rst", "``reverse_error`` (a", "``reverse_err`` (a")),
     ("testing.rst shows a reply class reply.rs does not emit", "trace_mentions",

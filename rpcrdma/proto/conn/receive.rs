@@ -5,11 +5,12 @@
 //! negotiation, credit grants, the reassembly of continued replies and of
 //! a continued `RDMA2_CONNPROP`, messages that do not decode.
 
+use super::super::backchannel::{self, CallAssembly, CallStep, MAX_CALL};
 use super::super::connprop;
 use super::super::continuation::{Fault, Piece, Step};
 use super::super::credits::{CreditUpdate, Grant};
 use super::super::negotiate::{Phase, Verdict};
-use super::super::reply::{classify, Cause, Control, Reply};
+use super::super::reply::{classify, Cause, ChunkUse, Control, Reply};
 use super::super::xdr::header::{self, Body, Header, Protocol};
 use super::super::xdr::props::{TransportProperties, RVREQSUP_NONE};
 use super::super::xdr::v2;
@@ -182,6 +183,76 @@ impl Transport {
         true
     }
 
+    /// A piece of a continued reverse-direction Call (`RDMA2_MSG` with
+    /// `F_RESPONSE` clear: the peer's XID space, -00 §6.3.2) on a version
+    /// 2 connection: the first (`F_MORE`), or any such message while one
+    /// is being reassembled ([`CallAssembly`]). `None` for every other
+    /// message, which is handled as usual: a Call in one message, and
+    /// whatever interrupts a sequence that is not a reverse-direction
+    /// Call (the sequence is dropped then, counted in
+    /// `reverse_calls_interrupted`: no `RDMA2_ERROR` answers it, as the
+    /// message that broke the sequence is not the peer's Call).
+    fn reverse_piece<'a>(&mut self, h: &Header<'a>) -> Option<(Reply<'a>, Option<Grant>)> {
+        let m = match h.body {
+            Body::Msg(ref m) if !h.flags.is_response() && h.xid != 0 => m,
+            _ => {
+                if self.rcall.in_sequence() {
+                    self.rcall = CallAssembly::new();
+                    self.stats.reverse_calls_interrupted =
+                        self.stats.reverse_calls_interrupted.wrapping_add(1);
+                }
+                return None;
+            }
+        };
+        let more = h.flags.has_more();
+        if !more && !self.rcall.in_sequence() {
+            return None;
+        }
+        // Like every reverse-direction message, a piece grants credits
+        // for our Calls and answers none of them.
+        let grant = Some(Grant::V2 {
+            credits: h.credits(),
+            answers_call: false,
+            credit_grant: false,
+        });
+        if self.refuses_reverse_calls() {
+            // -00 §5.2.5, as for a Call in one message.
+            self.rcall = CallAssembly::new();
+            self.stats.reverse_refused = self.stats.reverse_refused.wrapping_add(1);
+            return Some((Reply::Drop(Cause::ReverseRefused), grant));
+        }
+        let len = u32::try_from(m.payload.len()).unwrap_or(u32::MAX);
+        let step = match backchannel::error_for_chunks(ChunkUse::of(&m.chunks, false)) {
+            // Chunk lists (the last piece's: F_MORE with chunks does not
+            // decode): the Call would need them read or written.
+            Some(body) => self.rcall.refuse(h.xid, more, body),
+            // None, or only a Reply chunk (we may reply by other means,
+            // -00 §6.5): an inline piece.
+            None => self.rcall.piece(h.xid, more, len, MAX_CALL),
+        };
+        let reply = match step {
+            CallStep::Append { xid, offset } => Reply::ReverseCallPiece {
+                xid,
+                offset,
+                payload: m.payload,
+                last: None,
+            },
+            CallStep::Last { xid, offset, len } => Reply::ReverseCallPiece {
+                xid,
+                offset,
+                payload: m.payload,
+                last: Some(len),
+            },
+            CallStep::Refuse {
+                xid,
+                body,
+                answer: true,
+            } => Reply::Drop(Cause::ReverseError { xid, body }),
+            CallStep::Refuse { .. } => Reply::Drop(Cause::Continuation(Fault::ReverseCall)),
+        };
+        Some((reply, grant))
+    }
+
     /// The peer announced `RVREQSUP_NONE` (-00 §5.2.5).
     fn refuses_reverse_calls(&self) -> bool {
         self.props
@@ -235,6 +306,13 @@ impl Transport {
         // Version 2 messages go through the reassembly first: pieces of a
         // sequence, and whatever interrupts one.
         let v2_conn = h.protocol == Protocol::V2 && self.neg.protocol() == Some(Protocol::V2);
+        // Pieces of a continued reverse-direction Call, unless a
+        // continued reply is in progress (which such a piece interrupts).
+        if v2_conn && !self.cont.in_sequence() {
+            if let Some(r) = self.reverse_piece(h) {
+                return r;
+            }
+        }
         let seen = v2_conn && self.cont.in_sequence();
         if seen {
             if let Some(r) = self.continued(&piece_of(h), h) {

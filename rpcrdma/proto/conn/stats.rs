@@ -52,14 +52,22 @@ pub struct Stats {
     /// `RDMA2_ERROR`s sent as the responder of the reverse direction
     /// ([`Transport::prepare_reverse_error`]).
     pub reverse_errors: u64,
-    /// Reverse-direction (backchannel) Calls received.
+    /// Reverse-direction (backchannel) Calls received (a continued one
+    /// when its last piece is in).
     pub reverse_calls: u64,
+    /// Pieces of continued reverse-direction Calls received (every piece,
+    /// last included).
+    pub reverse_call_pieces: u64,
+    /// Continued reverse-direction Calls dropped part-way: a message
+    /// that is not a reverse-direction Call arrived before the last piece
+    /// (the peer retries the Call as one that was lost).
+    pub reverse_calls_interrupted: u64,
     /// Reverse-direction replies sent ([`Transport::prepare_bc_reply`]).
     pub bc_replies: u64,
     /// Replies using what we do not support: chunks on a connection that
-    /// offers none, a continued reply whose last piece has chunks, pieces
-    /// of a continued reverse-direction Call, and the rest of such
-    /// sequences.
+    /// offers none, a continued reply whose last piece has chunks, a
+    /// continued reverse-direction Call that starts while a continued
+    /// reply is being reassembled, and the rest of such sequences.
     pub unsupported: u64,
     /// Connections closed for a protocol error.
     pub disconnects: u64,
@@ -93,6 +101,12 @@ impl Transport {
                 bump(&mut s.v1_fallbacks);
             }
             Reply::ReverseCall { .. } => bump(&mut s.reverse_calls),
+            Reply::ReverseCallPiece { last, .. } => {
+                bump(&mut s.reverse_call_pieces);
+                if last.is_some() {
+                    bump(&mut s.reverse_calls);
+                }
+            }
             Reply::Piece { last, .. } => {
                 bump(&mut s.reply_pieces);
                 if last.is_some() {

@@ -243,3 +243,156 @@ fn reverse_call_with_bad_rpc_header_is_not_served() {
     let w = bytes(&[5, 1, 2, 0, 0, 0, 0, 5]);
     assert!(!matches!(t.receive(&w).reply, Reply::ReverseCall { .. }));
 }
+
+/// A transport settled on version 2 with one Call of ours outstanding
+/// (XID 9 answered, XID 10 sent).
+fn v2_up() -> Transport {
+    let mut t = Transport::new(Config {
+        bc_requests: backchannel::SLOTS,
+        ..Config::DEFAULT
+    });
+    t.connect();
+    t.established(peer(4096, 4096));
+    t.prepare_call(9, 100, 100).unwrap();
+    let reply = bytes(&[9, 2, 0x0001_0020, 0, 1, 0, 0, 0, 0, 9, 1, 0, 0, 0, 0]);
+    assert!(matches!(
+        t.receive(&reply).reply,
+        Reply::Deliver { xid: 9, .. }
+    ));
+    t.prepare_call(10, 100, 100).unwrap();
+    t
+}
+
+/// A piece of reverse-direction Call `xid`: `RDMA2_MSG`, `F_RESPONSE`
+/// clear, `F_MORE` if `more`, empty chunk lists, then `words`.
+fn rpiece(xid: u32, more: bool, words: &[u32]) -> Vec<u8> {
+    let mut w = vec![xid, 2, 0x0001_0020, 0, if more { 2 } else { 0 }, 0, 0, 0, 0];
+    w.extend_from_slice(words);
+    bytes(&w)
+}
+
+#[test]
+fn v2_continued_reverse_call_is_reassembled() {
+    let mut t = v2_up();
+    let out = t.credits().outstanding();
+    // The RPC header in the first piece, the rest in the next two.
+    let p1 = rpiece(0x77, true, &[0x77, 0, 2, 0x4000_0000]);
+    let p2 = rpiece(0x77, true, &[1, 1]);
+    let p3 = rpiece(0x77, false, &[0, 0, 0, 0]);
+    let mut call = [0u8; 64];
+    let mut end = 0;
+    for (p, at, last) in [(&p1, 0, None), (&p2, 16, None), (&p3, 24, Some(40))] {
+        let o = t.receive(p);
+        match o.reply {
+            Reply::ReverseCallPiece {
+                xid: 0x77,
+                offset,
+                payload,
+                last: l,
+            } => {
+                assert_eq!((offset, l), (at, last));
+                let o = offset as usize;
+                call[o..o + payload.len()].copy_from_slice(payload);
+                end = o + payload.len();
+            }
+            r => panic!("not a piece of the reverse Call: {r:?}"),
+        }
+    }
+    assert_eq!(
+        &call[..end],
+        &bytes(&[0x77, 0, 2, 0x4000_0000, 1, 1, 0, 0, 0, 0])[..]
+    );
+    // It answered none of our Calls; one Call received, three pieces.
+    assert_eq!(t.credits().outstanding(), out);
+    assert_eq!(t.stats().reverse_calls, 1);
+    assert_eq!(t.stats().reverse_call_pieces, 3);
+    assert_eq!(t.stats().unsupported, 0);
+    // Our own reply still arrives as usual.
+    let reply = bytes(&[10, 2, 0x0001_0020, 0, 1, 0, 0, 0, 0, 10, 1, 0, 0, 0, 0]);
+    assert!(matches!(
+        t.receive(&reply).reply,
+        Reply::Deliver { xid: 10, .. }
+    ));
+}
+
+#[test]
+fn v2_continued_reverse_call_interrupted_by_a_reply() {
+    let mut t = v2_up();
+    let p1 = rpiece(0x77, true, &[0x77, 0, 2, 0x4000_0000]);
+    assert!(matches!(
+        t.receive(&p1).reply,
+        Reply::ReverseCallPiece { last: None, .. }
+    ));
+    // Our reply interrupts the sequence: delivered, the Call dropped.
+    let reply = bytes(&[10, 2, 0x0001_0020, 0, 1, 0, 0, 0, 0, 10, 1, 0, 0, 0, 0]);
+    assert!(matches!(
+        t.receive(&reply).reply,
+        Reply::Deliver { xid: 10, .. }
+    ));
+    assert_eq!(t.stats().reverse_calls_interrupted, 1);
+    // The rest of the dropped Call no longer belongs to a sequence: a
+    // last piece on its own is classified as a Call in one message
+    // (and its bytes are not an RPC Call).
+    let p2 = rpiece(0x77, false, &[1, 1]);
+    assert!(!matches!(
+        t.receive(&p2).reply,
+        Reply::ReverseCallPiece { .. } | Reply::ReverseCall { .. }
+    ));
+    assert_eq!(t.stats().reverse_calls, 0);
+}
+
+#[test]
+fn v2_continued_reverse_call_refusals() {
+    use rpcrdma_proto::xdr::header::ErrorBody;
+    use rpcrdma_proto::Cause;
+    // Another XID in the middle: RDMA2_ERR_INVAL_FLAG for that message
+    // (-00 §6.3.2), the sequence dropped.
+    let mut t = v2_up();
+    t.receive(&rpiece(0x77, true, &[0x77, 0]));
+    let m = rpiece(0x78, true, &[0x78, 0]);
+    let o = t.receive(&m);
+    assert_eq!(
+        o.reply,
+        Reply::Drop(Cause::ReverseError {
+            xid: 0x78,
+            body: ErrorBody::InvalFlag
+        })
+    );
+    // Longer than a backchannel buffer: RDMA2_ERR_SYSTEM once, the rest
+    // of the sequence dropped without another answer.
+    let mut t = v2_up();
+    let big = vec![0u32; (backchannel::MAX_CALL / 4) as usize];
+    assert!(matches!(
+        t.receive(&rpiece(0x79, true, &[0x79, 0])).reply,
+        Reply::ReverseCallPiece { .. }
+    ));
+    let m = rpiece(0x79, true, &big);
+    let o = t.receive(&m);
+    assert_eq!(
+        o.reply,
+        Reply::Drop(Cause::ReverseError {
+            xid: 0x79,
+            body: ErrorBody::System
+        })
+    );
+    let m = rpiece(0x79, false, &[1]);
+    let o = t.receive(&m);
+    assert!(matches!(o.reply, Reply::Drop(Cause::Continuation(_))));
+    assert_eq!(t.stats().reverse_calls, 0);
+    // A last piece with a Read list: RDMA2_ERR_READ_CHUNKS.
+    let mut t = v2_up();
+    t.receive(&rpiece(0x7a, true, &[0x7a, 0]));
+    let last = bytes(&[0x7a, 2, 0x0001_0020, 0, 0, 0, 1, 0, 1, 16, 0, 0, 0, 0, 0, 1]);
+    let o = t.receive(&last);
+    assert!(
+        matches!(
+            o.reply,
+            Reply::Drop(Cause::ReverseError {
+                xid: 0x7a,
+                body: ErrorBody::ReadChunks { .. }
+            })
+        ),
+        "{:?}",
+        o.reply
+    );
+}

@@ -54,10 +54,10 @@ options:
                          RDMA2_ERR_INVAL_HTYPE with F_RESPONSE, -00 §6.4.3;
                          else unknown_htype_wrong)
   --continued-reverse-call
-                         v2, with --relay-callbacks: after the first reply
-                         on a connection, send the client once a CB_NULL
-                         reverse-direction Call continued over two pieces
-                         and count its answer
+                         v2, with --relay-callbacks: when nfsd gives a
+                         session its backchannel, send the client once a
+                         CB_NULL reverse-direction Call continued over two
+                         pieces and count its answer
                          (continued_reverse_call_answered: a successful
                          reply with F_RESPONSE; else
                          continued_reverse_call_wrong)

@@ -2071,8 +2071,11 @@ fn continued_reverse_call_is_sent_in_two_pieces_and_its_reply_counted() {
     };
     let mut st = Stats::default();
     let mut p = settled_v2(opts.clone(), &mut st);
-    let pieces = p.continued_reverse_call().expect("the pieces");
-    assert!(p.continued_reverse_call().is_none(), "once per connection");
+    let pieces = p.continued_reverse_call(0x4000_0000).expect("the pieces");
+    assert!(
+        p.continued_reverse_call(0x4000_0000).is_none(),
+        "once per connection"
+    );
     assert_eq!(pieces.len(), 2);
     let mut rpc = Vec::new();
     for (i, m) in pieces.iter().enumerate() {
@@ -2108,7 +2111,7 @@ fn continued_reverse_call_is_sent_in_two_pieces_and_its_reply_counted() {
     // An RDMA2_ERROR for it instead.
     let mut st = Stats::default();
     let mut p = settled_v2(opts.clone(), &mut st);
-    p.continued_reverse_call().expect("the pieces");
+    p.continued_reverse_call(0x4000_0000).expect("the pieces");
     let err = bytes(&[CONT_CALL_XID, 2, (32 << 16) | 1, 4, 1, 4]);
     assert_eq!(p.on_receive(&err, &mut st), vec![Action::Nothing]);
     assert_eq!(
@@ -2124,5 +2127,5 @@ fn continued_reverse_call_is_sent_in_two_pieces_and_its_reply_counted() {
     for m in client_connprop(0, 0, 1) {
         p.on_receive(&m, &mut st);
     }
-    assert!(p.continued_reverse_call().is_none());
+    assert!(p.continued_reverse_call(0x4000_0000).is_none());
 }

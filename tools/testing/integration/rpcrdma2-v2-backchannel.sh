@@ -27,6 +27,12 @@
 #       RDMA2_ERR_INVAL_HTYPE, F_RESPONSE set (-00 §6.4.3); the Call
 #       completes with its own reply and the mount stays on one
 #       connection.
+#   13. on port 20114 (--continued-reverse-call): when the session gets
+#       its backchannel, a CB_NULL continued over two RDMA2_MSG pieces
+#       without F_RESPONSE is reassembled (rpcrdma2_reply
+#       class=reverse_piece, then class=reverse_call), served by the
+#       callback service and answered with a successful reply carrying
+#       F_RESPONSE; the mount goes on on its one connection.
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -123,6 +129,19 @@ planted_answer 20113 unknown_htype ||
 goes_on 20113 "" ||
 	tb_die "port 20113: the mount did not go on on its one connection after the answer" # conformance: unknown-htype
 tb_log "port 20113: the unknown header type was answered with RDMA2_ERR_INVAL_HTYPE; the Call it named completed; one connection"
+
+tb_log "=== a reverse-direction Call continued over two pieces (responder --continued-reverse-call, port 20114)"
+planted_answer 20114 continued_reverse_call ||
+	tb_die "port 20114: the CB_NULL continued over two pieces was not answered (once) with a successful reply" # conformance: continued-reverse-call
+piece=$(tb_trace_events reply 'xid=0xcbad0002 .*class=reverse_piece' | head -n 1)
+whole=$(tb_trace_events reply 'xid=0xcbad0002 .*class=reverse_call' | head -n 1)
+[ -n "$piece" ] && [ -n "$whole" ] ||
+	tb_die "port 20114: the pieces were not traced as reverse_piece then reverse_call: $(tb_trace_events reply 'xid=0xcbad0002')" # conformance: continued-reverse-call
+[ -n "$(tb_trace_events bc_reply 'xid=0xcbad0002 .*outcome=sent')" ] ||
+	tb_die "port 20114: no rpcrdma2_bc_reply xid=0xcbad0002 outcome=sent: $(tb_trace_events bc_reply | tail -n 3)" # conformance: continued-reverse-call
+goes_on 20114 "" ||
+	tb_die "port 20114: the mount did not go on on its one connection after the answer" # conformance: continued-reverse-call
+tb_log "port 20114: the continued CB_NULL was reassembled, served and answered; one connection"
 
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
 tb_log "rpcrdma2 backchannel (version 2, and CB_NULL on version 1): all checks passed"

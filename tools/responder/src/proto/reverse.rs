@@ -215,13 +215,14 @@ impl ConnProto {
     }
 
     /// `--continued-reverse-call`: once per version 2 connection whose
-    /// client takes reverse-direction Calls, a CB_NULL Call (XID
-    /// [`CONT_CALL_XID`]) continued over two `RDMA2_MSG` pieces without
+    /// client takes reverse-direction Calls, a CB_NULL Call of callback
+    /// program `prog` (XID [`CONT_CALL_XID`]) continued over two
+    /// `RDMA2_MSG` pieces without
     /// `F_RESPONSE`, `F_MORE` on the first (-00 §4.5.2; the client's
     /// Reverse Request Support `INLINE` covers continued messages). Its
     /// answer is counted when it arrives (`continued_reverse_call_answered`,
     /// `continued_reverse_call_wrong`). `None` otherwise.
-    pub fn continued_reverse_call(&mut self) -> Option<Vec<Vec<u8>>> {
+    pub fn continued_reverse_call(&mut self, prog: u32) -> Option<Vec<Vec<u8>>> {
         if !self.opts.continued_reverse_call
             || !self.opts.relay_callbacks
             || self.cont_call_sent
@@ -230,7 +231,7 @@ impl ConnProto {
         {
             return None;
         }
-        let rpc = crate::nfs::null_call(CONT_CALL_XID, 0x4000_0000, 1);
+        let rpc = crate::nfs::null_call(CONT_CALL_XID, prog, 1);
         let (first, second) = rpc.split_at(12);
         let mut out = Vec::new();
         for (payload, more) in [(first, true), (second, false)] {

@@ -88,7 +88,7 @@ impl Server {
         // Joined into one message only for --probe-callbacks, which reads
         // the whole Call.
         let parts = slot.call.splice_parts(total);
-        let joined = if c.proto.opts.probe_callbacks {
+        let joined = if c.proto.opts.probe_callbacks || c.proto.opts.continued_reverse_call {
             slot.call.splice(&c.qp.buf()[base..base + total])
         } else {
             None
@@ -153,7 +153,7 @@ impl Server {
             return;
         };
         let hdr = nfs::parse_call(&rpc);
-        let bc_prog = if c.proto.opts.probe_callbacks {
+        let bc_prog = if c.proto.opts.probe_callbacks || c.proto.opts.continued_reverse_call {
             nfs::backchannel_request(&rpc)
         } else {
             None
@@ -393,19 +393,26 @@ impl Server {
         }
         self.reply(k, s, rec, at);
         if let Some(prog) = probe {
-            self.probe_callbacks(k, prog);
+            if self
+                .conns
+                .get(&k)
+                .is_some_and(|c| c.proto.opts.probe_callbacks)
+            {
+                self.probe_callbacks(k, prog);
+            }
+            self.send_continued_reverse_call(k, prog);
         }
         self.send_bad_reverse_call(k);
-        self.send_continued_reverse_call(k);
     }
 
-    /// `--continued-reverse-call`: after the first reply on a version 2
-    /// connection, a CB_NULL reverse-direction Call in two pieces.
-    fn send_continued_reverse_call(&mut self, k: usize) {
+    /// `--continued-reverse-call`: when nfsd gave a session on a version
+    /// 2 connection its backchannel (callback program `prog`), a CB_NULL
+    /// reverse-direction Call in two pieces.
+    fn send_continued_reverse_call(&mut self, k: usize, prog: u32) {
         let Some(c) = self.conns.get_mut(&k) else {
             return;
         };
-        if let Some(pieces) = c.proto.continued_reverse_call() {
+        if let Some(pieces) = c.proto.continued_reverse_call(prog) {
             self.stats.continued_reverse_call_sent += 1;
             log::info(format_args!(
                 "{}: reverse-direction Call continued over {} pieces (xid {:#x}) sent",

@@ -9,13 +9,15 @@
 # relays callbacks and sends each connection one reverse-direction Call
 # the client cannot serve (--bad-reverse-call); on 20113 one message of
 # an unknown header type carrying the XID of a Call in flight
-# (--unknown-htype-call).
+# (--unknown-htype-call); on 20114 a CB_NULL continued over two pieces
+# when a session gets its backchannel (--continued-reverse-call).
 
 # shellcheck source=nfsd-clients.sh
 . "$(dirname "${BASH_SOURCE[0]}")/nfsd-clients.sh"
 RESPONDER_INSTANCES="20110 --relay-callbacks --probe-callbacks
 20111 --v1-only --relay-callbacks --probe-callbacks
 20112 --relay-callbacks --bad-reverse-call
-20113 --relay-callbacks --unknown-htype-call"
+20113 --relay-callbacks --unknown-htype-call
+20114 --relay-callbacks --continued-reverse-call"
 # shellcheck source=responder.sh
 . "$(dirname "${BASH_SOURCE[0]}")/responder.sh"
