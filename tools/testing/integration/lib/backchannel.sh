@@ -45,7 +45,14 @@
 #      completes (within 20 s), the callback path is UP again afterwards
 #      ((v2) and the responder's CB_NULL on the new connection is
 #      answered) and a new delegation is granted;
-#   9. the kernel logged no warnings, no rpcrdma2 backchannel message (a
+#   9. (NFSv4.1) a CB_RECALL storm: the client holds 200 read delegations
+#      at once and the server writes to all 200 files together; every
+#      write finishes within 30 s (a recall not answered waits for the
+#      lease break, 45 s), no delegation is left, mountstats counts a
+#      callback served and a reply sent for each of the 200, none
+#      dropped; (v2) the responder relayed 200 callbacks and handed 200
+#      replies to nfsd;
+#  10. the kernel logged no warnings, no rpcrdma2 backchannel message (a
 #      dropped callback, a reply too large or not posted), no failed
 #      backchannel reply, and no rpcrdma2_bc_call or rpcrdma2_bc_reply
 #      event says a callback or a reply was dropped.
@@ -79,6 +86,7 @@ callback_up() { server_state | grep -q '^callback state: UP'; }
 # deleg_count: read delegations the server lists for this client.
 deleg_count() { server_state | grep -c 'type: deleg, access: r' || true; }
 has_deleg() { (($(deleg_count) >= 1)); }
+deleg_at_least() { (($(deleg_count) >= $1)); }
 no_deleg() { (($(deleg_count) == 0)); }
 # bc_stats MNT: "served replies dropped", fields 29-31 of the mount's
 # xprt: line (rpcrdma2's backchannel counters, Documentation/admin-guide.rst;
@@ -149,6 +157,57 @@ $(server_state)"
 	tb_log "vers=$vers ($name): the server's conflicting write took $ms ms"
 	((ms < limit)) || tb_die "vers=$vers ($name): the recall took $ms ms (limit $limit)"
 	wait_for 10 no_deleg || tb_die "vers=$vers ($name): the server still lists a delegation"
+}
+
+# recall_storm N: N read delegations held at once, all recalled together
+# (step 9).
+recall_storm() {
+	local n=$1 i fd fds=() served0 served replies dropped ms rc0 rr0
+	for ((i = 0; i < n; i++)); do
+		echo "storm $i" >"$MNT/storm-$i"
+	done
+	sync
+	tb_drop_caches
+	for ((i = 0; i < n; i++)); do
+		exec {fd}<"$MNT/storm-$i"
+		fds+=("$fd")
+	done
+	wait_for 60 deleg_at_least "$n" ||
+		tb_die "storm: the server lists $(deleg_count) read delegations for the $n files held open"
+	read -r served0 _ _ <<<"$(bc_stats "$MNT")"
+	if [ "$BC_WIRE" = v2 ]; then
+		rc0=$(stat_of reverse_calls_sent) rr0=$(stat_of reverse_replies)
+	fi
+	rm -f "$CTL/srv-done.storm"
+	for ((i = 0; i < n; i++)); do
+		echo "storm-$i"
+	done >"$CTL/storm-list"
+	mv "$CTL/storm-list" "$CTL/srv-req.storm"
+	wait_for 120 test -e "$CTL/srv-done.storm" ||
+		tb_die "storm: the server's $n conflicting writes did not finish in 120 s" # conformance: cb-recall-storm
+	ms=$(cat "$CTL/srv-done.storm")
+	tb_log "storm: the server's $n conflicting writes took $ms ms"
+	((ms < 30000)) ||
+		tb_die "storm: recalling $n delegations took $ms ms (>= 30 s): some were not returned until the lease break" # conformance: cb-recall-storm
+	for fd in "${fds[@]}"; do
+		exec {fd}<&-
+	done
+	wait_for 20 no_deleg || tb_die "storm: the server still lists $(deleg_count) delegation(s)" # conformance: cb-recall-storm
+	read -r served replies dropped <<<"$(bc_stats "$MNT")"
+	tb_log "storm: backchannel calls served $((served - served0)), replies sent $replies, dropped $dropped"
+	((served >= served0 + n)) ||
+		tb_die "storm: $((served - served0)) callbacks served for $n recalls" # conformance: cb-recall-storm
+	((replies >= served)) || tb_die "storm: $replies replies for $served callbacks" # conformance: cb-recall-storm
+	((dropped == 0)) || tb_die "storm: $dropped callbacks or replies dropped" # conformance: cb-recall-storm
+	[ -z "$(tb_trace_events 'bc_(call|reply)' 'outcome=dropped')" ] ||
+		tb_die "storm: a callback or reply was dropped: $(tb_trace_events 'bc_(call|reply)' 'outcome=dropped' | head -n 3)" # conformance: cb-recall-storm
+	if [ "$BC_WIRE" = v2 ]; then
+		wait_for 10 stat_above reverse_replies $((rr0 + n - 1)) || true
+		tb_log "storm: responder relayed $(($(stat_of reverse_calls_sent) - rc0)) callback(s), handed $(($(stat_of reverse_replies) - rr0)) reply(ies) to nfsd"
+		(($(stat_of reverse_calls_sent) - rc0 >= n && $(stat_of reverse_replies) - rr0 >= n)) ||
+			tb_die "storm: the responder relayed $(($(stat_of reverse_calls_sent) - rc0)) callbacks and $(($(stat_of reverse_replies) - rr0)) replies for $n recalls" # conformance: cb-recall-storm
+	fi
+	rm -f "$MNT/"storm-*
 }
 
 reconnect_during_recall() {
@@ -276,6 +335,12 @@ if [ -d "$F" ]; then
 else
 	tb_log "no $F (CONFIG_FAIL_SUNRPC): reconnect during a recall not tested"
 fi
+
+tb_log "=== vers=4.1: a CB_RECALL storm"
+tb_mount 4.1 rdma "$MNT"
+wait_for 20 callback_up || tb_die "the server does not report the callback path up"
+recall_storm 200
+tb_umount "$MNT"
 
 if dmesg | grep -E "WARNING:|BUG:|Oops|rpcrdma2: backchannel:|Could not send backchannel reply"; then
 	tb_die "kernel warnings or backchannel failures (above)"

@@ -8,12 +8,13 @@
 #   * every 0.2 s, /results/ctl/nfsd-clients.txt gets the info and states
 #     files of every client in /proc/fs/nfsd/clients (callback state,
 #     delegations, opens) and the server's /proc/locks (leases);
-#   * a file /results/ctl/srv-req.NAME holding a path relative to the
-#     export asks for a conflicting access: the server appends a line to
-#     that file locally. Opening it for writing breaks any read delegation
-#     a client holds (nfsd sends CB_RECALL and the open waits until the
-#     delegation is returned, or lease-break-time). The time the open and
-#     write took, in milliseconds, goes to /results/ctl/srv-done.NAME.
+#   * a file /results/ctl/srv-req.NAME holding paths relative to the
+#     export, one per line, asks for conflicting accesses: the server
+#     appends a line to each file locally, to all of them at once.
+#     Opening a file for writing breaks any read delegation a client
+#     holds (nfsd sends CB_RECALL and the open waits until the delegation
+#     is returned, or lease-break-time). The time until every open and
+#     write finished, in milliseconds, goes to /results/ctl/srv-done.NAME.
 #
 # nfsd's delegation and callback tracepoints (nfsd_deleg_*, nfsd_cb_*,
 # nfsd_open) and the lease ones (generic_add_lease, break_lease_*) go to
@@ -44,15 +45,21 @@ serve_requests() {
 		name=${req##*/srv-req.}
 		path=$(cat "$req")
 		rm -f "$req"
-		# In the background: the write blocks until the delegation is
+		# In the background: a write blocks until the delegation is
 		# returned, and the snapshots must go on meanwhile.
 		(
 			start=$(date +%s%N)
-			echo "written on the server" >>"$EXPORT/$path"
+			n=0
+			while read -r p; do
+				[ -n "$p" ] || continue
+				echo "written on the server" >>"$EXPORT/$p" &
+				n=$((n + 1))
+			done <<<"$path"
+			wait
 			end=$(date +%s%N)
 			echo $(((end - start) / 1000000)) >"$CTL/srv-done.$name.tmp"
 			mv "$CTL/srv-done.$name.tmp" "$CTL/srv-done.$name"
-			echo "conflicting write to $path: $(cat "$CTL/srv-done.$name") ms"
+			echo "conflicting write to $n file(s) ($(head -n 1 <<<"$path") ...): $(cat "$CTL/srv-done.$name") ms"
 		) &
 	done
 }
