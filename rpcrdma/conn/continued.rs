@@ -6,6 +6,7 @@
 //! the protocol state asks for. The decisions are
 //! [`proto::continuation`]'s and [`proto::Transport`]'s.
 
+use super::reply::ChunkedCheck;
 use super::*;
 
 /// Where a continued Call stopped: its XID (host order) and the offset of
@@ -238,6 +239,91 @@ impl QpState {
                 }
             }
         }
+    }
+
+    /// Places the last piece of a continued Reply, whose header `h`
+    /// carries the Reply's chunk lists (-00 §4.5.3), at the end of the
+    /// reduced Reply's `len` bytes as [`QpState::deliver_piece`] does;
+    /// then reads the reassembled reduced Reply back and handles it as a
+    /// Reply that uses chunks ([`QpState::check_chunked`],
+    /// [`QpState::deliver_chunked`]) whose payload it is. The pieces were
+    /// placed from the start of the receive buffer before its chunk lists
+    /// were known; bytes after a Write chunk's data (none with the Linux
+    /// NFS client, whose COMPOUNDs end with the READ) would have gone
+    /// into the pages the data was written to, so such a Reply fails the
+    /// RPC with `-EIO`.
+    pub(super) fn deliver_chunked_piece(
+        &self,
+        qp: &Qp<ConnQp>,
+        len: u32,
+        h: &crate::xdr::header::Header<'_>,
+        inv: Option<u32>,
+    ) {
+        let xid = h.xid;
+        // The reassembly hands over RDMA2_MSG pieces only.
+        let crate::xdr::header::Body::Msg(body) = h.body else {
+            return;
+        };
+        let payload = body.payload;
+        let plen = u32::try_from(payload.len()).unwrap_or(u32::MAX);
+        let offset = len.saturating_sub(plen);
+        trace::piece(self.id, xid, c"reply", offset, plen, false);
+        let Some(rqst) = self.xprt.find_reply(xid.to_be()) else {
+            pr_debug!("reply: no request waits for xid {:#010x}\n", xid);
+            return;
+        };
+        let reduced = rqst.write_reply_at(offset, payload).and_then(|()| {
+            let mut v = KVec::from_elem(0u8, len as usize, GFP_NOWAIT)?;
+            rqst.read_reply_at(0, &mut v)?;
+            Ok(v)
+        });
+        let reduced = match reduced {
+            Ok(v) => v,
+            Err(e) => {
+                self.stats.too_big.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "reply: continued reply for xid {:#010x} with chunks in its last piece: {} bytes not placed ({:?}): RPC failed\n",
+                        xid,
+                        len,
+                        e
+                    );
+                }
+                trace::reply(self.id, xid, Some(Protocol::V2), c"fail", 0, e.to_errno());
+                self.end_rpc(qp, rqst, xid, Finish::Fail(e.to_errno()), inv);
+                return;
+            }
+        };
+        // The earlier pieces counted their bytes; delivering the reduced
+        // Reply counts all of them.
+        self.stats.reply_bytes.fetch_sub(u64::from(offset), Relaxed);
+        let whole = crate::xdr::header::Header {
+            body: crate::xdr::header::Body::Msg(crate::xdr::header::Msg {
+                payload: &reduced,
+                ..body
+            }),
+            ..*h
+        };
+        let checked = self.check_chunked(usize::from(rqst.slot()), xid, &whole, inv);
+        if let ChunkedCheck::Checked(Some((Ok(ReplyData::Written { tail, .. }), _)), _) = &checked {
+            if !tail.is_empty() {
+                drop(checked);
+                self.stats.bad_chunk_replies.fetch_add(1, Relaxed);
+                if crate::compat::print::ratelimit() {
+                    pr_err!(
+                        "reply: continued reply for xid {:#010x}: inline bytes after its Write chunk's data, placed before the chunk was known (-EIO)\n",
+                        xid
+                    );
+                }
+                trace::reply(self.id, xid, Some(Protocol::V2), c"fail", 0, EIO.to_errno());
+                self.end_rpc(qp, rqst, xid, Finish::Fail(EIO.to_errno()), inv);
+                return;
+            }
+        }
+        if matches!(checked, ChunkedCheck::Stale) {
+            return self.stale_reply(xid, inv);
+        }
+        self.deliver_chunked(qp, rqst, xid, &whole, inv, checked);
     }
 
     /// Sends the asynchronous credit grant the protocol state says is due

@@ -329,6 +329,7 @@ impl QpState {
                 xid, last: None, ..
             } => (c"piece", xid, 0),
             Reply::Piece { xid, .. } => (c"last_piece", xid, 0),
+            Reply::LastChunkedPiece { ref header, .. } => (c"last_piece", header.xid, 0),
             Reply::Control(proto::Control::CreditGrant) => (c"credit_grant", msg_xid, 0),
             Reply::Control(proto::Control::Properties(ref p)) => {
                 trace::connprop(self.id, c"received", p);
@@ -465,6 +466,9 @@ impl QpState {
                 payload,
                 last,
             } => self.deliver_piece(qp, xid, offset, payload, last, inv),
+            Reply::LastChunkedPiece { len, header } => {
+                self.deliver_chunked_piece(qp, len, &header, inv)
+            }
             Reply::Fail { xid, errno, cause } => {
                 let (errno, why) = match recovery {
                     Some(r @ proto::Recovery::Fail { errno, why }) => {

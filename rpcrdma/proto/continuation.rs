@@ -58,10 +58,10 @@
 //!    the sequence or, alone, fails as a malformed reply. A last piece
 //!    with chunk lists (-00 §4.5.3) ends the sequence normally:
 //!    [`Step::Last`] with `chunks` set, the reassembled bytes being the
-//!    reduced Reply. [`super::Transport::receive`] still fails such an RPC
-//!    ([`Fault::ChunksOnLast`], `-EIO`, counted as unsupported): the glue
-//!    has no path yet that takes a reduced Reply from the receive buffer
-//!    and the reduced items from the Write chunks together.
+//!    reduced Reply. [`super::Transport::receive`] hands it to the
+//!    transport as [`super::Reply::LastChunkedPiece`] where chunks are
+//!    offered, and fails it ([`Fault::ChunksOnLast`], `-EIO`, counted as
+//!    unsupported) where they are not.
 //! 3. **Replies only.** Every piece must have `F_RESPONSE` set and a
 //!    non-zero XID. Pieces of a reverse-direction Call ([`Fault::ReverseCall`])
 //!    and with XID 0 ([`Fault::NoXid`]) are dropped with the rest of their

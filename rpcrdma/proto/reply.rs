@@ -281,6 +281,20 @@ pub enum Reply<'a> {
         /// The last piece: the Reply's whole length.
         last: Option<u32>,
     },
+    /// The last piece of a continued Reply that carries chunk lists
+    /// (-00 §4.5.3: a reduced Reply, whose data the responder wrote
+    /// through Write chunks), on a transport that offers chunks: `header`
+    /// is the piece's (its XID, chunk lists and payload). Place the
+    /// payload at `len` less its length, as for a [`Reply::Piece`]; the
+    /// first `len` bytes of the receive buffer are then the reduced
+    /// Reply, to be handled as a [`Reply::Chunked`] with `header` whose
+    /// payload those bytes are.
+    LastChunkedPiece {
+        /// The reduced Reply's whole length.
+        len: u32,
+        /// This piece's header.
+        header: Header<'a>,
+    },
     /// A connection-level message, already processed.
     Control(Control),
     /// Drop the message; count it if [`Cause::is_bad_reply`].
@@ -301,6 +315,7 @@ impl Reply<'_> {
                 | Self::Fail { .. }
                 | Self::Resend { .. }
                 | Self::Piece { last: Some(_), .. }
+                | Self::LastChunkedPiece { .. }
         )
     }
 
@@ -314,6 +329,7 @@ impl Reply<'_> {
             | Self::ReverseCall { .. }
             | Self::ReverseCallPiece { .. }
             | Self::Piece { .. }
+            | Self::LastChunkedPiece { .. }
             | Self::Control(_) => None,
         }
     }

@@ -1409,6 +1409,7 @@ fn continuation_refused() -> TestResult {
     refused_reverse_call()?;
     refused_bad_rpc_header()?;
     refused_chunks_on_last()?;
+    chunks_on_last_offered()?;
     refused_unplaced()?;
     refused_reconnect()?;
     Ok(())
@@ -1479,8 +1480,9 @@ fn refused_bad_rpc_header() -> TestResult {
 
 #[inline(never)]
 fn refused_chunks_on_last() -> TestResult {
-    // Chunks on the last piece: allowed by -00, not supported (-EIO,
-    // counted as unsupported, not as a bad reply); answers the Call.
+    // Chunks on the last piece (allowed by -00) where the transport
+    // offers none: the peer's error (-EIO, counted as unsupported, not
+    // as a bad reply); answers the Call.
     let mut t = v2_with_call();
     let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
     let w = Wire::new(&[XID, 2, CRED_0_32, 0, 1, 0, 0, 1, 1, 9, 8, 0, 0, 0, 0, 0, 0]);
@@ -1495,6 +1497,41 @@ fn refused_chunks_on_last() -> TestResult {
     ));
     check!(t.credits().outstanding() == 0);
     check!(t.stats().bad_reply == 0 && t.stats().unsupported == 1);
+    Ok(())
+}
+
+#[inline(never)]
+fn chunks_on_last_offered() -> TestResult {
+    // Where chunks are offered, the last piece's chunk lists come to the
+    // transport with the reduced Reply's length, for its check against
+    // the RPC's registration; the piece answers the Call.
+    let mut t = up(
+        Config {
+            max_segs: 8,
+            ..Config::default()
+        },
+        Peer::Absent,
+    );
+    let _ = t.prepare_call(1, 100, 100);
+    let _ = t.receive(v2_reply(1, CRED_1_32).bytes());
+    let _ = t.prepare_call(XID, 100, 100);
+    let _ = t.receive(piece(XID, CRED_0_32, true, &[XID, 1]).bytes());
+    let w = Wire::new(&[XID, 2, CRED_0_32, 0, 1, 0, 0, 1, 1, 9, 8, 0, 0, 0, 0, 0, 0]);
+    let o = t.receive(w.bytes());
+    check!(matches!(
+        o.reply,
+        Reply::LastChunkedPiece {
+            len: 16,
+            header: Header {
+                xid: XID,
+                body: header::Body::Msg(header::Msg { payload, .. }),
+                ..
+            },
+        } if payload.len() == 8
+    ));
+    check!(t.credits().outstanding() == 0);
+    check!(t.stats().unsupported == 0 && t.stats().chunked_replies == 1);
+    check!(t.stats().continued_replies == 1);
     Ok(())
 }
 

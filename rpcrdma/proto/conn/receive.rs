@@ -126,11 +126,13 @@ impl Transport {
                 payload,
                 last: None,
             },
-            // A reduced Reply whose last piece names Write chunks (-00
-            // §4.5.3): Reply::Piece cannot carry the piece's chunk lists to
-            // the glue, which would have to check them against the RPC's
-            // registration and take the reduced items from the Write
-            // chunks. Until it can, the RPC fails.
+            // A reduced Reply whose last piece names the chunks (-00
+            // §4.5.3): checked against the RPC's registration once it is
+            // reassembled, where chunks are offered; without chunks the
+            // RPC offered none, so they are the peer's error.
+            Step::Last {
+                len, chunks: true, ..
+            } if self.config.max_segs > 0 => Reply::LastChunkedPiece { len, header: *h },
             Step::Last {
                 xid, chunks: true, ..
             } => Reply::fail_with(xid, Cause::Continuation(Fault::ChunksOnLast)),

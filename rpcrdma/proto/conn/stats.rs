@@ -113,6 +113,11 @@ impl Transport {
                     bump(&mut s.continued_replies);
                 }
             }
+            Reply::LastChunkedPiece { .. } => {
+                bump(&mut s.reply_pieces);
+                bump(&mut s.continued_replies);
+                bump(&mut s.chunked_replies);
+            }
             Reply::Control(Control::CreditGrant) => bump(&mut s.credit_grants),
             Reply::Control(Control::Properties(_) | Control::PropertiesPart) => {
                 bump(&mut s.connprop)

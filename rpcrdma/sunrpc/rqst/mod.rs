@@ -242,6 +242,27 @@ impl Rqst {
         kernel::error::to_result(ret)
     }
 
+    /// Copies `out.len()` bytes from offset `at` of the Reply
+    /// (`rq_private_buf`) into `out`; `EMSGSIZE` past its end.
+    fn read_reply_at(&self, at: u32, out: &mut [u8]) -> Result {
+        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
+        if at as usize + out.len() > self.reply_buflen() {
+            return Err(crate::compat::errno::emsgsize());
+        }
+        // SAFETY: the rqst is alive and pinned (the caller holds a
+        // `ReplyRqst`); `out` is valid for `len` bytes and
+        // `read_bytes_from_xdr_buf` checks the range against the buffer.
+        let ret = unsafe {
+            bindings::read_bytes_from_xdr_buf(
+                addr_of_mut!((*self.raw()).rq_private_buf),
+                at,
+                out.as_mut_ptr().cast(),
+                len,
+            )
+        };
+        kernel::error::to_result(ret)
+    }
+
     /// Tries to take a congestion-window slot for the request
     /// (`xprt_request_get_cong` on its own transport).
     fn get_cong(&self) -> bool {

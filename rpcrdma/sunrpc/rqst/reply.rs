@@ -204,6 +204,13 @@ impl ReplyRqst {
         // Pinned, and completed at most once (type invariant).
         self.rqst().write_reply_at(at, bytes)
     }
+
+    /// Reads back `out.len()` bytes of the Reply from offset `at` (what
+    /// [`ReplyRqst::write_reply_at`] placed); `EMSGSIZE` past its end.
+    pub fn read_reply_at(&self, at: u32, out: &mut [u8]) -> Result {
+        // Pinned: no one else writes the receive buffer (type invariant).
+        self.rqst().read_reply_at(at, out)
+    }
 }
 
 impl Drop for ReplyRqst {

@@ -14,6 +14,9 @@
 #   20085  the same with a zero high half (--credit-word total-zero-max)
 #   20086  as 20080, the first three pieces of every continued reply
 #          carrying 1, 2 and 3 bytes (--tiny-pieces)
+#   20087  every reply over 64 bytes continued in 64-byte pieces: a
+#          READ's reduced Reply too, its Write list in the last piece
+#          (-00 §4.5.3)
 
 RESPONDER_INSTANCES="20080 --continue-over 1024
 20081 --continue-over 1024 --grant exact --credits 8
@@ -21,6 +24,7 @@ RESPONDER_INSTANCES="20080 --continue-over 1024
 20083 --credits 4
 20084 --continue-over 1024 --credit-word total --credits 8
 20085 --continue-over 1024 --credit-word total-zero-max --credits 8
-20086 --continue-over 1024 --tiny-pieces"
+20086 --continue-over 1024 --tiny-pieces
+20087 --continue-over 64"
 # shellcheck source=responder.sh
 . "$(dirname "${BASH_SOURCE[0]}")/responder.sh"
