@@ -98,6 +98,22 @@ pub struct XdrRange {
     pub len: u32,
 }
 
+/// Copies `out.len()` bytes from offset `at` of `buf` into `out`
+/// (`read_bytes_from_xdr_buf`, which checks the range against the
+/// buffer).
+///
+/// # Safety
+///
+/// `buf` is an `xdr_buf` of a live request whose owner does not change
+/// it meanwhile.
+unsafe fn read_xdr(buf: *mut bindings::xdr_buf, at: u32, out: &mut [u8]) -> Result {
+    let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
+    // SAFETY: `buf` is valid and stable per the caller; `out` is valid
+    // for `len` bytes.
+    let ret = unsafe { bindings::read_bytes_from_xdr_buf(buf, at, out.as_mut_ptr().cast(), len) };
+    kernel::error::to_result(ret)
+}
+
 /// An RPC request, seen from SUNRPC: the `struct rpc_rqst`.
 ///
 /// A transport never gets a bare `&Rqst`: it gets a handle whose type
@@ -245,22 +261,12 @@ impl Rqst {
     /// Copies `out.len()` bytes from offset `at` of the Reply
     /// (`rq_private_buf`) into `out`; `EMSGSIZE` past its end.
     fn read_reply_at(&self, at: u32, out: &mut [u8]) -> Result {
-        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
         if at as usize + out.len() > self.reply_buflen() {
             return Err(crate::compat::errno::emsgsize());
         }
         // SAFETY: the rqst is alive and pinned (the caller holds a
-        // `ReplyRqst`); `out` is valid for `len` bytes and
-        // `read_bytes_from_xdr_buf` checks the range against the buffer.
-        let ret = unsafe {
-            bindings::read_bytes_from_xdr_buf(
-                addr_of_mut!((*self.raw()).rq_private_buf),
-                at,
-                out.as_mut_ptr().cast(),
-                len,
-            )
-        };
-        kernel::error::to_result(ret)
+        // `ReplyRqst`): no one else writes its receive buffer.
+        unsafe { read_xdr(addr_of_mut!((*self.raw()).rq_private_buf), at, out) }
     }
 
     /// Tries to take a congestion-window slot for the request
@@ -277,18 +283,9 @@ impl Rqst {
         if out.len() != self.call_len() {
             return Err(EINVAL);
         }
-        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
-        // SAFETY: the rqst is alive; `out` is valid for `len` bytes and
-        // `read_bytes_from_xdr_buf` checks the range against the buffer.
-        let ret = unsafe {
-            bindings::read_bytes_from_xdr_buf(
-                addr_of_mut!((*self.raw()).rq_snd_buf),
-                0,
-                out.as_mut_ptr().cast(),
-                len,
-            )
-        };
-        kernel::error::to_result(ret)
+        // SAFETY: the rqst is alive and its owner (the caller's handle)
+        // does not change its Call meanwhile.
+        unsafe { read_xdr(addr_of_mut!((*self.raw()).rq_snd_buf), 0, out) }
     }
 
     /// Records a transmission: time stamp and bytes sent.

@@ -192,20 +192,9 @@ impl<'a> TxRqst<'a> {
     /// Copies `out.len()` bytes at `at` of the Call (`rq_snd_buf`) into
     /// `out` (`read_bytes_from_xdr_buf` checks the range).
     fn read_call(&self, at: u32, out: &mut [u8]) -> Result {
-        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
         // SAFETY: the rqst is alive and being transmitted by its task
-        // (type invariant), which does not change its buffers meanwhile;
-        // `out` is valid for `len` bytes and `read_bytes_from_xdr_buf`
-        // checks the range against the buffer.
-        let ret = unsafe {
-            bindings::read_bytes_from_xdr_buf(
-                addr_of_mut!((*self.raw()).rq_snd_buf),
-                at,
-                out.as_mut_ptr().cast(),
-                len,
-            )
-        };
-        kernel::error::to_result(ret)
+        // (type invariant), which does not change its buffers meanwhile.
+        unsafe { super::read_xdr(addr_of_mut!((*self.raw()).rq_snd_buf), at, out) }
     }
 
     /// Does the RPC expect a reply?
