@@ -51,7 +51,7 @@ groups):
   v2     fio, rpcrdma2 through the responder, version 2 (not in 'fio')
   v2-inl fio, the same with frwr=N: Message Continuation instead of
          chunks (not in 'fio')
-  n-r2, n-c, n-r2-1k, n-c-1k  ('counts', not in the default) exact
+  n-r2, n-c, n-r2-1k, n-c-1k  ('counts') exact
          per-RPC event counts (lock acquisitions, XID lookups, CQ work
          runs, doorbells, completions, copies, ...) of rpcrdma2 and the
          C client at the default sizes and at 1 KiB, over a fixed number
