@@ -30,6 +30,7 @@ pub mod conn;
 pub mod connect;
 pub mod fault;
 pub mod ib;
+pub mod mem;
 pub mod net;
 pub mod sunrpc;
 /// Lock-free building blocks (`core` only, host-tested on threads like

@@ -61,6 +61,8 @@ pub mod caps;
 pub mod inv;
 pub mod pool;
 
+pub use crate::mem::{page_size, PageSeg};
+
 use self::caps::MrShape;
 use super::from_err_ptr;
 use super::verbs::Pd;
@@ -121,24 +123,6 @@ pub struct RemoteRegion {
     /// 32 bits).
     pub iova: u64,
 }
-
-/// A piece of a page, as an `xdr_buf`'s page list gives it.
-#[derive(Clone, Copy, Debug)]
-pub struct PageSeg {
-    /// The page.
-    pub page: *mut bindings::page,
-    /// Offset in the page.
-    pub offset: u32,
-    /// Bytes, with `offset + len <= PAGE_SIZE`.
-    pub len: u32,
-}
-
-// SAFETY: a `struct page` pointer names a kernel page, which may be used
-// from any thread; `PageSeg` only carries it (the users of the page are
-// the `unsafe` mapping functions, whose callers vouch for its lifetime).
-unsafe impl Send for PageSeg {}
-// SAFETY: as above; shared access only reads the pointer value.
-unsafe impl Sync for PageSeg {}
 
 /// Where an [`Mr`] is in its life (see the module documentation).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -224,12 +208,6 @@ unsafe impl Send for Mr {}
 // SAFETY: shared access reads fields that only `&mut self` methods
 // write, or the atomic state.
 unsafe impl Sync for Mr {}
-
-/// The kernel's page size (`kernel::page::PAGE_SIZE`).
-pub fn page_size() -> usize {
-    // Never 0: keeps divisions by it free of a panic path.
-    kernel::page::PAGE_SIZE.max(1)
-}
 
 impl Mr {
     /// Allocates an MR of `shape.depth` pages (at least 1) on `pd`.
@@ -615,6 +593,33 @@ impl Mr {
             Completion::Aborted => undo,
         };
         let _ = self.transition(pending, to, "completion");
+    }
+}
+
+impl crate::mem::MapTarget for Mr {
+    type Access = MrAccess;
+
+    fn depth(&self) -> usize {
+        Mr::depth(self)
+    }
+
+    unsafe fn map_pages(
+        &mut self,
+        segs: impl IntoIterator<Item = PageSeg>,
+        access: MrAccess,
+        tag: u32,
+    ) -> Result<usize> {
+        // SAFETY: the caller keeps the pages as `Mr::map_pages` requires.
+        unsafe { Mr::map_pages(self, segs, access, tag) }
+    }
+
+    unsafe fn map_kva(&mut self, ptr: *const u8, len: usize, access: MrAccess, tag: u32) -> Result {
+        // SAFETY: the caller keeps the bytes as `Mr::map_kva` requires.
+        unsafe { Mr::map_kva(self, ptr, len, access, tag) }
+    }
+
+    fn unmap(&mut self) -> Result {
+        Mr::unmap(self).map(drop)
     }
 }
 

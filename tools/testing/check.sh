@@ -76,6 +76,10 @@ phase_host() {
 	# The module's Rust (crate root and every module under it, including
 	# the codec and proto trees it includes) as the kernel formats it.
 	step "module: rustfmt --check" rustfmt --check --edition 2021 rpcrdma/rpcrdma2.rs
+	# The import rules of design.rst (sunrpc/ and ib/ are peers that name
+	# no transport module); the self-test first: the rules catch breaches.
+	step "module: layering-check self-test" tools/testing/layering-check.py --selftest
+	step "module: import layering (design.rst)" tools/testing/layering-check.py
 	step "host crates (workspace): fmt, clippy, doc, tests, kcompat, fuzz" \
 		tools/testing/host-check.sh
 	step "responder: build, fmt, clippy, tests" tools/responder/check.sh

@@ -5,6 +5,7 @@
 
 use super::{Rqst, RqstShape, XdrBufShape, XdrPart, XdrRange, XdrSide};
 use crate::bindings;
+use crate::mem::{page_size, MapTarget, PageSeg};
 use core::ptr::addr_of_mut;
 use kernel::prelude::*;
 
@@ -98,12 +99,12 @@ impl<'a> TxRqst<'a> {
     ///
     /// The caller must invalidate (or drop) the MR before the request is
     /// completed or its buffers freed: the memory belongs to the request.
-    pub fn map_range(
+    pub fn map_range<M: MapTarget>(
         &self,
         side: XdrSide,
         range: &XdrRange,
-        mr: &mut crate::ib::mr::Mr,
-        access: crate::ib::mr::MrAccess,
+        mr: &mut M,
+        access: M::Access,
         xid: u32,
     ) -> Result {
         // SAFETY: as in `xdr_shape`.
@@ -138,7 +139,7 @@ impl<'a> TxRqst<'a> {
                 if end > b.page_len as usize || len == 0 || b.pages.is_null() {
                     return Err(EINVAL);
                 }
-                let ps = crate::ib::mr::page_size();
+                let ps = page_size();
                 let start = (b.page_base as usize).checked_add(off).ok_or(EINVAL)?;
                 let (mut idx, mut in_page) = (start / ps, start % ps);
                 let npages = (in_page + len).div_ceil(ps);
@@ -156,7 +157,7 @@ impl<'a> TxRqst<'a> {
                     // `page_base + page_len` bytes (checked above), and
                     // `left` ends the walk at the range's last byte.
                     let page = unsafe { *pages.add(idx) };
-                    let seg = crate::ib::mr::PageSeg {
+                    let seg = PageSeg {
                         page,
                         offset: in_page as u32,
                         len: take as u32,
