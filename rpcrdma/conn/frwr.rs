@@ -251,6 +251,79 @@ impl core::ops::DerefMut for RegTable {
     }
 }
 
+/// A connection's chunk registrations: the [`RegTable`] behind its lock
+/// (`regs`), which slots are active without it, the condition
+/// `Conn::release` waits on, and the spare Send chains that post REG_MRs
+/// and LOCAL_INVs.
+#[pin_data]
+pub(super) struct Registrations {
+    #[pin]
+    regs: SpinLock<RegTable>,
+    /// Which slots of `regs` hold registrations, without its lock
+    /// ([`RegTable::active`]).
+    active: Arc<SlotFlags>,
+    /// Notified when a slot that is being released ([`Conn::release`])
+    /// has no WR left in the Send queue.
+    #[pin]
+    idle: CondVar,
+    /// Send chains for REG_MR and LOCAL_INV WRs: a few KiB each, so kept
+    /// on the heap, never on the (deep) stacks of rpciod and the CQ
+    /// workqueue.
+    chains: Idle<KBox<SendChain<SendOpCtx>>>,
+}
+
+impl Registrations {
+    pub(super) fn new(
+        table: RegTable,
+        chains: Idle<KBox<SendChain<SendOpCtx>>>,
+    ) -> impl PinInit<Self> {
+        let active = table.active();
+        pin_init!(Registrations {
+            regs <- new_spinlock!(table),
+            active,
+            idle <- new_condvar!(),
+            chains,
+        })
+    }
+
+    /// The registration table, locked.
+    pub(super) fn lock(&self) -> RegGuard<'_> {
+        self.regs.lock()
+    }
+
+    /// Whether `slot` holds registrations, read without the lock (see
+    /// [`RegTable::active`] for what a reader may conclude).
+    pub(super) fn is_active(&self, slot: usize) -> bool {
+        self.active.get(slot)
+    }
+
+    /// Waits (with the table unlocked meanwhile) until a slot's REG_MRs
+    /// or LOCAL_INVs come back.
+    pub(super) fn wait_idle(&self, g: &mut RegGuard<'_>) {
+        self.idle.wait(g);
+    }
+
+    /// Wakes the waiters of [`Registrations::wait_idle`].
+    fn wake_idle(&self) {
+        self.idle.notify_all();
+    }
+
+    /// An empty Send chain from the spares, else a new one.
+    pub(super) fn take_chain(&self) -> Result<KBox<SendChain<SendOpCtx>>> {
+        match self.chains.take() {
+            Some(c) => Ok(c),
+            None => SendChain::new_boxed(GFP_NOWAIT),
+        }
+    }
+
+    /// Gives an (empty) chain back; one too many is freed.
+    pub(super) fn put_chain(&self, chain: KBox<SendChain<SendOpCtx>>) {
+        if self.chains.held() < CHAINS {
+            let _ = self.chains.give(chain);
+        }
+    }
+}
+
 /// How much chunk-registration state a connection keeps.
 pub(super) struct RegSizing {
     /// Request slots.
@@ -357,9 +430,9 @@ impl QpState {
     /// was received before the post); [`QpState::end_rpc`] decides again
     /// under the lock.
     pub(super) fn unposted(&self, slot: usize, xid: u32) -> bool {
-        self.active.get(slot)
+        self.frwr.is_active(slot)
             && self
-                .regs
+                .frwr
                 .lock()
                 .of(slot, xid)
                 .is_some_and(|r| r.life.phase() == Phase::Mapped)
@@ -384,7 +457,7 @@ impl QpState {
         inv: Option<u32>,
     ) {
         let slot = usize::from(rqst.slot());
-        if !self.active.get(slot) {
+        if !self.frwr.is_active(slot) {
             // No registrations (an inline RPC): no lock.
             if inv.is_some() {
                 self.remote_inv_foreign(xid, inv);
@@ -392,7 +465,7 @@ impl QpState {
             self.finish(Ending { how, rqst }, None);
             return;
         }
-        self.end_rpc_locked(qp, self.regs.lock(), rqst, xid, how, inv);
+        self.end_rpc_locked(qp, self.frwr.lock(), rqst, xid, how, inv);
     }
 
     /// [`QpState::end_rpc`] with the registration table locked (by the
@@ -451,7 +524,7 @@ impl QpState {
     /// since [`Action::StartInvalidation`], all MRs back); the last
     /// completion ends the RPC.
     pub(super) fn start_inv(&self, qp: &Qp<ConnQp>, slot: usize) {
-        self.start_inv_locked(qp, self.regs.lock(), slot);
+        self.start_inv_locked(qp, self.frwr.lock(), slot);
     }
 
     /// [`QpState::start_inv`] with the registration table locked.
@@ -474,12 +547,12 @@ impl QpState {
         drop(g);
         self.count_inv(xid, n, remote);
         // Without a spare chain (no memory), post them one by one.
-        let mut chain = self.take_chain().ok();
+        let mut chain = self.frwr.take_chain().ok();
         let mut i = 0;
         let mut failed = false;
         loop {
             let next = {
-                let mut g = self.regs.lock();
+                let mut g = self.frwr.lock();
                 g.get_mut(slot).and_then(|r| r.take())
             };
             let Some(mr) = next else { break };
@@ -502,7 +575,7 @@ impl QpState {
             failed = qp.post_batched(chain.as_deref_mut(), wr, last).is_err();
         }
         if let Some(c) = chain {
-            self.put_chain(c);
+            self.frwr.put_chain(c);
         }
     }
 
@@ -528,7 +601,7 @@ impl QpState {
     /// Takes everything out of `slot` (MRs to the pool) and resets it;
     /// returns the XID and how the RPC was to end.
     pub(super) fn drain_slot(&self, slot: usize) -> (u32, Option<Ending>, Option<Tail>) {
-        self.drain_locked(self.regs.lock(), slot)
+        self.drain_locked(self.frwr.lock(), slot)
     }
 
     /// [`QpState::drain_slot`] with the registration table locked. Each
@@ -550,7 +623,7 @@ impl QpState {
             }
             drop(g);
             self.put_mr(mr);
-            g = self.regs.lock();
+            g = self.frwr.lock();
         }
         let (out, wake) = match g.get_mut(slot) {
             Some(r) => match r.life.step(Event::Drain) {
@@ -586,7 +659,7 @@ impl QpState {
             self.put_mr(mr);
         }
         if wake {
-            self.regs_idle.notify_all();
+            self.frwr.wake_idle();
         }
         out
     }
@@ -594,7 +667,7 @@ impl QpState {
     /// A REG_MR of `slot` came back.
     pub(super) fn reg_done(&self, qp: &Qp<ConnQp>, slot: usize, mr: Mr) {
         let (start, extra, idle) = {
-            let mut g = self.regs.lock();
+            let mut g = self.frwr.lock();
             match g.get_mut(slot) {
                 Some(r) => match r.life.step(Event::RegRetired) {
                     Ok(a) => (
@@ -611,7 +684,7 @@ impl QpState {
             }
         };
         if idle {
-            self.regs_idle.notify_all();
+            self.frwr.wake_idle();
         }
         if let Some(mr) = extra {
             self.put_mr(mr);
@@ -626,7 +699,7 @@ impl QpState {
         let ok = mr.state() == MrState::Invalidated;
         self.put_mr(mr);
         if !ok {
-            if let Some(r) = self.regs.lock().get_mut(slot) {
+            if let Some(r) = self.frwr.lock().get_mut(slot) {
                 // Refused if the slot is not invalidating (a LOCAL_INV
                 // back after its chain's last one): nothing to mark.
                 let _ = r.life.step(Event::InvFailed);

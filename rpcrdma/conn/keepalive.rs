@@ -10,11 +10,43 @@
 use super::{Conn, QpState, SendOpCtx};
 use crate::ib::wc::{Completion, WorkCompletion};
 use crate::ib::wr::SendWr;
+use crate::proto::keepalive::Keepalive;
 use crate::proto::keepalive::Tick;
 use crate::trace;
 use crate::why::Why;
-use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use kernel::new_spinlock;
 use kernel::prelude::*;
+use kernel::sync::SpinLock;
+
+/// What a connection knows of its peer's liveness: how many messages it
+/// received, and when to probe ([`proto::keepalive`]).
+#[pin_data]
+pub(super) struct Liveness {
+    /// Messages received (successful Receives); written by the Receive
+    /// handler only.
+    received: AtomicU64,
+    /// When to probe the peer.
+    #[pin]
+    clock: SpinLock<Keepalive>,
+}
+
+impl Liveness {
+    pub(super) fn new() -> impl PinInit<Self> {
+        pin_init!(Liveness {
+            received: AtomicU64::new(0),
+            clock <- new_spinlock!(Keepalive::new()),
+        })
+    }
+
+    /// A message was received. Only the Receive handler calls it, and the
+    /// CQ's one work item runs that one completion at a time: a plain
+    /// load and store, no locked read-modify-write per Receive.
+    pub(super) fn received(&self) {
+        self.received
+            .store(self.received.load(Relaxed).wrapping_add(1), Relaxed);
+    }
+}
 
 impl Conn {
     /// A keepalive period ended; `awaiting` says whether replies are
@@ -23,8 +55,8 @@ impl Conn {
     /// (false: nothing is awaited).
     pub fn keepalive(&self, awaiting: bool) -> bool {
         let q = &self.ep.qp().handler().0;
-        let received = q.received.load(Relaxed);
-        let tick = q.keepalive.lock().tick(received, awaiting);
+        let received = q.liveness.received.load(Relaxed);
+        let tick = q.liveness.clock.lock().tick(received, awaiting);
         match tick {
             Tick::Idle => false,
             Tick::Wait => true,
@@ -50,7 +82,7 @@ impl QpState {
         if matches!(c, Completion::Done(wc) if wc.is_success()) {
             trace::keepalive(self.id, c"acknowledged");
         }
-        self.keepalive.lock().probe_done();
+        self.liveness.clock.lock().probe_done();
     }
 
     /// The probe completed with an error other than a flush: the peer's

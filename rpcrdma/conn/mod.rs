@@ -60,8 +60,9 @@ mod xdrbuf;
 use self::continued::CursorCell;
 #[cfg(rpcrdma2_kunit)]
 pub(crate) use self::establish::frwr_sizing;
-use self::frwr::{Chunking, Finish, RegSizing, RegTable};
-use self::recovery::RecoveryTable;
+use self::frwr::{Chunking, Finish, RegSizing, RegTable, Registrations};
+use self::keepalive::Liveness;
+use self::recovery::{RecoveryTable, SlotRecovery};
 use crate::compat::set_once::SetOnce;
 use crate::sync::kvec::{kfree_list as idle, KFreeList};
 use crate::why::{self, CloseWhy, Why};
@@ -314,38 +315,22 @@ pub struct QpState {
     /// The connection's CM handler: the connect worker waits there for
     /// the answer to the version 2 probe.
     cm: Arc<ConnCm>,
-    /// Chunk registrations by request slot.
+    /// Chunk registrations by request slot, and the Send chains that
+    /// post their REG_MRs and LOCAL_INVs (`frwr.rs`).
     #[pin]
-    regs: SpinLock<RegTable>,
-    /// Which slots of `regs` hold registrations, without its lock
-    /// ([`RegTable::active`]).
-    active: Arc<SlotFlags>,
-    /// Notified when a slot that is being released ([`Conn::release`])
-    /// has no WR left in the Send queue.
-    #[pin]
-    regs_idle: CondVar,
+    frwr: Registrations,
     /// Set once the PD exists (never: inline only); read without a
     /// lock.
     chunking: SetOnce<Arc<Chunking>>,
-    /// Error recovery state by request slot.
+    /// Error recovery state by request slot (`recovery.rs`).
     #[pin]
-    recovery: SpinLock<RecoveryTable>,
-    /// Which slots' RPCs are being sent again after a transport error,
-    /// without `recovery`'s lock ([`RecoveryTable::tried`]).
-    tried: Arc<SlotFlags>,
-    /// Send chains for REG_MR and LOCAL_INV WRs: a few KiB each, so kept
-    /// on the heap, never on the (deep) stacks of rpciod and the CQ
-    /// workqueue.
-    chains: Idle<KBox<SendChain<SendOpCtx>>>,
+    recovery: SlotRecovery,
     /// A continued Call stopped half-way (waiting for credits or a Send
     /// buffer).
     cursor: CursorCell,
-    /// Messages received (successful Receives), for the keepalive;
-    /// written by `recv_done` only.
-    received: AtomicU64,
-    /// When to probe the peer (`keepalive.rs`).
+    /// What the keepalive knows of the peer (`keepalive.rs`).
     #[pin]
-    keepalive: SpinLock<proto::keepalive::Keepalive>,
+    liveness: Liveness,
 }
 
 impl ConnQp {
@@ -364,9 +349,7 @@ impl ConnQp {
         owners: Arc<SlotOwners>,
     ) -> Result<Self> {
         let regs = RegTable::new(sizing.slots, sizing.mrs_per_rpc, owners, id)?;
-        let active = regs.active();
         let recovery = RecoveryTable::new(sizing.slots)?;
-        let tried = recovery.tried();
         let chains = idle(CHAINS)?;
         if sizing.depth > 0 {
             for _ in 0..CHAINS {
@@ -384,16 +367,11 @@ impl ConnQp {
                 bc,
                 why,
                 cm,
-                regs <- new_spinlock!(regs),
-                active,
-                regs_idle <- new_condvar!(),
+                frwr <- Registrations::new(regs, chains),
                 chunking: SetOnce::new(),
-                recovery <- new_spinlock!(recovery),
-                tried,
-                chains,
+                recovery <- SlotRecovery::new(recovery),
                 cursor: CursorCell::new(),
-                received: AtomicU64::new(0),
-                keepalive <- new_spinlock!(proto::keepalive::Keepalive::new()),
+                liveness <- Liveness::new(),
             }? Error),
             GFP_KERNEL,
         )?;
@@ -436,21 +414,6 @@ impl QpState {
 
     fn chunking(&self) -> Option<&Chunking> {
         self.chunking.as_ref().map(|c| &**c)
-    }
-
-    /// An empty Send chain from the connection's spares, else a new one.
-    fn take_chain(&self) -> Result<KBox<SendChain<SendOpCtx>>> {
-        match self.chains.take() {
-            Some(c) => Ok(c),
-            None => SendChain::new_boxed(GFP_NOWAIT),
-        }
-    }
-
-    /// Gives an (empty) chain back; one too many is freed.
-    fn put_chain(&self, chain: KBox<SendChain<SendOpCtx>>) {
-        if self.chains.held() < CHAINS {
-            let _ = self.chains.give(chain);
-        }
     }
 }
 
@@ -499,11 +462,7 @@ impl QpHandler for ConnQp {
         let this = &*self.0;
         match c {
             Completion::Done(wc) if wc.is_success() => {
-                // A plain load and store, no locked read-modify-write per
-                // Receive: only this handler writes the count, and the
-                // CQ's one work item runs it one completion at a time.
-                this.received
-                    .store(this.received.load(Relaxed).wrapping_add(1), Relaxed);
+                this.liveness.received();
                 let len = (wc.byte_len() as usize).min(ctx.0.len());
                 ctx.0.sync_for_cpu(len);
                 let more = this.handle(qp, &ctx.0.as_slice()[..len], wc.invalidated_rkey());

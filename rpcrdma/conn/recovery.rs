@@ -82,6 +82,37 @@ impl RecoveryTable {
     }
 }
 
+/// A connection's [`RecoveryTable`] and, for the sender without its lock,
+/// which slots hold anything but [`State::NEW`].
+#[pin_data]
+pub(super) struct SlotRecovery {
+    #[pin]
+    table: SpinLock<RecoveryTable>,
+    /// [`RecoveryTable::tried`].
+    tried: Arc<SlotFlags>,
+}
+
+impl SlotRecovery {
+    pub(super) fn new(table: RecoveryTable) -> impl PinInit<Self> {
+        let tried = table.tried();
+        pin_init!(SlotRecovery {
+            table <- new_spinlock!(table),
+            tried,
+        })
+    }
+
+    /// RPC `xid` (host order) is about to be sent from `slot`: its
+    /// recovery state. An RPC that was never refused (most) takes no
+    /// lock.
+    pub(super) fn begin(&self, slot: usize, xid: u32) -> State {
+        if self.tried.get(slot) {
+            self.table.lock().begin(slot, xid)
+        } else {
+            State::NEW
+        }
+    }
+}
+
 impl QpState {
     /// Decides what to do with RPC `xid` (request `rqst`), refused with
     /// `body` in version `protocol`. A resend's new state is stored for
@@ -96,11 +127,11 @@ impl QpState {
         let slot = usize::from(rqst.slot());
         // How the refused transmission was sent: its chunk plan (none:
         // inline), and the RPC's receive buffer.
-        let plan = self.regs.lock().of(slot, xid).and_then(|r| r.plan);
+        let plan = self.frwr.lock().of(slot, xid).and_then(|r| r.plan);
         let rpc = proto::Rpc::from(rqst.shape());
         let chunks = self.chunking().is_some() && self.proto.lock().config().max_segs > 0;
         let sent = Sent::of(plan.as_ref(), &rpc, chunks);
-        let mut g = self.recovery.lock();
+        let mut g = self.recovery.table.lock();
         let Some(e) = g.entry(slot, xid) else {
             // A slot the table does not have (cannot happen): a resend
             // could not carry its hints, so it would be refused the same

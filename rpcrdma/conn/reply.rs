@@ -151,10 +151,10 @@ impl QpState {
         h: &crate::xdr::header::Header<'a>,
         inv: Option<u32>,
     ) -> ChunkedCheck<'a, 'g> {
-        if !self.active.get(slot) {
+        if !self.frwr.is_active(slot) {
             return ChunkedCheck::Checked(None, None);
         }
-        let mut g = self.regs.lock();
+        let mut g = self.frwr.lock();
         let Some(r) = g.of(slot, xid) else {
             return ChunkedCheck::Checked(None, None);
         };

@@ -100,11 +100,7 @@ impl Conn {
         let depth = chunking.map_or(1, |c| c.sizing.depth);
         // A resend after a transport error is planned as its recovery says.
         // (Most RPCs were never refused: no lock for them.)
-        let recovery = if q.tried.get(usize::from(slot)) {
-            q.recovery.lock().begin(usize::from(slot), xid)
-        } else {
-            proto::recovery::State::NEW
-        };
+        let recovery = q.recovery.begin(usize::from(slot), xid);
         let hints = recovery.hints();
         // Everything a Send can run short of is taken, or checked, before
         // the Call is counted as sent (credits, the probe, the count of
@@ -380,7 +376,7 @@ impl Conn {
         let i = usize::from(slot);
         for k in 0..chunks.ranges().len() {
             let (mr, seg) = self.map_one(rqst, xid, chunks, k, c)?;
-            let mut g = q.regs.lock();
+            let mut g = q.frwr.lock();
             // The slot holds this RPC from its first MR on (one lock for
             // both): until then nothing of it is registered, so a failure
             // before leaves nothing to release.
@@ -446,7 +442,7 @@ impl Conn {
         let q = &self.ep.qp().handler().0;
         let qp = self.ep.qp();
         let i = usize::from(slot);
-        let mut chain = match q.take_chain() {
+        let mut chain = match q.frwr.take_chain() {
             Ok(c) => c,
             Err(e) => {
                 // Nothing posted: the MRs stay in the slot (`Mapped`: a
@@ -468,7 +464,7 @@ impl Conn {
             // posted, before the post (their contexts may come back
             // before it returns; from now on a reply with the XID may be
             // for this transmission, until now it was stale, `end_rpc`).
-            let mut g = q.regs.lock();
+            let mut g = q.frwr.lock();
             let Some(r) = g.get_mut(i) else { break };
             if first {
                 first = false;
@@ -490,7 +486,7 @@ impl Conn {
                 });
                 if let Err(e) = stepped {
                     drop(g);
-                    q.put_chain(chain);
+                    q.frwr.put_chain(chain);
                     let _ = q.sends.give(sb);
                     self.release(slot);
                     return Err(e);
@@ -529,12 +525,12 @@ impl Conn {
                 // the MRs not taken yet were never posted: their
                 // contexts count as back too, or `release` would wait
                 // for them for ever.
-                if let Some(r) = q.regs.lock().get_mut(i) {
+                if let Some(r) = q.frwr.lock().get_mut(i) {
                     for _ in taken..n {
                         let _ = r.life.step(Event::RegRetired);
                     }
                 }
-                q.put_chain(chain);
+                q.frwr.put_chain(chain);
                 let _ = q.sends.give(sb);
                 self.release(slot);
                 return Err(e);
@@ -543,7 +539,7 @@ impl Conn {
         if first {
             // The slot does not exist (cannot happen: `register` found
             // it): nothing was posted.
-            q.put_chain(chain);
+            q.frwr.put_chain(chain);
             let _ = q.sends.give(sb);
             self.release(slot);
             return Err(EIO);
@@ -570,7 +566,7 @@ impl Conn {
                 Err(e)
             }
         };
-        q.put_chain(chain);
+        q.frwr.put_chain(chain);
         if r.is_err() {
             // Everything came back as Aborted.
             self.release(slot);
@@ -598,7 +594,7 @@ impl Conn {
         let qp = self.ep.qp();
         let i = usize::from(slot);
         let ready = {
-            let mut g = q.regs.lock();
+            let mut g = q.frwr.lock();
             let r = g.activate(i, call.xid).ok_or(EIO).and_then(|r| {
                 r.plan = Some(*call.chunks);
                 let place = r.segs.get_mut(0).ok_or(EINVAL)?;
@@ -651,7 +647,7 @@ impl Conn {
     pub fn release(&self, slot: u16) {
         let q = &self.ep.qp().handler().0;
         // The caller is the slot's sender: an idle slot stays idle.
-        if q.active.get(usize::from(slot)) {
+        if q.frwr.is_active(usize::from(slot)) {
             self.release_slot(slot);
         }
     }
@@ -665,7 +661,7 @@ impl Conn {
         let q = &self.ep.qp().handler().0;
         let i = usize::from(slot);
         {
-            let mut g = q.regs.lock();
+            let mut g = q.frwr.lock();
             loop {
                 // Keeps a reply from starting an invalidation.
                 let a = g.get_mut(i).map(|r| r.life.step(Event::Release));
@@ -679,12 +675,12 @@ impl Conn {
                 // goes to error (C: frwr_unmap_sync waits uninterruptibly
                 // on mr_linv_done the same way); reg_done and drain_slot
                 // notify.
-                q.regs_idle.wait(&mut g);
+                q.frwr.wait_idle(&mut g);
             }
         }
         let mut mrs = KVec::new();
         loop {
-            let next = q.regs.lock().get_mut(i).and_then(|r| r.take());
+            let next = q.frwr.lock().get_mut(i).and_then(|r| r.take());
             let Some(mr) = next else { break };
             if mr.state() == MrState::Registered {
                 // Without memory the MR is dropped, which deregisters it.
@@ -694,7 +690,7 @@ impl Conn {
             }
         }
         if !mrs.is_empty() {
-            let xid = q.regs.lock().get(i).map_or(0, |r| r.xid);
+            let xid = q.frwr.lock().get(i).map_or(0, |r| r.xid);
             trace::mr_inv(
                 q.id,
                 xid,
@@ -710,6 +706,6 @@ impl Conn {
                 }
             }
         }
-        q.regs.lock().deactivate(i);
+        q.frwr.lock().deactivate(i);
     }
 }
