@@ -8,6 +8,7 @@
 
 use super::reply::ChunkedCheck;
 use super::*;
+use crate::sunrpc::rqst::ReplyRqst;
 
 /// Where a continued Call stopped: its XID (host order) and the offset of
 /// its next piece. While it is set the connection sends nothing but that
@@ -229,8 +230,7 @@ impl QpState {
                 if last.is_none() {
                     self.proto.lock().abandon_continuation(xid);
                 }
-                trace::reply(self.id, xid, Some(Protocol::V2), c"fail", 0, e.to_errno());
-                self.end_rpc(qp, rqst, xid, Finish::Fail(e.to_errno()), inv);
+                self.fail_piece(qp, rqst, xid, e, inv);
             }
             _ => {
                 pr_debug!("reply: no request waits for xid {:#010x}\n", xid);
@@ -289,9 +289,7 @@ impl QpState {
                         e
                     );
                 }
-                trace::reply(self.id, xid, Some(Protocol::V2), c"fail", 0, e.to_errno());
-                self.end_rpc(qp, rqst, xid, Finish::Fail(e.to_errno()), inv);
-                return;
+                return self.fail_piece(qp, rqst, xid, e, inv);
             }
         };
         // The earlier pieces counted their bytes; delivering the reduced
@@ -315,15 +313,21 @@ impl QpState {
                         xid
                     );
                 }
-                trace::reply(self.id, xid, Some(Protocol::V2), c"fail", 0, EIO.to_errno());
-                self.end_rpc(qp, rqst, xid, Finish::Fail(EIO.to_errno()), inv);
-                return;
+                return self.fail_piece(qp, rqst, xid, EIO, inv);
             }
         }
         if matches!(checked, ChunkedCheck::Stale) {
             return self.stale_reply(xid, inv);
         }
         self.deliver_chunked(qp, rqst, xid, &whole, inv, checked);
+    }
+
+    /// Fails RPC `xid` (host order), whose continued Reply could not be
+    /// delivered, with `e` once its MRs are invalidated; traced as a
+    /// failed reply.
+    fn fail_piece(&self, qp: &Qp<ConnQp>, rqst: ReplyRqst, xid: u32, e: Error, inv: Option<u32>) {
+        trace::reply(self.id, xid, Some(Protocol::V2), c"fail", 0, e.to_errno());
+        self.end_rpc(qp, rqst, xid, Finish::Fail(e.to_errno()), inv);
     }
 
     /// Sends the asynchronous credit grant the protocol state says is due
