@@ -19,9 +19,11 @@ pub enum Point {
     /// `fail_post_send`: the post of a Call's Send (with the REG_MRs
     /// chained before it) fails, as a post to a broken QP does.
     PostSend = bindings::rpcrdma2_fault_RPCRDMA2_FAULT_POST_SEND,
-    /// `hold_conn`: a request's `buf_free` holds its reference to the
-    /// connection 2 s longer (as a slow invalidation would), so that
-    /// the connection can outlive a disconnect and a reconnect.
+    /// `hold_conn`: a request's `buf_free` takes a reference to the
+    /// current connection and holds it 2 s, whether or not the request
+    /// has MRs to release (as an abandoned RPC's release on a slow
+    /// invalidation would), so that the connection outlives a disconnect
+    /// and a reconnect.
     HoldConn = bindings::rpcrdma2_fault_RPCRDMA2_FAULT_HOLD_CONN,
     /// `delay_flush`: the handler of a flushed Receive sleeps 2 s before
     /// it acts (as on a busy completion queue).
@@ -39,9 +41,14 @@ pub fn fires(p: Point) -> bool {
 /// Sleeps `ms` milliseconds where point `p` fires (process context).
 pub fn delay_if(p: Point, ms: u32) {
     if fires(p) {
-        // SAFETY: FFI call; callers are in process context (may sleep).
-        unsafe { bindings::msleep(ms) };
+        sleep_ms(ms);
     }
+}
+
+/// Sleeps `ms` milliseconds (process context), for a point that fired.
+pub fn sleep_ms(ms: u32) {
+    // SAFETY: FFI call; callers are in process context (may sleep).
+    unsafe { bindings::msleep(ms) };
 }
 
 /// Keeps the debugfs directory of the points while the module is loaded.

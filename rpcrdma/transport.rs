@@ -266,12 +266,19 @@ impl Transport for RdmaXprt {
         // reply), or that never registered any, has nothing to look at:
         // SUNRPC releases the request after its last transmission and
         // its reply (if any) are done with it.
-        if !this.data.owners.may_hold(slot.index().into()) {
+        let may_hold = this.data.owners.may_hold(slot.index().into());
+        // Fault injection: keep the connection past a disconnect.
+        let hold = crate::fault::fires(crate::fault::Point::HoldConn);
+        if !may_hold && !hold {
             return;
         }
         if let Some(conn) = this.data.current_conn() {
-            conn.release(slot.index());
-            crate::fault::delay_if(crate::fault::Point::HoldConn, 2000);
+            if may_hold {
+                conn.release(slot.index());
+            }
+            if hold {
+                crate::fault::sleep_ms(2000);
+            }
         }
     }
 

@@ -14,13 +14,16 @@
 #   3. mountstats counts more than one connect;
 #   4. a connection that outlives its disconnect does not reach the next
 #      one: with two of rpcrdma2's faults (debugfs rpcrdma2/: hold_conn,
-#      a request's buf_free keeps its reference to the connection 2 s
-#      longer; delay_flush, a flushed Receive's handler sleeps 2 s first)
-#      one disconnect is injected under load. The old connection is
-#      drained when it is disconnected, not when its last reference goes,
-#      so its late flush handler cannot reach the next connection (before
-#      that, it force-disconnected it): exactly one disconnect and one new
-#      connection for the one injected.
+#      a request's buf_free holds a reference to the connection for 2 s;
+#      delay_flush, a flushed Receive's handler sleeps 2 s first) one
+#      disconnect is injected under direct 4 KiB reads, each with a Write
+#      chunk (the old connection has MRs registered when it goes), while
+#      16 requests' buf_free hold the connection. Both faults must
+#      have fired as often as armed. The old connection is drained when
+#      it is disconnected, not when its last reference goes, so neither
+#      its late flush handler nor its last reference's drop can reach
+#      the next connection: exactly one disconnect and one new connection
+#      for the one injected.
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -77,18 +80,22 @@ tb_log "=== a connection held past its disconnect (hold_conn)"
 H=/sys/kernel/debug/rpcrdma2/hold_conn
 D=/sys/kernel/debug/rpcrdma2/delay_flush
 [ -d "$H" ] || tb_die "no $H: rpcrdma2 has no fault injection here (CONFIG_FAULT_INJECTION_DEBUG_FS)"
-tb_mount 4.1 rdma "$MNT" rsize=1024,wsize=1024
+tb_mount 4.1 rdma "$MNT"
 cp /tmp/ref "$MNT/ref"
 tb_trace_rpcrdma2
 for a in "$H" "$D"; do
 	echo 0 >"$a/verbose"
 	echo 1 >"$a/interval"
 done
-(for _ in 1 2 3 4; do cat "$MNT/ref" >/dev/null; tb_drop_caches; done) &
+# Direct 4 KiB reads, 8 in flight: each READ has a Write chunk, and its
+# request ends in rpciod, so holding it there stops nothing else.
+fio --name=held --filename="$MNT/ref" --rw=randread --bs=4k --size=3m \
+	--ioengine=libaio --iodepth=8 --direct=1 --time_based --runtime=8 \
+	--output=/tmp/fio-held.out &
 load=$!
 sleep 2
-# The next few requests to end hold the connection; then the disconnect,
-# at the next transmission.
+# The next 16 requests to end hold the connection; then the disconnect,
+# at the next transmission, while they do.
 echo 16 >"$H/times"
 echo 1 >"$D/times"
 echo 100 >"$H/probability"
@@ -100,6 +107,11 @@ echo 100 >"$F/probability"
 wait "$load" || tb_die "reads failed across a disconnect with a held connection"
 echo 0 >"$F/probability"
 echo 0 >"$H/probability"
+echo 0 >"$D/probability"
+ht=$(cat "$H/times")
+dt=$(cat "$D/times")
+((ht == 0)) || tb_die "hold_conn fired $((16 - ht)) of 16 times: too few requests ended to hold the connection"
+((dt == 0)) || tb_die "delay_flush did not fire: no Receive was flushed at the disconnect"
 # The held references are gone 2 s after their buf_free, the late flush
 # handler done 2 s after the disconnect: whatever the old connection does
 # has happened by now.
@@ -109,7 +121,7 @@ c=$(tb_trace_events connect | wc -l)
 tb_trace_events disconnect >&2
 ((d == 1)) || tb_die "one disconnect injected, $d connections ended: the held connection's teardown reached the next one"
 ((c == 1)) || tb_die "one disconnect injected, $c new connections"
-tb_log "held connection: $d disconnect, $c connect event(s)"
+tb_log "held connection (16 holds, 1 delayed flush): $d disconnect, $c connect event(s)"
 rm "$MNT/ref"
 tb_umount "$MNT"
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
