@@ -61,6 +61,15 @@ options:
                          (continued_reverse_call_answered: a successful
                          reply with F_RESPONSE; else
                          continued_reverse_call_wrong)
+  --pad-callbacks N      with --relay-callbacks: append N CB_NOTIFY_LOCK
+                         operations with an empty lock owner (which the
+                         Linux client answers NFS4_OK, with no effect) to
+                         every CB_COMPOUND relayed from nfsd, so that the
+                         client's reply grows by 8 bytes each (above the
+                         inline threshold it comes continued, -00 §6.5);
+                         their results are taken off before the reply
+                         goes to nfsd (padded_replies_stripped; else
+                         padded_replies_wrong)
   --prop-segs N          v2: advertise Maximum RDMA Segment Count N in our
                          CONNPROP (default 16) and answer RDMA2_ERR_SEGMENTS
                          to Calls carrying more segments (counted in
@@ -213,6 +222,7 @@ fn parse() -> Result<Option<Config>, String> {
             "--bad-reverse-call" => cfg.opts.bad_reverse_call = true,
             "--unknown-htype-call" => cfg.opts.unknown_htype_call = true,
             "--continued-reverse-call" => cfg.opts.continued_reverse_call = true,
+            "--pad-callbacks" => cfg.opts.pad_callbacks = num(args.next(), &a)?,
             "--prop-segs" => cfg.opts.prop_segs = Some(num(args.next(), &a)?),
             "--prop-seg-size" => cfg.opts.prop_seg_size = Some(num(args.next(), &a)?),
             "--no-private-data" => cfg.no_private_data = true,
@@ -279,6 +289,9 @@ fn parse() -> Result<Option<Config>, String> {
     }
     if cfg.opts.continued_reverse_call && !cfg.opts.relay_callbacks {
         return Err("--continued-reverse-call needs --relay-callbacks".into());
+    }
+    if cfg.opts.pad_callbacks > 0 && !cfg.opts.relay_callbacks {
+        return Err("--pad-callbacks needs --relay-callbacks".into());
     }
     Ok(Some(cfg))
 }

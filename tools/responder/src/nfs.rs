@@ -319,6 +319,92 @@ pub fn record(msg: &[u8]) -> Vec<u8> {
     v
 }
 
+/// CB_COMPOUND, procedure 1 of the callback program (RFC 8881 §20).
+pub const CB_COMPOUND: u32 = 1;
+/// CB_NOTIFY_LOCK (RFC 8881 §20.11).
+pub const OP_CB_NOTIFY_LOCK: u32 = 13;
+/// One CB_NOTIFY_LOCK with an empty file handle and an empty lock owner:
+/// the Linux client decodes it, finds no lock waiter to wake and answers
+/// NFS4_OK (`nfs4_callback_notify_lock`).
+const PAD_OP: [u32; 5] = [OP_CB_NOTIFY_LOCK, 0, 0, 0, 0];
+/// Bytes of one padding operation's result: `resop`, `status`.
+pub const PAD_RESULT_LEN: usize = 8;
+
+/// Offset of the `argarray` count of CB_COMPOUND Call `call`, or `None`
+/// if it is not one (callback program [`NFS4_CALLBACK`], version 1).
+fn cb_nops_offset(call: &[u8]) -> Option<usize> {
+    let h = parse_call(call)?;
+    if h.prog != NFS4_CALLBACK || h.vers != 1 || h.proc_ != CB_COMPOUND {
+        return None;
+    }
+    let at = args_offset(call)?;
+    let tag = usize::try_from(word_at(call, at)?).ok()?;
+    // tag, minorversion, callback_ident
+    let at = at.checked_add(4)?.checked_add(pad4(tag))?.checked_add(8)?;
+    word_at(call, at).map(|_| at)
+}
+
+/// `call` with `n` [`PAD_OP`]s appended to its operations (they are the
+/// last item of a CB_COMPOUND), and the number of operations it had; or
+/// `None` if it is not a CB_COMPOUND. The reply grows by
+/// [`PAD_RESULT_LEN`] bytes an operation, which
+/// [`strip_cb_padding`] takes off again.
+pub fn pad_cb_compound(call: &[u8], n: u32) -> Option<(Vec<u8>, u32)> {
+    let at = cb_nops_offset(call)?;
+    let nops = word_at(call, at)?;
+    let mut out = call.to_vec();
+    out[at..at + 4].copy_from_slice(&nops.checked_add(n)?.to_be_bytes());
+    for _ in 0..n {
+        out.extend(PAD_OP.iter().flat_map(|w| w.to_be_bytes()));
+    }
+    Some((out, nops))
+}
+
+/// What [`strip_cb_padding`] found in a padded CB_COMPOUND's reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stripped {
+    /// Every padding operation answered NFS4_OK: the reply as it would
+    /// have been without them.
+    Clean(Vec<u8>),
+    /// An operation of the original Call failed, so none of the padding
+    /// ran: the reply as it came.
+    NotReached(Vec<u8>),
+    /// A padding operation's result is missing, malformed or not
+    /// NFS4_OK: the reply with whatever results of them there are taken
+    /// off, the status set to NFS4_OK (the original operations all
+    /// succeeded, or the padding would not have run).
+    Failed(Vec<u8>),
+}
+
+/// Takes the results of the padding operations off `reply`, the reply to
+/// a CB_COMPOUND [`pad_cb_compound`] padded from `nops` operations:
+/// they are the last [`PAD_RESULT_LEN`]-byte results, after the
+/// original operations'. `None` if `reply` is not an accepted reply with
+/// a CB_COMPOUND4res.
+pub fn strip_cb_padding(reply: &[u8], nops: u32) -> Option<Stripped> {
+    let res = results_offset(reply)?;
+    let tag = usize::try_from(word_at(reply, res.checked_add(4)?)?).ok()?;
+    let count_at = res.checked_add(8)?.checked_add(pad4(tag))?;
+    let count = word_at(reply, count_at)?;
+    if count <= nops {
+        return Some(Stripped::NotReached(reply.to_vec()));
+    }
+    let extra = usize::try_from(count - nops).ok()?;
+    let tail = extra.checked_mul(PAD_RESULT_LEN)?;
+    let cut = reply.len().checked_sub(tail).filter(|&c| c > count_at)?;
+    let clean = reply[cut..]
+        .chunks(PAD_RESULT_LEN)
+        .all(|r| word_at(r, 0) == Some(OP_CB_NOTIFY_LOCK) && word_at(r, 4) == Some(0));
+    let mut out = reply[..cut].to_vec();
+    out[count_at..count_at + 4].copy_from_slice(&nops.to_be_bytes());
+    out[res..res + 4].copy_from_slice(&0u32.to_be_bytes());
+    Some(if clean {
+        Stripped::Clean(out)
+    } else {
+        Stripped::Failed(out)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -491,5 +577,74 @@ mod tests {
         // accept_stat PROG_UNAVAIL, and a denied reply
         assert!(!reply_ok(&words(&[9, RPC_REPLY, 0, 0, 0, 1]), false));
         assert!(!reply_ok(&words(&[9, RPC_REPLY, 1, 0, 2, 2]), false));
+    }
+
+    /// A CB_COMPOUND as nfsd sends a CB_RECALL: AUTH_SYS-like credential,
+    /// empty tag, minor version 1, CB_SEQUENCE and CB_RECALL (shortened).
+    fn cb_compound(xid: u32) -> Vec<u8> {
+        words(&[
+            xid,
+            RPC_CALL,
+            2,
+            NFS4_CALLBACK,
+            1,
+            CB_COMPOUND, // header
+            1,
+            8,
+            0xaaaa,
+            0xbbbb, // credential
+            0,
+            0, // verifier
+            0,
+            1,
+            0, // tag, minorversion, callback_ident
+            2, // argarray count
+            11,
+            7, // CB_SEQUENCE (shortened)
+            4,
+            9, // CB_RECALL (shortened)
+        ])
+    }
+
+    fn cb_reply(xid: u32, status: u32, results: &[u32]) -> Vec<u8> {
+        let mut r = reply_hdr(xid);
+        r.extend(words(&[status, 0, (results.len() / 2) as u32]));
+        r.extend(words(results));
+        r
+    }
+
+    #[test]
+    fn cb_compound_is_padded_and_its_reply_stripped() {
+        let call = cb_compound(5);
+        let (padded, nops) = pad_cb_compound(&call, 3).unwrap();
+        assert_eq!(nops, 2);
+        assert_eq!(padded.len(), call.len() + 3 * 20);
+        assert_eq!(word_at(&padded, 60), Some(5)); // argarray count
+        assert_eq!(&padded[..60], &call[..60]);
+        assert_eq!(&padded[call.len()..call.len() + 20], &words(&PAD_OP)[..]);
+        // Not a CB_COMPOUND: a CB_NULL, an NFS COMPOUND.
+        assert_eq!(pad_cb_compound(&null_call(5, NFS4_CALLBACK, 1), 3), None);
+        let mut nfs = call.clone();
+        nfs[12..16].copy_from_slice(&NFS_PROGRAM.to_be_bytes());
+        assert_eq!(pad_cb_compound(&nfs, 3), None);
+
+        let orig = cb_reply(5, 0, &[11, 0, 4, 0]);
+        let padded = cb_reply(5, 0, &[11, 0, 4, 0, 13, 0, 13, 0, 13, 0]);
+        assert_eq!(
+            strip_cb_padding(&padded, 2),
+            Some(Stripped::Clean(orig.clone()))
+        );
+        // CB_RECALL failed: the padding never ran.
+        let failed = cb_reply(5, 10008, &[11, 0, 4, 10008]);
+        assert_eq!(
+            strip_cb_padding(&failed, 2),
+            Some(Stripped::NotReached(failed.clone()))
+        );
+        // The second padding operation failed: the third never ran.
+        let bad = cb_reply(5, 10001, &[11, 0, 4, 0, 13, 0, 13, 10001]);
+        assert_eq!(strip_cb_padding(&bad, 2), Some(Stripped::Failed(orig)));
+        // Not a reply, or cut short.
+        assert_eq!(strip_cb_padding(&call, 2), None);
+        assert_eq!(strip_cb_padding(&padded[..40], 2), None);
     }
 }

@@ -173,6 +173,12 @@ pub struct Options {
     /// Call continued over two pieces and count its answer (needs
     /// `relay_callbacks`).
     pub continued_reverse_call: bool,
+    /// Append this many CB_NOTIFY_LOCK operations with an empty lock
+    /// owner (no effect on the client) to every CB_COMPOUND relayed from
+    /// nfsd, so that the client's reply grows by 8 bytes each; their
+    /// results are taken off before the reply goes to nfsd (needs
+    /// `relay_callbacks`).
+    pub pad_callbacks: u32,
 }
 
 impl Default for Options {
@@ -203,6 +209,7 @@ impl Default for Options {
             bad_reverse_call: false,
             unknown_htype_call: false,
             continued_reverse_call: false,
+            pad_callbacks: 0,
         }
     }
 }
@@ -295,6 +302,14 @@ pub struct ConnProto {
     cont_call_sent: bool,
     /// `--continued-reverse-call`: its XID while no answer has come.
     cont_call_pending: Option<u32>,
+    /// A continued reply of the client's to one of our reverse-direction
+    /// Calls being reassembled: xid, bytes.
+    reply_cont: Option<(u32, Vec<u8>)>,
+    /// `--pad-callbacks`: the CB_COMPOUNDs relayed padded whose reply has
+    /// not come: xid, the operations nfsd sent.
+    padded: Vec<(u32, u32)>,
+    /// `--pad-callbacks`: CB_COMPOUNDs relayed padded.
+    padded_sent: u64,
 }
 
 impl ConnProto {
@@ -324,6 +339,9 @@ impl ConnProto {
             unknown_htype_pending: None,
             cont_call_sent: false,
             cont_call_pending: None,
+            reply_cont: None,
+            padded: Vec::new(),
+            padded_sent: 0,
         }
     }
 

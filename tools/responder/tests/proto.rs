@@ -601,6 +601,92 @@ fn callbacks_relayed_both_ways() {
     assert!(q.reverse_call(&cb).is_none());
 }
 
+/// A piece of the client's continued reply to reverse-direction Call
+/// `xid`: `F_RESPONSE`, `F_MORE` unless `last`.
+fn v2_response_piece(xid: u32, last: bool, payload: &[u8]) -> Vec<u8> {
+    let spec = MsgSpec {
+        xid,
+        credit: (32 << 16) | 1,
+        kind: MsgKind::Msg,
+        flags: if last {
+            Flags::RESPONSE
+        } else {
+            Flags::RESPONSE.with(Flags::MORE)
+        },
+        inv_handle: 0,
+        chunks: ChunkLists::EMPTY,
+    };
+    let mut b = vec![0u8; 64];
+    let n = header::encode_msg(&mut b, Protocol::V2, &spec).unwrap();
+    b.truncate(n);
+    b.extend_from_slice(payload);
+    b
+}
+
+/// `--pad-callbacks`: nfsd's CB_COMPOUND goes out with the padding
+/// appended; the client's reply, continued over three pieces (-00 §6.5),
+/// is reassembled and goes to nfsd without the padding's results.
+#[test]
+fn padded_callback_reply_continued_reassembled_and_stripped() {
+    let mut st = Stats::default();
+    let opts = Options {
+        relay_callbacks: true,
+        no_connprop: true,
+        pad_callbacks: 4,
+        ..Options::default()
+    };
+    let mut p = ConnProto::new(opts, client(4096));
+    p.on_receive(
+        &call_msg(Protocol::V2, 1, 0, ChunkLists::EMPTY, &rpc_call(1, 4, 1)),
+        &mut st,
+    );
+    // CB_COMPOUND: AUTH_NONE, empty tag, minor version 1, ident 0, one op.
+    let cb = bytes(&[0x78, 0, 2, 0x4000_0000, 1, 1, 0, 0, 0, 0, 0, 1, 0, 1, 11]);
+    let m = words(&p.reverse_call(&cb).unwrap());
+    assert_eq!(m[9 + 13], 5, "the operation count, 1 + 4");
+    assert_eq!(m.len(), 9 + cb.len() / 4 + 4 * 5);
+    assert_eq!(&m[m.len() - 5..], &[nfs::OP_CB_NOTIFY_LOCK, 0, 0, 0, 0]);
+    assert_eq!(p.padded_pending(), 1);
+    // The reply: CB_SEQUENCE's result and the four of the padding.
+    let orig = bytes(&[0x78, 1, 0, 0, 0, 0, 0, 0, 1, 11, 0]);
+    let padded = bytes(&[
+        0x78, 1, 0, 0, 0, 0, 0, 0, 5, 11, 0, 13, 0, 13, 0, 13, 0, 13, 0,
+    ]);
+    let (a, rest) = padded.split_at(10);
+    let (b, c) = rest.split_at(30);
+    assert_eq!(
+        p.on_receive(&v2_response_piece(0x78, false, a), &mut st),
+        vec![Action::Nothing]
+    );
+    assert_eq!(
+        p.on_receive(&v2_response_piece(0x78, false, b), &mut st),
+        vec![Action::Nothing]
+    );
+    assert_eq!(
+        p.on_receive(&v2_response_piece(0x78, true, c), &mut st),
+        vec![Action::ToNfsd(orig)]
+    );
+    assert_eq!(
+        (st.continued_reverse_replies, st.reverse_reply_pieces),
+        (1, 3)
+    );
+    assert_eq!(
+        (st.padded_replies_stripped, st.padded_replies_wrong),
+        (1, 0)
+    );
+    assert_eq!(st.reverse_replies, 1);
+    assert_eq!(p.padded_pending(), 0);
+    // A continued reply abandoned for another message is counted and
+    // not relayed; the whole reply that came instead is.
+    p.on_receive(&v2_response_piece(0x79, false, a), &mut st);
+    let whole = bytes(&[0x7a, 1, 0, 0, 0, 0]);
+    assert_eq!(
+        p.on_receive(&v2_response(0x7a, &whole), &mut st),
+        vec![Action::ToNfsd(whole)]
+    );
+    assert_eq!(st.reverse_replies_interrupted, 1);
+}
+
 #[test]
 fn cb_null_probe_answered_and_counted_not_forwarded() {
     let mut st = Stats::default();

@@ -10,6 +10,7 @@ use rpcrdma_xdr::v2;
 
 use super::call::Call;
 use super::errors::err_body;
+use super::reverse::ReverseReply;
 use super::{log, Action, ConnProto};
 use crate::stats::{Expect, Stats};
 
@@ -234,7 +235,12 @@ impl ConnProto {
             }
             return vec![Action::Nothing];
         }
-        if let Some(reply) = self.reverse_reply(&h) {
+        let reply = match self.reverse_reply(&h, stats) {
+            ReverseReply::NotOne => None,
+            ReverseReply::Piece => return vec![Action::Nothing],
+            ReverseReply::Whole(r) => Some(r),
+        };
+        if let Some(reply) = reply {
             if let Some(i) = self.probes.iter().position(|&x| x == h.xid) {
                 self.probes.swap_remove(i);
                 if crate::nfs::reply_ok(&reply, false) {

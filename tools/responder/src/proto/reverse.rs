@@ -9,7 +9,25 @@ use rpcrdma_xdr::header::{self, Body, ErrorBody, Flags, MsgKind, MsgSpec, Protoc
 use rpcrdma_xdr::props::RVREQSUP_NONE;
 use rpcrdma_xdr::v2;
 
-use super::ConnProto;
+use super::{log, ConnProto};
+use crate::nfs::Stripped;
+use crate::stats::Stats;
+
+/// Largest continued reply of the client's reassembled: the callback
+/// service's reply buffer (one page) with room to spare.
+const MAX_REPLY: usize = 64 * 1024;
+
+/// What a message of the client's is, as a reply to one of our
+/// reverse-direction Calls ([`ConnProto::reverse_reply`]).
+#[derive(Debug)]
+pub(super) enum ReverseReply {
+    /// Not a reply of that kind.
+    NotOne,
+    /// A piece of a continued reply, kept until the last comes.
+    Piece,
+    /// A whole RPC Reply.
+    Whole(Vec<u8>),
+}
 
 /// XIDs of the responder's own CB_NULL probes: `PROBE_XID | n` (nfsd's
 /// callback XIDs are another counter; a clash would only misroute one
@@ -46,17 +64,93 @@ impl ConnProto {
 
     /// The client's reply to one of our reverse-direction Calls: an
     /// inline RPC Reply (v2: `F_RESPONSE` set; v1: the message type word),
-    /// when relaying is on.
-    pub(super) fn reverse_reply(&self, h: &header::Header<'_>) -> Option<Vec<u8>> {
+    /// or in version 2 one continued over several `RDMA2_MSG`s with
+    /// `F_RESPONSE` and `F_MORE` on all but the last (-00 §6.5), when
+    /// relaying is on. A reply to a CB_COMPOUND relayed padded
+    /// (`--pad-callbacks`) loses the padding's results here.
+    pub(super) fn reverse_reply(
+        &mut self,
+        h: &header::Header<'_>,
+        stats: &mut Stats,
+    ) -> ReverseReply {
         if !self.opts.relay_callbacks {
-            return None;
+            return ReverseReply::NotOne;
         }
-        let Body::Msg(m) = h.body else { return None };
-        let is_reply = crate::nfs::word_at(m.payload, 4) == Some(crate::nfs::RPC_REPLY)
-            && crate::nfs::word_at(m.payload, 0) == Some(h.xid);
+        let Body::Msg(m) = h.body else {
+            return ReverseReply::NotOne;
+        };
+        let v2 = h.protocol == Protocol::V2;
+        let mut payload = std::borrow::Cow::Borrowed(m.payload);
+        if v2 && h.flags.is_response() && m.chunks.is_empty() {
+            if let Some((xid, mut so_far)) = self.reply_cont.take() {
+                if xid == h.xid {
+                    stats.reverse_reply_pieces += 1;
+                    so_far.extend_from_slice(m.payload);
+                    if so_far.len() > MAX_REPLY {
+                        stats.reverse_replies_interrupted += 1;
+                        log::warn(format_args!(
+                            "a continued reply (xid {xid:#x}) grew beyond {MAX_REPLY} bytes: dropped"
+                        ));
+                        return ReverseReply::Piece;
+                    }
+                    if h.flags.has_more() {
+                        self.reply_cont = Some((xid, so_far));
+                        return ReverseReply::Piece;
+                    }
+                    stats.continued_reverse_replies += 1;
+                    payload = std::borrow::Cow::Owned(so_far);
+                } else {
+                    stats.reverse_replies_interrupted += 1;
+                    log::warn(format_args!(
+                        "the continued reply to xid {xid:#x} was abandoned after {} bytes (xid {:#x} came)",
+                        so_far.len(),
+                        h.xid
+                    ));
+                }
+            }
+            if h.flags.has_more() && matches!(payload, std::borrow::Cow::Borrowed(_)) {
+                stats.reverse_reply_pieces += 1;
+                self.reply_cont = Some((h.xid, m.payload.to_vec()));
+                return ReverseReply::Piece;
+            }
+        }
+        let is_reply = crate::nfs::word_at(&payload, 4) == Some(crate::nfs::RPC_REPLY)
+            && crate::nfs::word_at(&payload, 0) == Some(h.xid);
         let v2_ok = h.protocol != Protocol::V2 || h.flags.is_response();
-        (is_reply && v2_ok && m.chunks.is_empty() && !h.flags.has_more())
-            .then(|| m.payload.to_vec())
+        if !(is_reply && v2_ok && m.chunks.is_empty() && !h.flags.has_more()) {
+            return ReverseReply::NotOne;
+        }
+        let reply = payload.into_owned();
+        let Some(i) = self.padded.iter().position(|&(x, _)| x == h.xid) else {
+            return ReverseReply::Whole(reply);
+        };
+        let (_, nops) = self.padded.swap_remove(i);
+        ReverseReply::Whole(match crate::nfs::strip_cb_padding(&reply, nops) {
+            Some(Stripped::Clean(r)) => {
+                stats.padded_replies_stripped += 1;
+                r
+            }
+            Some(Stripped::NotReached(r)) => {
+                stats.padded_replies_not_reached += 1;
+                r
+            }
+            Some(Stripped::Failed(r)) => {
+                stats.padded_replies_wrong += 1;
+                log::warn(format_args!(
+                    "the reply to padded CB_COMPOUND xid {:#x} lacks a padding result or has one that is not NFS4_OK",
+                    h.xid
+                ));
+                r
+            }
+            None => {
+                stats.padded_replies_wrong += 1;
+                log::warn(format_args!(
+                    "the reply to padded CB_COMPOUND xid {:#x} is not a CB_COMPOUND4res: relayed as it came",
+                    h.xid
+                ));
+                reply
+            }
+        })
     }
 
     /// Frames nfsd's callback Call `rpc` as a reverse-direction Call
@@ -71,6 +165,11 @@ impl ConnProto {
             return None;
         }
         let xid = crate::nfs::word_at(rpc, 0)?;
+        let padded = match self.opts.pad_callbacks {
+            0 => None,
+            n => crate::nfs::pad_cb_compound(rpc, n),
+        };
+        let rpc = padded.as_ref().map_or(rpc, |(p, _)| p.as_slice());
         let spec = MsgSpec {
             xid,
             credit: 0,
@@ -91,7 +190,26 @@ impl ConnProto {
         let n = header::encode_msg(&mut buf, proto, &spec).ok()?;
         buf.truncate(n);
         buf.extend_from_slice(rpc);
+        if let Some((_, nops)) = padded {
+            if self.padded.len() >= 64 {
+                self.padded.remove(0); // never answered: forget the oldest
+            }
+            self.padded.push((xid, nops));
+            self.padded_sent = self.padded_sent.wrapping_add(1);
+        }
         Some(buf)
+    }
+
+    /// `--pad-callbacks`: how many CB_COMPOUNDs [`Self::reverse_call`]
+    /// padded on this connection.
+    pub fn padded_sent(&self) -> u64 {
+        self.padded_sent
+    }
+
+    /// `--pad-callbacks`: the CB_COMPOUNDs [`Self::reverse_call`] padded
+    /// that are still to be answered.
+    pub fn padded_pending(&self) -> usize {
+        self.padded.len()
     }
 
     /// A CB_NULL probe of callback program `prog` (version 1, as nfsd's

@@ -328,13 +328,19 @@ impl Server {
         };
         let xid = nfs::word_at(rec, 0).unwrap_or(0);
         if nfs::word_at(rec, 4) == Some(nfs::RPC_CALL) {
+            let padded0 = c.proto.padded_sent();
             match c.proto.reverse_call(rec) {
                 Some(m) => {
                     self.stats.reverse_calls_sent += 1;
+                    let padded = c.proto.padded_sent() != padded0;
+                    if padded {
+                        self.stats.padded_callbacks += 1;
+                    }
                     log::info(format_args!(
-                        "{}: callback Call from nfsd (xid {xid:#x}, {} bytes) relayed",
+                        "{}: callback Call from nfsd (xid {xid:#x}, {} bytes{}) relayed",
                         c.peer,
-                        rec.len()
+                        rec.len(),
+                        if padded { ", padded" } else { "" }
                     ));
                     self.send_ctrl(k, m);
                 }
