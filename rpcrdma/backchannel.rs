@@ -9,7 +9,9 @@
 //! callback thread runs it (`svc_process_bc`) and starts an RPC task that
 //! sends the reply through the transport's `send_request`, which lands in
 //! [`Backchannel::send_reply`]: an `RDMA_MSG` (`RDMA2_MSG` with
-//! `F_RESPONSE`) with the RPC Reply inline, on the current connection.
+//! `F_RESPONSE`) with the RPC Reply inline, on the current connection, or
+//! in version 2 a reply above the inline threshold continued over several
+//! `RDMA2_MSG`s (-00 §6.5).
 //! The task's release returns the request ([`Backchannel::put`]).
 //! A Call continued over several Receives (version 2,
 //! [`crate::proto::Reply::ReverseCallPiece`]) is first put together in
@@ -26,7 +28,7 @@ use crate::sunrpc::bc::{self, BcRqst, BUF_SIZE};
 use crate::sunrpc::rqst::BcTxRqst;
 use crate::sunrpc::xprt::Xprt;
 use crate::trace;
-use crate::xdr::header::{self, Protocol};
+use crate::xdr::header::Protocol;
 use core::ffi::CStr;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use kernel::alloc::{
@@ -303,80 +305,79 @@ impl Backchannel {
     }
 
     /// Sends the reply in `rqst` (a backchannel request's `rq_snd_buf`)
-    /// on connection `conn_id`: the header
-    /// [`proto::Transport::prepare_bc_reply`] plans, then the RPC Reply,
-    /// in one Send that `post` posts with the fill function it is given
-    /// (the connection's `Conn::post_send`). `EMSGSIZE` if it does not
-    /// fit inline (not sent: RFC 8167 has no chunks for it), `ENOBUFS` if
-    /// no Send buffer or v2 credit is free, `ENOTCONN` if the connection
-    /// is not up.
+    /// on connection `conn_id` with `send` (the connection's
+    /// `Conn::send_bc_reply`: one inline Send, or on version 2 a
+    /// continued reply, as [`proto::Transport::prepare_bc_reply`] plans
+    /// it), tracing and counting what became of it. `EMSGSIZE` if it does
+    /// not fit inline in version 1 (not sent: RFC 8167 has no chunks for
+    /// it), `ENOBUFS` if no Send buffer or v2 credit is free (also half-way
+    /// through a continued reply: SUNRPC sends it again and it resumes),
+    /// `ENOTCONN` if the connection is not up.
     pub fn send_reply(
         &self,
         conn_id: u32,
         proto_state: &SpinLock<proto::Transport>,
         rqst: &BcTxRqst<'_>,
-        post: impl FnOnce(&mut dyn FnMut(&mut [u8]) -> Result<usize>) -> Result,
+        send: impl FnOnce(u32) -> Result<Protocol, SendError>,
     ) -> Result {
         let len = rqst.call_len();
         let xid = u32::from_be(rqst.xid());
-        let plan = proto_state
-            .lock()
-            .prepare_bc_reply(u32::try_from(len).unwrap_or(u32::MAX));
         let outcome = |what: &CStr| {
             // Only on the error paths: the version costs the lock.
             let v = proto_state.lock().protocol();
             trace::bc_reply(conn_id, xid, v, len, what);
         };
-        let plan = match plan {
-            Ok(p) => p,
-            Err(ReplyError::NotConnected) => {
+        match send(xid) {
+            Ok(protocol) => {
+                trace::bc_reply(conn_id, xid, Some(protocol), len, c"sent");
+                self.stats.replies.fetch_add(1, Relaxed);
+                Ok(())
+            }
+            Err(SendError::Refused(ReplyError::NotConnected)) => {
                 outcome(c"dropped (not connected: the server sends the Call again)");
-                return Err(crate::compat::errno::enotconn());
+                Err(crate::compat::errno::enotconn())
             }
-            Err(ReplyError::NoCredits) => {
+            Err(SendError::Refused(ReplyError::NoCredits)) => {
                 outcome(c"deferred (no version 2 credit)");
-                return Err(crate::compat::errno::enobufs());
+                Err(crate::compat::errno::enobufs())
             }
-            Err(ReplyError::TooBig(t)) => {
+            Err(SendError::Refused(ReplyError::TooBig(t))) => {
                 outcome(c"dropped (larger than the inline threshold)");
                 self.stats.dropped.fetch_add(1, Relaxed);
                 if crate::compat::print::ratelimit() {
                     pr_err!(
-                        "backchannel: the reply to callback xid {:#010x} ({} bytes) exceeds the inline limit of {} (-EMSGSIZE): not sent\n",
-                        u32::from_be(rqst.xid()),
+                        "backchannel: the reply to callback xid {:#010x} ({} bytes) exceeds the inline limit of {} and version 1 cannot continue it (-EMSGSIZE): not sent\n",
+                        xid,
                         t.len,
                         t.limit
                     );
                 }
-                return Err(crate::compat::errno::emsgsize());
+                Err(crate::compat::errno::emsgsize())
             }
-        };
-        let posted = post(&mut |buf| {
-            let spec = plan.msg_spec(xid);
-            let hdr = header::encode_msg(buf, plan.protocol, &spec).map_err(|_| EINVAL)?;
-            let total = hdr.checked_add(len).ok_or(EINVAL)?;
-            let body = buf
-                .get_mut(hdr..total)
-                .ok_or(crate::compat::errno::emsgsize())?;
-            rqst.copy_call(body)?;
-            Ok(total)
-        });
-        match posted {
-            Ok(()) => {
-                trace::bc_reply(conn_id, xid, Some(plan.protocol), len, c"sent");
-                self.stats.replies.fetch_add(1, Relaxed);
-                Ok(())
+            Err(SendError::Busy) => {
+                outcome(c"deferred (no Send buffer)");
+                Err(crate::compat::errno::enobufs())
             }
-            Err(e) => {
-                outcome(if e == crate::compat::errno::enobufs() {
-                    c"deferred (no Send buffer)"
-                } else {
-                    c"dropped (posting failed: reconnecting)"
-                });
+            Err(SendError::Failed(e)) => {
+                outcome(c"dropped (posting failed: reconnecting)");
                 Err(e)
             }
         }
     }
+}
+
+/// Why a connection sent nothing (more) of a reverse-direction reply
+/// ([`Backchannel::send_reply`]'s `send`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendError {
+    /// The protocol state refused it: not connected, no credit, or too
+    /// large for version 1.
+    Refused(ReplyError),
+    /// No Send buffer is free, or another message is half sent: wait for
+    /// buffer space and send again.
+    Busy,
+    /// Encoding or posting failed: the connection is about to be dropped.
+    Failed(Error),
 }
 
 /// [`proto::backchannel::max_payload`] for thresholds `t`.

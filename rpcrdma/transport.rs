@@ -536,8 +536,8 @@ impl Transport for RdmaXprt {
             Some(conn) => this
                 .data
                 .bc
-                .send_reply(conn.id, &this.data.proto, &rqst, |fill| {
-                    conn.post_send(fill)
+                .send_reply(conn.id, &this.data.proto, &rqst, |xid| {
+                    conn.send_bc_reply(&rqst, xid)
                 }),
             None => Err(crate::compat::errno::enotconn()),
         };

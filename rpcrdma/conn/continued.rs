@@ -1,35 +1,43 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Message Continuation on a connection (-00 §4.5.2, §6.3.2): a Call sent
-//! as a sequence of pieces, the pieces of a continued Reply placed straight
-//! into the request's receive buffer, and the asynchronous credit grants
-//! the protocol state asks for. The decisions are
-//! [`proto::continuation`]'s and [`proto::Transport`]'s.
+//! Message Continuation on a connection (-00 §4.5.2, §6.3.2): a Call, or
+//! the reply to a reverse-direction Call, sent as a sequence of pieces,
+//! the pieces of a continued Reply placed straight into the request's
+//! receive buffer, and the asynchronous credit grants the protocol state
+//! asks for. The decisions are [`proto::continuation`]'s and
+//! [`proto::Transport`]'s.
 
 use super::reply::ChunkedCheck;
 use super::*;
 use crate::sunrpc::rqst::ReplyRqst;
 
-/// Where a continued Call stopped: its XID (host order) and the offset of
-/// its next piece. While it is set the connection sends nothing but that
-/// Call's next piece (and credit grants): the peer concatenates the next
-/// message it receives to the pieces it has.
+/// Where a continued message stopped: its XID (host order), the offset
+/// of its next piece, and whether it is a Call or the reply to a
+/// reverse-direction Call (`reply`: the two directions have separate XID
+/// spaces). While it is set the connection sends nothing but that
+/// message's next piece (and credit grants): the peer concatenates the
+/// next message it receives to the pieces it has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Cursor {
     pub(super) xid: u32,
     pub(super) offset: u32,
+    pub(super) reply: bool,
 }
 
-/// The connection's [`Cursor`], if a continued Call stopped half-way: a
-/// word, not a lock. Only the sender reads and writes it (`Conn::send`,
-/// [`Conn::post_send`] of the backchannel's replies and the connect
+/// The connection's [`Cursor`], if a continued message stopped half-way:
+/// a word, not a lock. Only the senders read and write it (`Conn::send`,
+/// [`Conn::send_bc_reply`], and [`Conn::post_send`] of the connect
 /// worker's probe), and SUNRPC's transport send lock (`XPRT_LOCKED`)
 /// serialises all of them, so plain loads and stores keep it.
 pub(super) struct CursorCell(AtomicU64);
 
-/// No cursor: an offset no Call reaches (its length is a `u32` below the
-/// transport's largest payload).
+/// No cursor: an offset no message reaches (its length is below the
+/// transport's largest payload, far below 2 GiB).
 const NO_CURSOR: u64 = u64::MAX;
+
+/// The low word's top bit: the cursor is a reply's; the other 31 bits
+/// hold the offset.
+const REPLY_BIT: u32 = 1 << 31;
 
 impl CursorCell {
     pub(super) const fn new() -> Self {
@@ -40,13 +48,15 @@ impl CursorCell {
         let v = self.0.load(Relaxed);
         (v != NO_CURSOR).then_some(Cursor {
             xid: (v >> 32) as u32,
-            offset: v as u32,
+            offset: v as u32 & !REPLY_BIT,
+            reply: v as u32 & REPLY_BIT != 0,
         })
     }
 
     pub(super) fn set(&self, c: Option<Cursor>) {
         let v = c.map_or(NO_CURSOR, |c| {
-            (u64::from(c.xid) << 32) | u64::from(c.offset.min(u32::MAX - 1))
+            let low = c.offset.min(REPLY_BIT - 2) | if c.reply { REPLY_BIT } else { 0 };
+            (u64::from(c.xid) << 32) | u64::from(low)
         });
         self.0.store(v, Relaxed);
     }
@@ -65,7 +75,7 @@ impl Conn {
         let call_len = u32::try_from(rqst.call_len()).map_err(|_| EINVAL)?;
         loop {
             let offset = match q.cursor.get() {
-                Some(c) if c.xid == xid => c.offset,
+                Some(c) if c.xid == xid && !c.reply => c.offset,
                 _ => 0,
             };
             // The Send buffer first: a piece counted as sent must go.
@@ -124,6 +134,7 @@ impl Conn {
             q.cursor.set(span.more.then_some(Cursor {
                 xid,
                 offset: span.offset.saturating_add(span.len),
+                reply: false,
             }));
             super::send::add_sent(&stats.req_bytes, u64::from(span.len));
             trace::piece(self.id, xid, c"call", span.offset, span.len, span.more);
@@ -138,23 +149,25 @@ impl Conn {
 
     /// Whether Call `xid` (host order) goes on as a continued Call: `true`
     /// if it is the continued Call half sent, `false` if none is. If
-    /// another one is, nothing else may go on this connection until its
-    /// last piece has: `EPIPE` then (the transport drops the connection:
-    /// the peer holds pieces it can never complete, and SUNRPC sends both
-    /// RPCs again on the next connection). One look at the cursor, under
-    /// one lock, on every Send.
+    /// another message is (another Call, or a callback reply), nothing
+    /// else may go on this connection until its last piece has (SUNRPC
+    /// sends the request it stopped at first): `EPIPE` then (the
+    /// transport drops the connection: the peer holds pieces it can
+    /// never complete, and SUNRPC sends both again on the next
+    /// connection). One look at the cursor on every Send.
     pub(super) fn continues(&self, xid: u32) -> Result<bool> {
         let q = &self.ep.qp().handler().0;
         let Some(c) = q.cursor.get() else {
             return Ok(false);
         };
-        if c.xid == xid {
+        if c.xid == xid && !c.reply {
             return Ok(true);
         }
         if crate::compat::print::ratelimit() {
             pr_err!(
-                "send: xid {:#010x} while continued Call {:#010x} stopped at byte {} (abandoned?): reconnecting\n",
+                "send: xid {:#010x} while continued {} {:#010x} stopped at byte {} (abandoned?): reconnecting\n",
                 xid,
+                if c.reply { "callback reply" } else { "Call" },
                 c.xid,
                 c.offset
             );

@@ -4,7 +4,8 @@
 //! buffers; its setup is in `establish.rs`, the Send path in `send.rs`,
 //! the reply handler in `reply.rs`, the per-slot FRWR registrations and
 //! their invalidation in `frwr.rs`, Message Continuation in
-//! `continued.rs`, recovery from transport errors in `recovery.rs`, the
+//! `continued.rs`, the replies to reverse-direction Calls in
+//! `bc_reply.rs`, recovery from transport errors in `recovery.rs`, the
 //! keepalive probe in `keepalive.rs`, a
 //! request's `xdr_buf`s in the protocol's terms in `xdrbuf.rs`, the CM
 //! handshake the connection waits on in [`crate::connect`].
@@ -48,6 +49,7 @@ use kernel::alloc::{
 };
 use kernel::{new_condvar, new_spinlock};
 
+mod bc_reply;
 mod continued;
 mod establish;
 mod frwr;
@@ -523,9 +525,10 @@ impl Conn {
     }
 
     /// Posts one signalled Send that `fill` writes into a Send buffer
-    /// (returning the length used): for messages that are not Calls (the
-    /// backchannel's replies). `ENOBUFS` if no Send buffer is free.
-    pub fn post_send(&self, fill: impl FnOnce(&mut [u8]) -> Result<usize>) -> Result {
+    /// (returning the length used): for control messages that are not
+    /// Calls (the connect worker's `RDMA2_CONNPROP`). `ENOBUFS` if no Send
+    /// buffer is free.
+    pub(super) fn post_send(&self, fill: impl FnOnce(&mut [u8]) -> Result<usize>) -> Result {
         let q = &self.ep.qp().handler().0;
         if self.continuing() {
             // Not between the pieces of a continued Call.

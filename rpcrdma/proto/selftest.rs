@@ -2416,7 +2416,7 @@ fn backchannel_v1() -> TestResult {
     check!(matches!(o.reply, Reply::ReverseCall { xid: 9, payload } if payload.len() == 24));
     check!(o.credits.is_none() && t.credits().window() == 32);
     check!(t.credits().receives_needed() == 32 + 2 * backchannel::SLOTS);
-    let plan = match t.prepare_bc_reply(100) {
+    let plan = match t.prepare_bc_reply(100, 0) {
         Ok(p) => p,
         Err(_) => {
             return Err(Failure {
@@ -2431,7 +2431,7 @@ fn backchannel_v1() -> TestResult {
     check!(buf == *Wire::new(&[9, 1, 16, 0, 0, 0, 0]).bytes());
     let limit = t.thresholds().send.saturating_sub(28);
     check!(
-        matches!(t.prepare_bc_reply(limit.saturating_add(1)), Err(ReplyError::TooBig(tb)) if tb.limit == limit)
+        matches!(t.prepare_bc_reply(limit.saturating_add(1), 0), Err(ReplyError::TooBig(tb)) if tb.limit == limit)
     );
     check!(
         backchannel::check_call(24, 4096, backchannel::MAX_OUTSTANDING, true)

@@ -359,19 +359,52 @@ impl Transport {
         })
     }
 
-    /// Decides how to send the reply to a reverse-direction Call:
-    /// `reply_len` is the RPC Reply (`rq_snd_buf.len`). On success the
-    /// reply is counted as sent (in v2 it uses one message of the budget):
-    /// encode [`ReplyPlan::msg_spec`] and post it. See
-    /// [`backchannel`].
-    pub fn prepare_bc_reply(&mut self, reply_len: u32) -> Result<ReplyPlan, ReplyError> {
+    /// Decides how to send the reply to a reverse-direction Call, or the
+    /// piece of it that starts at `offset`: `reply_len` is the RPC Reply
+    /// (`rq_snd_buf.len`), `offset` 0 for the first message, then the end
+    /// of the previous piece ([`ReplyPlan::span`]). A Reply that does not
+    /// fit inline is continued on a version 2 connection (-00 §6.5: the
+    /// responder "SHOULD use Message Continuation" when neither inline
+    /// nor the offered chunks convey it, and a reverse-direction Call
+    /// offers none; [`backchannel::reply_pieces`]); version 1 cannot
+    /// (`TooBig`). On success the message is counted as sent (in v2 each
+    /// piece uses one message of the budget): encode
+    /// [`ReplyPlan::msg_spec`], append the span of the Reply, post it.
+    /// `NoCredits` also in the middle of a continued Reply: keep the
+    /// offset and call again when credits return, sending nothing else
+    /// on the connection in between. See [`backchannel`].
+    pub fn prepare_bc_reply(
+        &mut self,
+        reply_len: u32,
+        offset: u32,
+    ) -> Result<ReplyPlan, ReplyError> {
         let protocol = match self.sendable() {
             Ok(p) => p,
             Err(CallError::NoCredits) => return Err(ReplyError::NoCredits),
             Err(_) => return Err(ReplyError::NotConnected),
         };
-        backchannel::fit_reply(&self.thresholds, protocol, reply_len)
-            .map_err(ReplyError::TooBig)?;
+        let inline = backchannel::fit_reply(&self.thresholds, protocol, reply_len);
+        let span = match (inline, protocol) {
+            (Ok(()), _) if offset == 0 => continuation::Span {
+                offset: 0,
+                len: reply_len,
+                more: false,
+            },
+            (Err(t), Protocol::V1) => return Err(ReplyError::TooBig(t)),
+            (r, _) => {
+                let room = continuation::piece_room(self.thresholds.send);
+                match continuation::split(reply_len, offset, room) {
+                    Some(span) if protocol == Protocol::V2 => span,
+                    _ => {
+                        return Err(ReplyError::TooBig(r.err().unwrap_or(TooBig {
+                            direction: Direction::Call,
+                            len: reply_len,
+                            limit: room,
+                        })))
+                    }
+                }
+            }
+        };
         let credit = match protocol {
             // Our backchannel window (C: rb_bc_srv_max_requests).
             Protocol::V1 => {
@@ -380,11 +413,18 @@ impl Transport {
             }
             Protocol::V2 => self.credits.on_send(),
         };
-        self.stats.bc_replies = self.stats.bc_replies.wrapping_add(1);
+        let s = &mut self.stats;
+        if span.more || span.offset > 0 {
+            s.bc_reply_pieces = s.bc_reply_pieces.wrapping_add(1);
+        }
+        if !span.more {
+            s.bc_replies = s.bc_replies.wrapping_add(1);
+        }
         Ok(ReplyPlan {
             protocol,
             credit,
             hdr_len: backchannel::header_len(protocol),
+            span,
         })
     }
 

@@ -62,8 +62,11 @@ pub struct Stats {
     /// that is not a reverse-direction Call arrived before the last piece
     /// (the peer retries the Call as one that was lost).
     pub reverse_calls_interrupted: u64,
-    /// Reverse-direction replies sent ([`Transport::prepare_bc_reply`]).
+    /// Reverse-direction replies sent ([`Transport::prepare_bc_reply`]),
+    /// each counted once its last piece is.
     pub bc_replies: u64,
+    /// Pieces of continued reverse-direction replies sent.
+    pub bc_reply_pieces: u64,
     /// Replies using what we do not support: chunks on a connection that
     /// offers none, a continued reply whose last piece has chunks, a
     /// continued reverse-direction Call that starts while a continued

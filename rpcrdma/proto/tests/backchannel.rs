@@ -99,7 +99,7 @@ fn receives_cover_the_backchannel() {
 #[test]
 fn v1_reply_header() {
     let mut t = v1_up(backchannel::SLOTS);
-    let plan = t.prepare_bc_reply(100).expect("fits");
+    let plan = t.prepare_bc_reply(100, 0).expect("fits");
     assert_eq!(plan.protocol, Protocol::V1);
     assert_eq!(plan.credit, backchannel::SLOTS);
     assert_eq!(plan.hdr_len, 28);
@@ -115,8 +115,8 @@ fn v1_reply_header() {
 fn reply_beyond_the_inline_threshold_is_refused() {
     let mut t = v1_up(backchannel::SLOTS);
     let limit = t.thresholds().send - 28;
-    assert!(t.prepare_bc_reply(limit).is_ok());
-    match t.prepare_bc_reply(limit + 1) {
+    assert!(t.prepare_bc_reply(limit, 0).is_ok());
+    match t.prepare_bc_reply(limit + 1, 0) {
         Err(ReplyError::TooBig(tb)) => {
             assert_eq!(tb.len, limit + 1);
             assert_eq!(tb.limit, limit);
@@ -125,7 +125,7 @@ fn reply_beyond_the_inline_threshold_is_refused() {
     }
     // Not connected.
     t.disconnected();
-    assert_eq!(t.prepare_bc_reply(10), Err(ReplyError::NotConnected));
+    assert_eq!(t.prepare_bc_reply(10, 0), Err(ReplyError::NotConnected));
 }
 
 #[test]
@@ -218,7 +218,7 @@ fn v2_reverse_call_and_reply() {
     ));
     // The reply: RDMA2_MSG with F_RESPONSE, one message of the budget.
     let sent = t.credits().outstanding();
-    let plan = t.prepare_bc_reply(40).unwrap();
+    let plan = t.prepare_bc_reply(40, 0).unwrap();
     assert_eq!(plan.protocol, Protocol::V2);
     assert_eq!(plan.hdr_len, 36);
     assert_eq!(t.credits().outstanding(), sent + 1);

@@ -590,6 +590,45 @@ fn large_callback_reply_is_continued() {
     );
 }
 
+/// -00 §6.5 on the wire side: a reverse-direction reply above the
+/// threshold goes as that many `RDMA2_MSG` pieces, each with `F_RESPONSE`,
+/// `F_MORE` on all but the last, one credit each; counted as one reply.
+#[test]
+fn large_callback_reply_pieces_are_planned() {
+    let mut t = v2_up(big());
+    let th = *t.thresholds();
+    let big_reply = th.send * 2 + 100;
+    let n = backchannel::reply_pieces(&th, Protocol::V2, big_reply).unwrap();
+    let (mut at, mut count) = (0, 0);
+    let sent0 = t.credits().outstanding();
+    loop {
+        let plan = t.prepare_bc_reply(big_reply, at).expect("a piece");
+        assert_eq!(plan.span.offset, at);
+        assert!(plan.hdr_len + plan.span.len <= th.send);
+        let spec = plan.msg_spec(0x77);
+        assert!(spec.flags.is_response());
+        assert_eq!(spec.flags.has_more(), plan.span.more);
+        at += plan.span.len;
+        count += 1;
+        if !plan.span.more {
+            break;
+        }
+    }
+    assert_eq!((at, count), (big_reply, n));
+    assert_eq!(t.credits().outstanding(), sent0 + n);
+    assert_eq!(t.stats().bc_replies, 1);
+    assert_eq!(u32::try_from(t.stats().bc_reply_pieces).unwrap(), n);
+    // Past the end: nothing to send.
+    assert!(matches!(
+        t.prepare_bc_reply(big_reply, big_reply),
+        Err(rpcrdma_proto::backchannel::ReplyError::TooBig(_))
+    ));
+    // A reply that fits is one message, no piece.
+    let plan = t.prepare_bc_reply(100, 0).unwrap();
+    assert_eq!((plan.span.len, plan.span.more), (100, false));
+    assert_eq!(u32::try_from(t.stats().bc_reply_pieces).unwrap(), n);
+}
+
 /// Version 1 without FRWR (`frwr=0`, `Config::max_segs` 0): no Reply
 /// chunk can be offered (RFC 8166 §3.5 needs one for a Reply larger than
 /// the inline threshold, and version 1 has no continuation). The Call is

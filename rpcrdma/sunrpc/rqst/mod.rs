@@ -288,6 +288,19 @@ impl Rqst {
         unsafe { read_xdr(addr_of_mut!((*self.raw()).rq_snd_buf), 0, out) }
     }
 
+    /// Copies bytes `offset..offset + out.len()` of the RPC Call
+    /// (`rq_snd_buf`) into `out`; `EINVAL` past its end.
+    fn copy_call_range(&self, out: &mut [u8], offset: u32) -> Result {
+        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
+        let end = offset.checked_add(len).ok_or(EINVAL)?;
+        if end as usize > self.call_len() {
+            return Err(EINVAL);
+        }
+        // SAFETY: the rqst is alive and its owner (the caller's handle)
+        // does not change its Call meanwhile.
+        unsafe { read_xdr(addr_of_mut!((*self.raw()).rq_snd_buf), offset, out) }
+    }
+
     /// Records a transmission: time stamp and bytes sent.
     fn mark_sent(&self, bytes: usize) {
         // SAFETY: the rqst is alive and being transmitted under

@@ -182,12 +182,7 @@ impl<'a> TxRqst<'a> {
     /// Copies bytes `offset..offset + out.len()` of the RPC Call
     /// (`rq_snd_buf`) into `out` (a piece of a continued Call).
     pub fn copy_call_range(&self, out: &mut [u8], offset: u32) -> Result {
-        let len = u32::try_from(out.len()).map_err(|_| EINVAL)?;
-        let end = offset.checked_add(len).ok_or(EINVAL)?;
-        if end as usize > self.call_len() {
-            return Err(EINVAL);
-        }
-        self.read_call(offset, out)
+        self.0.copy_call_range(out, offset)
     }
 
     /// Copies `out.len()` bytes at `at` of the Call (`rq_snd_buf`) into
@@ -249,6 +244,13 @@ impl<'a> BcTxRqst<'a> {
     /// `out`, which must hold exactly [`Rqst::call_len`] bytes.
     pub fn copy_call(&self, out: &mut [u8]) -> Result {
         self.0.copy_call(out)
+    }
+
+    /// Copies bytes `offset..offset + out.len()` of the RPC message in
+    /// `rq_snd_buf` (the callback's Reply) into `out` (a piece of a
+    /// continued reply).
+    pub fn copy_call_range(&self, out: &mut [u8], offset: u32) -> Result {
+        self.0.copy_call_range(out, offset)
     }
 
     /// Records a transmission: time stamp and bytes sent.
