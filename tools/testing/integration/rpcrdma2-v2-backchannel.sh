@@ -33,6 +33,13 @@
 #       class=reverse_piece, then class=reverse_call), served by the
 #       callback service and answered with a successful reply carrying
 #       F_RESPONSE; the mount goes on on its one connection.
+#   14. on port 20115 (--inline 1024 --pad-callbacks 150): a CB_RECALL
+#       whose reply (about 1.3 KB) exceeds the client's 1024-byte call
+#       threshold: rpcrdma2 continues it (-00 §6.5; rpcrdma2_piece
+#       dir=bc_reply, F_MORE on all but the last; rpcrdma2_bc_reply
+#       outcome=sent), the responder reassembles it, finds every appended
+#       operation answered NFS4_OK and hands nfsd the reply without
+#       them; the recall completes, nothing is dropped.
 
 set -euo pipefail
 # shellcheck source=../vm/guest/lib.sh
@@ -142,6 +149,37 @@ whole=$(tb_trace_events reply 'xid=0xcbad0002 .*class=reverse_call' | head -n 1)
 goes_on 20114 "" ||
 	tb_die "port 20114: the mount did not go on on its one connection after the answer" # conformance: continued-reverse-call
 tb_log "port 20114: the continued CB_NULL was reassembled, served and answered; one connection"
+
+tb_log "=== a callback reply larger than the inline threshold (responder --inline 1024 --pad-callbacks 150, port 20115)"
+BC_STATS=/results/ctl/responder-20115.stats
+echo >/sys/kernel/tracing/trace
+NFS_RDMA_PORT=20115 tb_mount 4.1 rdma "$MNT"
+[ -n "$(tb_trace_events version "vers=2 ")" ] ||
+	tb_die "port 20115: the connection did not settle on version 2: $(tb_trace_events version)"
+wait_for 20 callback_up || tb_die "port 20115: the server does not report the callback path up"
+read -r served0 _ dropped0 <<<"$(bc_stats "$MNT")"
+recall 4.1 padded deleg-padded 20000
+wait_for 5 stat_above padded_replies_stripped 0 || true
+tb_log "port 20115: padded callbacks $(stat_of padded_callbacks), replies stripped $(stat_of padded_replies_stripped), not reached $(stat_of padded_replies_not_reached), wrong $(stat_of padded_replies_wrong); continued replies $(stat_of continued_reverse_replies) in $(stat_of reverse_reply_pieces) pieces, interrupted $(stat_of reverse_replies_interrupted)"
+(($(stat_of padded_callbacks) >= 1)) || tb_die "port 20115: the responder padded no CB_COMPOUND"
+(($(stat_of padded_replies_stripped) >= 1 && $(stat_of padded_replies_wrong) == 0)) ||
+	tb_die "port 20115: no reply to a padded CB_COMPOUND came with every appended operation NFS4_OK" # conformance: large-cb-reply
+(($(stat_of continued_reverse_replies) >= 1 && $(stat_of reverse_replies_interrupted) == 0)) ||
+	tb_die "port 20115: the responder reassembled no continued callback reply, or one was interrupted" # conformance: large-cb-reply
+pieces=$(tb_trace_events piece 'dir=bc_reply ')
+[ -n "$(grep 'more=1' <<<"$pieces")" ] && [ -n "$(grep 'more=0' <<<"$pieces")" ] ||
+	tb_die "port 20115: no rpcrdma2_piece dir=bc_reply with and without F_MORE: $pieces" # conformance: large-cb-reply
+xid=$(xid_of "$(head -n 1 <<<"$pieces")")
+big=$(tb_trace_events bc_reply "xid=$xid .*outcome=sent")
+[ -n "$big" ] || tb_die "port 20115: no rpcrdma2_bc_reply xid=$xid outcome=sent: $(tb_trace_events bc_reply | tail -n 3)"
+len=$(sed -n 's/.* len=\([0-9]*\) .*/\1/p' <<<"$big" | head -n 1)
+((len > 1024)) || tb_die "port 20115: the continued reply $xid is $len bytes, within the threshold"
+read -r served _ dropped <<<"$(bc_stats "$MNT")"
+((served > served0 && dropped == dropped0)) ||
+	tb_die "port 20115: backchannel calls served $served (before: $served0), dropped $dropped (before: $dropped0)" # conformance: large-cb-reply
+rm -f "$MNT/"deleg-*
+tb_umount "$MNT"
+tb_log "port 20115: the $len-byte reply to callback $xid went in $(wc -l <<<"$pieces") pieces, was reassembled, stripped and handed to nfsd; the recall completed"
 
 tb_step "rmmod rpcrdma2" tb_rmmod rpcrdma2
 tb_log "rpcrdma2 backchannel (version 2, and CB_NULL on version 1): all checks passed"

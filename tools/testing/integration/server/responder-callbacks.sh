@@ -10,7 +10,10 @@
 # the client cannot serve (--bad-reverse-call); on 20113 one message of
 # an unknown header type carrying the XID of a Call in flight
 # (--unknown-htype-call); on 20114 a CB_NULL continued over two pieces
-# when a session gets its backchannel (--continued-reverse-call).
+# when a session gets its backchannel (--continued-reverse-call); on
+# 20115, with 1024-byte Receives (so the client's call threshold is
+# 1024), it appends 150 CB_NOTIFY_LOCKs to every CB_COMPOUND it relays
+# (--pad-callbacks), which makes the client's reply about 1.3 KB.
 
 # shellcheck source=nfsd-clients.sh
 . "$(dirname "${BASH_SOURCE[0]}")/nfsd-clients.sh"
@@ -18,6 +21,7 @@ RESPONDER_INSTANCES="20110 --relay-callbacks --probe-callbacks
 20111 --v1-only --relay-callbacks --probe-callbacks
 20112 --relay-callbacks --bad-reverse-call
 20113 --relay-callbacks --unknown-htype-call
-20114 --relay-callbacks --continued-reverse-call"
+20114 --relay-callbacks --continued-reverse-call
+20115 --relay-callbacks --inline 1024 --pad-callbacks 150"
 # shellcheck source=responder.sh
 . "$(dirname "${BASH_SOURCE[0]}")/responder.sh"
