@@ -7,7 +7,7 @@
 //! The decisions are [`proto::Transport::prepare_bc_reply`]'s; what the
 //! backchannel makes of the outcome is [`crate::backchannel`]'s.
 
-use super::continued::Cursor;
+use super::continued::{fill_piece, Cursor};
 use super::*;
 use crate::backchannel::SendError as BcReplyError;
 use crate::proto::backchannel::ReplyError;
@@ -48,26 +48,17 @@ impl Conn {
                 }
             };
             let span = plan.span;
-            let r = (|| {
-                let buf = sb.buf.as_mut_slice();
-                let hdr = header::encode_msg(buf, plan.protocol, &plan.msg_spec(xid))
-                    .map_err(|_| EINVAL)?;
-                let end = hdr.checked_add(span.len as usize).ok_or(EINVAL)?;
-                rqst.copy_call_range(buf.get_mut(hdr..end).ok_or(EINVAL)?, span.offset)?;
-                Ok(end)
-            })();
-            let total = match r {
-                Ok(t) => t,
-                Err(e) => {
-                    // Counted as sent but not sent: the caller drops the
-                    // connection, which resets the count.
-                    let _ = q.sends.give(sb);
-                    q.cursor.set(None);
-                    return Err(BcReplyError::Failed(e));
-                }
-            };
-            sb.len = total;
-            sb.buf.sync_for_device(total);
+            let spec = plan.msg_spec(xid);
+            let filled = fill_piece(&mut sb, plan.protocol, &spec, span, |out, at| {
+                rqst.copy_call_range(out, at)
+            });
+            if let Err(e) = filled {
+                // Counted as sent but not sent: the caller drops the
+                // connection, which resets the count.
+                let _ = q.sends.give(sb);
+                q.cursor.set(None);
+                return Err(BcReplyError::Failed(e));
+            }
             let continued = span.more || span.offset > 0;
             q.cursor.set(span.more.then_some(Cursor {
                 xid,

@@ -62,6 +62,26 @@ impl CursorCell {
     }
 }
 
+/// Writes one message of a continued sequence into Send buffer `sb`:
+/// header `spec` in `protocol`, then bytes `span` of the message, which
+/// `copy(out, offset)` copies; sets the buffer's length and syncs it for
+/// the device.
+pub(super) fn fill_piece(
+    sb: &mut SendBuf,
+    protocol: Protocol,
+    spec: &header::MsgSpec<'_>,
+    span: proto::continuation::Span,
+    copy: impl FnOnce(&mut [u8], u32) -> Result,
+) -> Result {
+    let buf = sb.buf.as_mut_slice();
+    let hdr = header::encode_msg(buf, protocol, spec).map_err(|_| EINVAL)?;
+    let end = hdr.checked_add(span.len as usize).ok_or(EINVAL)?;
+    copy(buf.get_mut(hdr..end).ok_or(EINVAL)?, span.offset)?;
+    sb.len = end;
+    sb.buf.sync_for_device(end);
+    Ok(())
+}
+
 impl Conn {
     /// Sends continued Call `rqst` (XID `xid`, host order) from where it
     /// stopped: each piece an `RDMA2_MSG` of at most the call inline
@@ -111,26 +131,17 @@ impl Conn {
                 }
             };
             let span = plan.span;
-            let r = (|| {
-                let buf = sb.buf.as_mut_slice();
-                let hdr = header::encode_msg(buf, Protocol::V2, &plan.msg_spec(xid))
-                    .map_err(|_| EINVAL)?;
-                let end = hdr.checked_add(span.len as usize).ok_or(EINVAL)?;
-                rqst.copy_call_range(buf.get_mut(hdr..end).ok_or(EINVAL)?, span.offset)?;
-                Ok(end)
-            })();
-            let total = match r {
-                Ok(t) => t,
-                Err(e) => {
-                    // Counted as sent but not sent: the caller drops the
-                    // connection, which resets the count.
-                    let _ = q.sends.give(sb);
-                    q.cursor.set(None);
-                    return Err(e);
-                }
-            };
-            sb.len = total;
-            sb.buf.sync_for_device(total);
+            let spec = plan.msg_spec(xid);
+            let filled = fill_piece(&mut sb, Protocol::V2, &spec, span, |out, at| {
+                rqst.copy_call_range(out, at)
+            });
+            if let Err(e) = filled {
+                // Counted as sent but not sent: the caller drops the
+                // connection, which resets the count.
+                let _ = q.sends.give(sb);
+                q.cursor.set(None);
+                return Err(e);
+            }
             q.cursor.set(span.more.then_some(Cursor {
                 xid,
                 offset: span.offset.saturating_add(span.len),
