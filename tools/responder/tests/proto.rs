@@ -549,19 +549,7 @@ fn err_nth_sends_each_error_with_its_body() {
 /// The client's RDMA2_MSG with `F_RESPONSE` carrying RPC Reply `rpc` to
 /// our reverse-direction Call `xid`.
 fn v2_response(xid: u32, rpc: &[u8]) -> Vec<u8> {
-    let spec = MsgSpec {
-        xid,
-        credit: (32 << 16) | 1,
-        kind: MsgKind::Msg,
-        flags: Flags::RESPONSE,
-        inv_handle: 0,
-        chunks: ChunkLists::EMPTY,
-    };
-    let mut b = vec![0u8; 64];
-    let n = header::encode_msg(&mut b, Protocol::V2, &spec).unwrap();
-    b.truncate(n);
-    b.extend_from_slice(rpc);
-    b
+    v2_response_piece(xid, true, rpc)
 }
 
 #[test]
