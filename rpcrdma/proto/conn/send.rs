@@ -413,12 +413,8 @@ impl Transport {
             }
             Protocol::V2 => self.credits.on_send(),
         };
-        let s = &mut self.stats;
-        if span.more || span.offset > 0 {
-            s.bc_reply_pieces = s.bc_reply_pieces.wrapping_add(1);
-        }
         if !span.more {
-            s.bc_replies = s.bc_replies.wrapping_add(1);
+            self.stats.bc_replies = self.stats.bc_replies.wrapping_add(1);
         }
         Ok(ReplyPlan {
             protocol,

@@ -65,8 +65,6 @@ pub struct Stats {
     /// Reverse-direction replies sent ([`Transport::prepare_bc_reply`]),
     /// each counted once its last piece is.
     pub bc_replies: u64,
-    /// Pieces of continued reverse-direction replies sent.
-    pub bc_reply_pieces: u64,
     /// Replies using what we do not support: chunks on a connection that
     /// offers none, a continued reply whose last piece has chunks, a
     /// continued reverse-direction Call that starts while a continued

@@ -344,7 +344,7 @@ fn cb_nops_offset(call: &[u8]) -> Option<usize> {
     word_at(call, at).map(|_| at)
 }
 
-/// `call` with `n` [`PAD_OP`]s appended to its operations (they are the
+/// `call` with `n` `PAD_OP`s (CB_NOTIFY_LOCK, empty owner) appended to its operations (they are the
 /// last item of a CB_COMPOUND), and the number of operations it had; or
 /// `None` if it is not a CB_COMPOUND. The reply grows by
 /// [`PAD_RESULT_LEN`] bytes an operation, which
