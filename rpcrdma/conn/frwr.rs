@@ -44,10 +44,10 @@ pub(super) type RegGuard<'a> =
 /// The chunk registrations of the RPC in one request slot.
 pub(super) struct Regs {
     /// Where the slot is in its lifecycle (`proto::reqlife`): whether an
-    /// RPC with MRs holds it, how many of its REG_MRs the Send queue
-    /// still owns, whether the reply arrived (and how the RPC then ends),
-    /// whether LOCAL_INVs are outstanding and one failed, whether
-    /// `Conn::release` is taking the MRs back. Changed only through
+    /// RPC with MRs holds it, whether its REG_MRs are posted, whether the
+    /// reply arrived (and how the RPC then ends), whether LOCAL_INVs are
+    /// outstanding and one failed, whether `Conn::release` is taking the
+    /// MRs back. Changed only through
     /// [`Life::step`] (and [`Life::reset`] by [`RegTable`]).
     pub(super) life: Life<Ending>,
     /// Its XID (host order).
@@ -56,7 +56,10 @@ pub(super) struct Regs {
     /// The segments advertised, in [`ChunkPlan::ranges`] order.
     pub(super) segs: [Segment; MAX_RANGES],
     pub(super) nsegs: usize,
-    /// The MRs that are back from the Send queue (`None`: empty place).
+    /// The RPC's MRs, from their mapping until their invalidation gives
+    /// them back to the pool (`None`: empty place). A REG_MR's context
+    /// holds only a reference to its MR's hardware object; a LOCAL_INV's
+    /// takes the MR out.
     pub(super) mrs: KVec<Option<Mr>>,
     /// The rkey the responder invalidated with the reply (Send With
     /// Invalidate), already checked to be one of this RPC's.
@@ -103,7 +106,7 @@ impl Regs {
         self.tail = None;
     }
 
-    /// Stores an MR that came back; gives it back if there is no room.
+    /// Stores an MR; gives it back if there is no room.
     pub(super) fn store(&mut self, mr: Mr) -> core::result::Result<(), Mr> {
         match self.mrs.iter_mut().find(|m| m.is_none()) {
             Some(e) => {
@@ -114,16 +117,14 @@ impl Regs {
         }
     }
 
-    /// Whether an MR is back in the slot.
+    /// Whether the slot holds an MR.
     pub(super) fn holds_mrs(&self) -> bool {
         self.mrs.iter().any(Option::is_some)
     }
 
-    /// Takes one MR that is back.
+    /// Takes one MR out.
     pub(super) fn take(&mut self) -> Option<Mr> {
-        // Only the place found is moved out of: `Option::take` on every
-        // place on the way copied each empty one (an `Mr` is about 90
-        // bytes) to the stack before looking at it, per MR taken.
+        // Only the place found is moved out of.
         self.mrs
             .iter_mut()
             .find(|m| m.is_some())
@@ -263,7 +264,7 @@ pub(super) struct Registrations {
     /// ([`RegTable::active`]).
     active: Arc<SlotFlags>,
     /// Notified when a slot that is being released ([`Conn::release`])
-    /// has no WR left in the Send queue.
+    /// ends the invalidation a reply started.
     #[pin]
     idle: CondVar,
     /// Send chains for REG_MR and LOCAL_INV WRs: a few KiB each, so kept
@@ -297,8 +298,8 @@ impl Registrations {
         self.active.get(slot)
     }
 
-    /// Waits (with the table unlocked meanwhile) until a slot's REG_MRs
-    /// or LOCAL_INVs come back.
+    /// Waits (with the table unlocked meanwhile) until a slot's
+    /// LOCAL_INVs come back.
     pub(super) fn wait_idle(&self, g: &mut RegGuard<'_>) {
         self.idle.wait(g);
     }
@@ -444,10 +445,10 @@ impl QpState {
     /// A reply before the RPC's current transmission is posted is stale
     /// ([`Action::Stale`]): it ends nothing and invalidates nothing.
     ///
-    /// The registration table is locked once for the reply's step and, if
-    /// the MRs are all back, the start of their invalidation
-    /// ([`QpState::start_inv_locked`]); again only per MR that goes back
-    /// to the pool.
+    /// The registration table is locked once for the reply's step and the
+    /// start of the MRs' invalidation ([`QpState::start_inv_locked`]);
+    /// again per MR it takes out for a LOCAL_INV or gives back to the
+    /// pool.
     pub(super) fn end_rpc(
         &self,
         qp: &Qp<ConnQp>,
@@ -490,8 +491,8 @@ impl QpState {
             self.finish(e, None);
             return;
         };
-        // Parked while REG_MRs are in the Send queue, ignored while
-        // `Conn::release` takes the MRs back, stale before the post.
+        // Ignored while `Conn::release` takes the MRs back, stale before
+        // the post.
         let a = r.life.step(Event::Reply(e));
         // A stale reply's remote invalidation was of an earlier
         // transmission's MR: this one's are re-keyed when mapped
@@ -521,13 +522,8 @@ impl QpState {
     }
 
     /// Posts LOCAL_INV for the registered MRs of `slot` (invalidating
-    /// since [`Action::StartInvalidation`], all MRs back); the last
-    /// completion ends the RPC.
-    pub(super) fn start_inv(&self, qp: &Qp<ConnQp>, slot: usize) {
-        self.start_inv_locked(qp, self.frwr.lock(), slot);
-    }
-
-    /// [`QpState::start_inv`] with the registration table locked.
+    /// since [`Action::StartInvalidation`]), with the registration table
+    /// locked; the last completion ends the RPC.
     fn start_inv_locked<'a>(&'a self, qp: &Qp<ConnQp>, mut g: RegGuard<'a>, slot: usize) {
         let tag = u16::try_from(slot).unwrap_or(u16::MAX);
         // MRs that are not registered need no invalidation.
@@ -662,36 +658,6 @@ impl QpState {
             self.frwr.wake_idle();
         }
         out
-    }
-
-    /// A REG_MR of `slot` came back.
-    pub(super) fn reg_done(&self, qp: &Qp<ConnQp>, slot: usize, mr: Mr) {
-        let (start, extra, idle) = {
-            let mut g = self.frwr.lock();
-            match g.get_mut(slot) {
-                Some(r) => match r.life.step(Event::RegRetired) {
-                    Ok(a) => (
-                        matches!(a, Action::StartInvalidation),
-                        r.store(mr).err(),
-                        // Conn::release waits for this.
-                        matches!(a, Action::WakeRelease),
-                    ),
-                    // No REG_MR of this slot is in flight (cannot
-                    // happen): the MR goes back to the pool.
-                    Err(_) => (false, Some(mr), false),
-                },
-                None => (false, Some(mr), false),
-            }
-        };
-        if idle {
-            self.frwr.wake_idle();
-        }
-        if let Some(mr) = extra {
-            self.put_mr(mr);
-        }
-        if start {
-            self.start_inv(qp, slot);
-        }
     }
 
     /// A LOCAL_INV of `slot` came back (or was never posted).

@@ -23,7 +23,7 @@ use crate::ib::endpoint::Endpoint;
 use crate::ib::mr::caps::FastRegCaps;
 use crate::ib::mr::inv::MrWr;
 use crate::ib::mr::pool::MrPool;
-use crate::ib::mr::{self, Mr, MrAccess, MrState, RemoteRegion};
+use crate::ib::mr::{self, Mr, MrAccess, MrRef, MrState, RemoteRegion};
 use crate::ib::qp::{Qp, QpCaps, QpHandler};
 use crate::ib::verbs::PollContext;
 use crate::ib::wc::Completion;
@@ -151,13 +151,9 @@ pub struct SendBuf {
 pub enum SendOpCtx {
     /// A Send of a header (and the inline RPC message).
     Buf(SendBuf),
-    /// A REG_MR for the RPC in request slot `slot`.
-    Reg {
-        /// The MR.
-        wr: MrWr,
-        /// The request slot.
-        slot: u16,
-    },
+    /// A REG_MR of an MR that stays in its request's slot: the WR only
+    /// keeps the MR's hardware object alive until it is retired.
+    Reg(MrRef),
     /// A LOCAL_INV after the reply of the RPC in request slot `slot`;
     /// `last` on the last one of that RPC.
     Inv {
@@ -182,12 +178,11 @@ impl SendCtx for SendOpCtx {
         }
     }
 
-    fn mr(&self) -> Option<&Mr> {
+    fn mr(&self) -> Option<&MrRef> {
         match self {
             SendOpCtx::Buf(_) | SendOpCtx::Probe => None,
-            SendOpCtx::Reg { wr, .. } | SendOpCtx::Inv { wr, .. } | SendOpCtx::SyncInv(wr) => {
-                Some(wr.mr())
-            }
+            SendOpCtx::Reg(r) => Some(r),
+            SendOpCtx::Inv { wr, .. } | SendOpCtx::SyncInv(wr) => SendCtx::mr(wr),
         }
     }
 }
@@ -423,7 +418,7 @@ impl QpHandler for ConnQp {
     type SendCtx = SendOpCtx;
     type RecvCtx = RecvBuf;
 
-    fn send_done(&self, qp: &Qp<Self>, ctx: SendOpCtx, c: Completion<'_>) {
+    fn send_done(&self, _qp: &Qp<Self>, ctx: SendOpCtx, c: Completion<'_>) {
         let this = &*self.0;
         if let Completion::Done(wc) = &c {
             if !wc.is_success() {
@@ -442,11 +437,9 @@ impl QpHandler for ConnQp {
             SendOpCtx::Buf(b) => {
                 let _ = this.sends.give(b);
             }
-            SendOpCtx::Reg { wr, slot } => {
-                if let Some(mr) = wr.done() {
-                    this.reg_done(qp, usize::from(slot), mr);
-                }
-            }
+            // Its error (if any) marked the MR broken; the MR is in its
+            // request's slot.
+            SendOpCtx::Reg(_) => {}
             SendOpCtx::Inv { wr, slot, last } => {
                 if let Some(mr) = wr.done() {
                     this.inv_done(usize::from(slot), mr, last);
@@ -502,7 +495,7 @@ pub struct Conn {
     pub limits: proto::Thresholds,
     /// The connection id of the tracepoints.
     pub id: u32,
-    /// Inline Sends posted unsignalled since the last signalled one
+    /// Call Sends posted unsignalled since the last signalled one
     /// ([`proto::signal`]); only [`Conn::send`] reads and writes it.
     unsignalled: AtomicU32,
     /// [`Conn::disconnect`] ran: a holder of the connection (the sender's
@@ -518,8 +511,17 @@ impl Conn {
     /// send lock (`XPRT_LOCKED`) serialises those calls, so a plain load
     /// and store keep the count.
     fn signal_inline(&self, free: usize) -> bool {
+        self.signal_call(free, 0)
+    }
+
+    /// [`Conn::signal_inline`] for a Call whose Send has `regs` REG_MRs
+    /// before it: signalled, too, if it leaves the Send queue more than
+    /// half full ([`proto::signal::SendSignal::next_in`]).
+    fn signal_call(&self, free: usize, regs: usize) -> bool {
+        let qp = self.ep.qp();
         let mut s = proto::signal::SendSignal::resume(self.unsignalled.load(Relaxed));
-        let signal = s.next(free);
+        let outstanding = qp.send_outstanding().saturating_add(regs + 1);
+        let signal = s.next_in(free, outstanding, qp.send_depth());
         self.unsignalled.store(s.unsignalled(), Relaxed);
         signal
     }

@@ -2,8 +2,8 @@
 
 //! The send path of a connection: [`Conn::send`] plans an RPC with the
 //! protocol state, registers its chunks (REG_MR WRs chained before the
-//! signalled Send) and posts it, an inline RPC's Send signalled only as
-//! [`proto::signal`] says; [`Conn::release`] invalidates and gives back
+//! Send) and posts it, the Send signalled only as [`proto::signal`]
+//! says; [`Conn::release`] invalidates and gives back
 //! what a request slot still has registered.
 
 use super::*;
@@ -79,9 +79,9 @@ impl Conn {
     /// `RDMA_MSG` / `RDMA2_MSG`, or with a Reply chunk over the whole
     /// receive buffer (Long Reply) and/or as `RDMA_NOMSG` with a
     /// Position-Zero Read chunk over the whole Call (Long Call). The MRs
-    /// are registered by REG_MR WRs chained before the signalled Send; an
-    /// RPC without them is signalled one in [`proto::signal::SIGNAL_EVERY`]
-    /// (or while Send buffers are scarce).
+    /// are registered by REG_MR WRs chained before the Send; the Send is
+    /// signalled one in [`proto::signal::SIGNAL_EVERY`] (or while Send
+    /// buffers are scarce or the Send queue is half full).
     pub fn send(&self, rqst: &TxRqst<'_>, slot: u16, stats: &ConnStats) -> Result {
         let q = &self.ep.qp().handler().0;
         // Registrations left from an earlier transmission on this
@@ -109,8 +109,8 @@ impl Conn {
         // after the count drops the connection (`send_request`), which
         // resets it.
         //
-        // The Send buffer first; the buffers left free decide whether an
-        // inline Send is signalled (`post_with_regs`).
+        // The Send buffer first; the buffers left free decide whether the
+        // Send is signalled (`Conn::signal_call`).
         let (sb, free) = if crate::fault::fires(crate::fault::Point::SendBuf) {
             (None, 0)
         } else {
@@ -251,8 +251,9 @@ impl Conn {
     ) -> Result {
         let q = &self.ep.qp().handler().0;
         let n = chunks.ranges().len();
-        // One MR (the common chunked RPC): mapped here, and it enters the
-        // slot only as the WR that registers it (`post_one_reg`).
+        // One MR (the common chunked RPC): mapped here; it enters the slot
+        // under the one look at it that also encodes the header
+        // (`post_one_reg`).
         let one = if n == 1 {
             match self
                 .chunking
@@ -427,10 +428,12 @@ impl Conn {
             .post_send_one(if signaled { wr.signaled() } else { wr })
     }
 
-    /// Posts the REG_MRs of `slot`'s `n` MRs chained before the
-    /// signalled Send `sb` (taken with `free` left) of `call`, whose
-    /// header is encoded with the slot's segments under the same look at
-    /// the slot that counts the REG_MRs as posted.
+    /// Posts the REG_MRs of `slot`'s `n` MRs chained before the Send `sb`
+    /// (taken with `free` left) of `call`, whose header is encoded with
+    /// the slot's segments under the look at the slot that counts the
+    /// REG_MRs as posted. The MRs stay in the slot; each REG_MR's context
+    /// holds a reference to its MR's hardware object
+    /// ([`mr::Mr::share`]). Signalled as [`Conn::signal_call`] says.
     fn post_with_regs(
         &self,
         slot: u16,
@@ -456,96 +459,73 @@ impl Conn {
                 });
             }
         };
-        let mut taken = 0usize;
-        let mut first = true;
+        // MRs whose REG_MR is in a chain.
+        let mut queued = 0usize;
+        let mut counted = false;
         loop {
-            // One look at the slot per chain: the first also encodes the
-            // header with the slot's segments and counts the REG_MRs as
-            // posted, before the post (their contexts may come back
-            // before it returns; from now on a reply with the XID may be
-            // for this transmission, until now it was stale, `end_rpc`).
+            // One look at the slot per chain (one for most Calls). The
+            // last also encodes the header with the slot's segments and
+            // counts the REG_MRs as posted, before the post that carries
+            // the Send (from then on a reply with the XID may be for this
+            // transmission; until then it is stale, `end_rpc`, and only
+            // this sender touches the slot's MRs).
             let mut g = q.frwr.lock();
             let Some(r) = g.get_mut(i) else { break };
-            if first {
-                first = false;
-                let encoded = r
-                    .segs
-                    .get(..r.nsegs)
-                    .ok_or(EINVAL)
-                    .and_then(|segs| call.encode_header(&mut sb, segs));
-                let posted = u32::try_from(n).unwrap_or(u32::MAX);
-                // Only this sender moves the slot out of `Mapped` (a
-                // reply leaves it as it is), so the step cannot fail; if
-                // it did, the REG_MRs would be in the Send queue
-                // unaccounted for: post nothing and give the MRs back.
-                let stepped = encoded.and_then(|()| {
-                    r.life
-                        .step(Event::Posted(posted))
-                        .map(|_| ())
-                        .map_err(|_| EIO)
-                });
-                if let Err(e) = stepped {
-                    drop(g);
-                    q.frwr.put_chain(chain);
-                    let _ = q.sends.give(sb);
-                    self.release(slot);
-                    return Err(e);
-                }
-            }
             let mut full = false;
-            while let Some(mr) = r.take() {
-                taken += 1;
-                let wr = SendWr::reg_mr(SendOpCtx::Reg {
-                    wr: MrWr::new(mr),
-                    slot,
-                });
-                // The last REG_MR of a chain posted without the Send is
-                // signalled: every chain posted then ends in a completion
-                // of its own, so a failure of a later post cannot leave
-                // contexts that only a WR never posted would retire
-                // (`release` waits for them).
-                let wr = if chain.len() + 2 == MAX_SEND_CHAIN {
-                    wr.signaled()
-                } else {
-                    wr
-                };
-                let _ = chain.push(wr);
+            for mr in r.mrs.iter().flatten().skip(queued) {
+                queued += 1;
+                let _ = chain.push(SendWr::reg_mr(SendOpCtx::Reg(mr.share())));
                 if chain.len() + 1 == MAX_SEND_CHAIN {
                     full = true;
                     break;
                 }
             }
-            drop(g);
-            if !full {
+            if !full || queued == n {
+                let encoded = r
+                    .segs
+                    .get(..r.nsegs)
+                    .ok_or(EINVAL)
+                    .and_then(|segs| call.encode_header(&mut sb, segs));
+                // Only this sender moves the slot out of `Mapped` (a
+                // reply leaves it as it is), so the step cannot fail.
+                let stepped =
+                    encoded.and_then(|()| r.life.step(Event::Posted).map(|_| ()).map_err(|_| EIO));
+                drop(g);
+                if let Err(e) = stepped {
+                    qp.discard_send_chain(&mut chain);
+                    q.frwr.put_chain(chain);
+                    let _ = q.sends.give(sb);
+                    self.release(slot);
+                    return Err(e);
+                }
+                counted = true;
                 break;
             }
-            // REG_MRs alone: retired by the Send's completion.
+            drop(g);
+            // REG_MRs alone; the Send's chain follows.
             if let Err(e) = qp.post_send_chain(&mut chain) {
-                // The chain came back as Aborted (each a `RegRetired`);
-                // the MRs not taken yet were never posted: their
-                // contexts count as back too, or `release` would wait
-                // for them for ever.
-                if let Some(r) = q.frwr.lock().get_mut(i) {
-                    for _ in taken..n {
-                        let _ = r.life.step(Event::RegRetired);
-                    }
-                }
+                // That chain came back as Aborted (its MRs `Mapped`
+                // again); the REG_MRs of earlier chains are posted, and
+                // the release invalidates those MRs.
                 q.frwr.put_chain(chain);
                 let _ = q.sends.give(sb);
                 self.release(slot);
                 return Err(e);
             }
         }
-        if first {
-            // The slot does not exist (cannot happen: `register` found
-            // it): nothing was posted.
+        if !counted || queued != n {
+            // The slot does not exist or lost MRs (cannot happen: only
+            // this sender takes them before the post).
+            qp.discard_send_chain(&mut chain);
             q.frwr.put_chain(chain);
             let _ = q.sends.give(sb);
             self.release(slot);
             return Err(EIO);
         }
+        // Decided once: it moves the count of unsignalled Sends.
+        let signaled = self.signal_call(free, chain.len());
         let task = call.rqst.task_id();
-        trace::post_send(self.id, task, call.xid, n, true, free);
+        trace::post_send(self.id, task, call.xid, n, signaled, free);
         // The Call's body behind its header, outside the lock.
         let r = if let Err(e) = call.encode_body(&mut sb) {
             Err(e)
@@ -556,7 +536,8 @@ impl Conn {
         };
         let r = match r {
             Ok(()) => {
-                let _ = chain.push(SendWr::send(SendOpCtx::Buf(sb)).signaled());
+                let wr = SendWr::send(SendOpCtx::Buf(sb));
+                let _ = chain.push(if signaled { wr.signaled() } else { wr });
                 qp.post_send_chain(&mut chain)
             }
             Err(e) => {
@@ -576,11 +557,10 @@ impl Conn {
 
     /// Posts the REG_MR of a Call's one MR (`mr`, mapped, advertised as
     /// `seg`: a READ of up to one MR's pages, the common chunked RPC) and
-    /// its signalled Send `sb` (taken with `free` left) together, from the
-    /// stack. One look at `slot`: it is made active for the Call, its
-    /// header encoded with the segment and the REG_MR counted as posted
-    /// (before the post, as in [`Conn::post_with_regs`]), so the MR never
-    /// sits in the slot before its REG_MR completes.
+    /// its Send `sb` (taken with `free` left) together, from the stack.
+    /// One look at `slot`: it is made active for the Call and takes the
+    /// MR, its header is encoded with the segment and the REG_MR counted
+    /// as posted (before the post, as in [`Conn::post_with_regs`]).
     fn post_one_reg(
         &self,
         slot: u16,
@@ -593,40 +573,63 @@ impl Conn {
         let q = &self.ep.qp().handler().0;
         let qp = self.ep.qp();
         let i = usize::from(slot);
+        let hw = mr.share();
+        let mut left = None;
         let ready = {
             let mut g = q.frwr.lock();
-            let r = g.activate(i, call.xid).ok_or(EIO).and_then(|r| {
-                r.plan = Some(*call.chunks);
-                let place = r.segs.get_mut(0).ok_or(EINVAL)?;
-                *place = seg;
-                r.nsegs = 1;
-                call.encode_header(&mut sb, r.segs.get(..1).ok_or(EINVAL)?)?;
-                // Active since just now (`Mapped`): never refused.
-                r.life.step(Event::Posted(1)).map(|_| ()).map_err(|_| EIO)
-            });
-            if r.is_err() {
-                // Nothing of the Call stays in the slot.
-                g.deactivate(i);
+            match g.activate(i, call.xid) {
+                Some(r) => {
+                    r.plan = Some(*call.chunks);
+                    r.nsegs = 1;
+                    // From here on the slot holds the MR (a release takes
+                    // it back).
+                    if let Err(mr) = r.store(mr) {
+                        left = Some(mr);
+                    }
+                    match r.segs.get_mut(0) {
+                        Some(place) if left.is_none() => {
+                            *place = seg;
+                            let segs = core::slice::from_ref(place);
+                            call.encode_header(&mut sb, segs).and_then(|()| {
+                                // Active since just now (`Mapped`): never
+                                // refused.
+                                r.life.step(Event::Posted).map(|_| ()).map_err(|_| EIO)
+                            })
+                        }
+                        _ => Err(EINVAL),
+                    }
+                }
+                None => {
+                    left = Some(mr);
+                    Err(EIO)
+                }
             }
-            r
         };
         if let Err(e) = ready {
-            q.put_mr(mr);
+            // Nothing of the Call is posted: the release takes the MR
+            // back from the slot.
+            drop(hw);
+            if let Some(mr) = left {
+                q.put_mr(mr);
+            }
             let _ = q.sends.give(sb);
+            self.release(slot);
             return Err(e);
         }
-        let reg = SendWr::reg_mr(SendOpCtx::Reg {
-            wr: MrWr::new(mr),
-            slot,
-        });
-        trace::post_send(self.id, call.rqst.task_id(), call.xid, 1, true, free);
+        let reg = SendWr::reg_mr(SendOpCtx::Reg(hw));
+        // Decided once: it moves the count of unsignalled Sends.
+        let signaled = self.signal_call(free, 1);
+        trace::post_send(self.id, call.rqst.task_id(), call.xid, 1, signaled, free);
         // The Call's body behind its header, outside the lock.
         let r = match call.encode_body(&mut sb) {
             Ok(()) if crate::fault::fires(crate::fault::Point::PostSend) => Err(EIO),
             r => r,
         };
         let r = match r {
-            Ok(()) => qp.post_send_pair(reg, SendWr::send(SendOpCtx::Buf(sb)).signaled()),
+            Ok(()) => {
+                let wr = SendWr::send(SendOpCtx::Buf(sb));
+                qp.post_send_pair(reg, if signaled { wr.signaled() } else { wr })
+            }
             Err(e) => {
                 // As a refused post: the REG_MR comes back aborted.
                 qp.discard_send(reg);
@@ -643,7 +646,9 @@ impl Conn {
 
     /// Invalidates and releases whatever `slot` still has registered
     /// (an abandoned RPC, `buf_free`; or before sending again). Waits
-    /// for MRs still in the Send queue. Process context.
+    /// for an invalidation a reply started, and for its own LOCAL_INVs
+    /// (nothing else: a LOCAL_INV posted now runs after the REG_MRs
+    /// posted before it). Process context.
     pub fn release(&self, slot: u16) {
         let q = &self.ep.qp().handler().0;
         // The caller is the slot's sender: an idle slot stays idle.
@@ -671,10 +676,10 @@ impl Conn {
                     // Idle: nothing (left) to release.
                     _ => return,
                 }
-                // Every WR posted gets a completion, flushed if the QP
-                // goes to error (C: frwr_unmap_sync waits uninterruptibly
-                // on mr_linv_done the same way); reg_done and drain_slot
-                // notify.
+                // A reply's invalidation runs: its last LOCAL_INV is
+                // signalled, so it completes, flushed if the QP goes to
+                // error (C: frwr_unmap_sync waits uninterruptibly on
+                // mr_linv_done the same way); drain_slot notifies.
                 q.frwr.wait_idle(&mut g);
             }
         }

@@ -3,21 +3,26 @@
 //! FRWR memory registration: MRs, their pool, and invalidation.
 //!
 //! An [`Mr`] is one `ib_alloc_mr()` fast-registration MR with its own
-//! scatterlist, owned by one holder at a time (it is not `Clone`). Its life
-//! is a state machine ([`MrState`]):
+//! scatterlist, owned by one holder at a time (it is not `Clone`): the
+//! holder maps, unmaps and hands it on. The hardware object (the
+//! `ib_mr`, its state and the DMA mapping of its scatterlist) is shared,
+//! reference-counted, with the Send-queue WRs that name it: a REG_MR's
+//! context holds an [`MrRef`], which keeps the object alive until the WR
+//! is retired but lets the holder keep the MR, as the C client's request
+//! keeps its MRs from `frwr_map()` to the invalidation. The MR's life is
+//! a state machine ([`MrState`]):
 //!
 //! ```text
 //!            map_pages / map_buf              REG_MR posted
-//!   Free ------------------------> Mapped ----------------> RegPosted
-//!    ^  <------------------------   |  ^                       |  |
-//!    |        unmap                 |  +------ Aborted --------+  | error
-//!    |                              |                   ok |       v
-//!    |                              |                      v     Broken
-//!    |          unmap            Registered <--- Aborted ---+       ^
-//!    +---------------------- Invalidated <--- ok --- InvPosted ----+ error
-//!                                  ^          LOCAL_INV   ^
-//!                                  |  Send With Invalidate |
-//!                                  +---- Registered -------+
+//!   Free ------------------------> Mapped ----------------> Registered
+//!    ^  <------------------------   ^  (not posted: Aborted)   |    |
+//!    |        unmap                 +--------------------------+    |
+//!    |                                         LOCAL_INV posted     |
+//!    |          unmap                          InvPosted <----------+
+//!    +---------------------- Invalidated <-- ok --+  | error        |
+//!                                  ^                 v              |
+//!                                  |               Broken <-- REG_MR error
+//!                                  +---- Send With Invalidate ------+
 //! ```
 //!
 //! - `map_*` builds the scatterlist, `ib_dma_map_sg()`s it and
@@ -26,34 +31,40 @@
 //!   (`ib_update_fast_reg_key()`), as `frwr_map()` does. The
 //!   [`RemoteRegion`] (rkey, length, iova) is what the peer needs to reach
 //!   the memory; a user advertises it in its own protocol.
-//! - A [`SendOp::RegMr`](super::wr::SendOp::RegMr) WR whose context owns
-//!   the MR (see [`MrWr`], [`super::wr::SendCtx::mr`]) registers it; a
-//!   [`SendOp::LocalInv`](super::wr::SendOp::LocalInv) invalidates it.
-//!   The posting path and the completion path of [`super::qp::Qp`] move
-//!   the state, before the context comes back to the handler: a WR that
-//!   completed (or was retired by a later completion) succeeded, an error
-//!   or flush completion makes the MR `Broken`, and a WR that was never
-//!   posted (`Aborted`) leaves it where it was.
+//! - A [`SendOp::RegMr`](super::wr::SendOp::RegMr) WR whose context
+//!   holds the MR's [`MrRef`] ([`Mr::share`], returned by
+//!   [`super::wr::SendCtx::mr`]) registers it. The MR is `Registered`
+//!   from the post on: a Send queue runs its WRs in order, so whatever the
+//!   holder posts after it (the Send that advertises the rkey, a
+//!   LOCAL_INV) runs after the registration, and a peer can use the rkey
+//!   only after that Send. Its context's retirement changes nothing; an
+//!   error completion makes the MR `Broken`; a WR that was never posted
+//!   (`Aborted`) leaves it `Mapped` again.
+//! - A [`SendOp::LocalInv`](super::wr::SendOp::LocalInv) invalidates it;
+//!   its context owns the `Mr` ([`inv::MrWr`]) until the completion,
+//!   which moves it to `Invalidated` (or `Broken`) before the context
+//!   comes back to the handler.
 //! - Remote invalidation (the peer's Send With Invalidate, seen as
 //!   [`super::wc::WorkCompletion::invalidated_rkey`] on a Receive):
-//!   [`find_by_rkey`] finds the MR, [`Mr::remote_invalidated`] moves it on.
+//!   [`Mr::remote_invalidated`] moves it on.
 //! - `unmap` (`ib_dma_unmap_sg()`) only from `Mapped` or `Invalidated`:
 //!   the peer can no longer reach the memory. Then the MR is `Free` again.
 //! - A `Broken` MR (registration or invalidation failed or was flushed)
-//!   is never reused: [`MrPool::put`] deregisters it and [`MrPool::refill`]
-//!   allocates a replacement. Dropping an MR deregisters it
-//!   (`ib_dereg_mr()`) *before* unmapping its memory, so a still-registered
-//!   MR can be dropped safely (this is what happens at disconnect).
+//!   is never reused: [`MrPool::put`] drops it and [`MrPool::refill`]
+//!   allocates a replacement. The hardware object goes with the last
+//!   reference (the holder's or a WR's): it is deregistered
+//!   (`ib_dereg_mr()`) *before* its memory is unmapped, so a
+//!   still-registered MR can be dropped safely (this is what happens at
+//!   disconnect).
 //!
 //! One job per file: this one is the MR and its state machine (mapping,
 //! the bookkeeping of the posting and completion paths, remote
 //! invalidation); [`caps`] reads what the device offers for fast
 //! registration ([`caps::FastRegCaps`]) and has the shape an MR is
 //! allocated with ([`caps::MrShape`]); [`pool`] keeps a connection's MRs
-//! ([`pool::MrPool`]); [`inv`] has the context of a REG_MR or LOCAL_INV WR
+//! ([`pool::MrPool`]); [`inv`] has the context of a LOCAL_INV WR
 //! ([`inv::MrWr`]) and posts invalidations.
 //!
-//! [`MrWr`]: inv::MrWr
 //! [`MrPool::put`]: pool::MrPool::put
 //! [`MrPool::refill`]: pool::MrPool::refill
 
@@ -68,8 +79,9 @@ use super::from_err_ptr;
 use super::verbs::Pd;
 use super::wc::Completion;
 use crate::bindings;
+use core::cell::UnsafeCell;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU8, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use kernel::prelude::*;
 use kernel::sync::Arc;
 
@@ -82,6 +94,7 @@ use kernel::sync::Arc;
 /// source of the peer's RDMA Read or the sink of its RDMA Write, as in
 /// the C client's `frwr_map()`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
 pub enum MrAccess {
     /// The peer RDMA-Writes into it (RPC-over-RDMA: Write and Reply
     /// chunks):
@@ -93,6 +106,14 @@ pub enum MrAccess {
 }
 
 impl MrAccess {
+    fn from_u8(v: u8) -> MrAccess {
+        if v == MrAccess::RemoteWrite as u8 {
+            MrAccess::RemoteWrite
+        } else {
+            MrAccess::RemoteRead
+        }
+    }
+
     fn flags(self) -> i32 {
         match self {
             MrAccess::RemoteWrite => {
@@ -132,9 +153,8 @@ pub enum MrState {
     Free = 0,
     /// DMA-mapped and `ib_map_mr_sg()`'d; may be registered or unmapped.
     Mapped = 1,
-    /// A REG_MR WR is outstanding.
-    RegPosted = 2,
-    /// Registered: the peer may access it under [`RemoteRegion::rkey`].
+    /// Its REG_MR is posted (it runs before anything posted after it):
+    /// the peer may access it under [`RemoteRegion::rkey`].
     Registered = 3,
     /// A LOCAL_INV WR is outstanding.
     InvPosted = 4,
@@ -150,7 +170,6 @@ impl MrState {
         match v {
             0 => MrState::Free,
             1 => MrState::Mapped,
-            2 => MrState::RegPosted,
             3 => MrState::Registered,
             4 => MrState::InvPosted,
             5 => MrState::Invalidated,
@@ -173,41 +192,225 @@ pub(crate) struct RegInfo {
     pub(crate) access: i32,
 }
 
-/// An FRWR memory region with its scatterlist.
+/// The scatterlist of an MR and what is mapped of it.
+struct Mapping {
+    sg: KVec<bindings::scatterlist>,
+    mapped: u32,
+    dir: bindings::dma_data_direction,
+    owned: Option<KVec<u8>>,
+    /// While mapped, the segment, copied out of the `ib_mr` when it
+    /// changes: a provider may rewrite `ib_mr` fields while it executes a
+    /// REG_MR, so nobody reads them from there afterwards.
+    region: RemoteRegion,
+}
+
+/// The hardware side of an MR, shared by its holder ([`Mr`]) and the
+/// WRs that name it ([`MrRef`]).
 ///
 /// # Invariants
 ///
 /// `mr` was returned by `ib_alloc_mr()` on `pd` with room for
-/// `sg.len()` pages and is deregistered only in `drop`. `sg` was set up
-/// with `sg_init_table()` and is never resized. When `mapped > 0`, the
-/// first `mapped` entries are DMA-mapped for `pd`'s device in direction
-/// `dir` and the memory they name stays valid until they are unmapped
-/// (owned in `owned`, or guaranteed by the caller of an `unsafe` map).
-/// The state is `Free` exactly when `mapped == 0`.
-pub struct Mr {
+/// `map.sg.len()` pages and is deregistered only in `drop`. `map.sg` was
+/// set up with `sg_init_table()` and is never resized. When
+/// `map.mapped > 0`, the first `mapped` entries are DMA-mapped for
+/// `pd`'s device in direction `map.dir` and the memory they name stays
+/// valid until they are unmapped (owned in `map.owned`, or guaranteed by
+/// the caller of an `unsafe` map). The state is `Free` exactly when
+/// `map.mapped == 0`. `map` is only accessed through the one [`Mr`]
+/// that holds this object (by `&mut`), or by `drop`: an [`MrRef`] reads
+/// only the atomics and the immutable fields.
+struct MrHw {
     mr: NonNull<bindings::ib_mr>,
-    sg: KVec<bindings::scatterlist>,
-    mapped: u32,
-    dir: bindings::dma_data_direction,
-    access: MrAccess,
-    sg_gaps: bool,
     state: AtomicU8,
-    owned: Option<KVec<u8>>,
-    /// The rkey and, while mapped, the segment, copied out of the
-    /// `ib_mr` when they change (through `&mut self`): a provider may
-    /// rewrite `ib_mr` fields while it executes a REG_MR, so shared
-    /// readers never look into it.
-    rkey: u32,
-    region: RemoteRegion,
+    /// The current rkey (written by the holder when it maps, read by the
+    /// posting path and by remote invalidation).
+    rkey: AtomicU32,
+    /// The [`MrAccess`] of the current mapping.
+    access: AtomicU8,
+    sg_gaps: bool,
+    map: UnsafeCell<Mapping>,
     pd: Arc<Pd>,
 }
 
 // SAFETY: an `ib_mr` may be used and deregistered from any thread; the
 // scatterlist holds page links and DMA addresses, no thread-bound data.
-unsafe impl Send for Mr {}
-// SAFETY: shared access reads fields that only `&mut self` methods
-// write, or the atomic state.
-unsafe impl Sync for Mr {}
+unsafe impl Send for MrHw {}
+// SAFETY: shared access reads the atomics and the fields that never
+// change; `map` is reached only by its one holder (type invariant).
+unsafe impl Sync for MrHw {}
+
+impl MrHw {
+    fn state(&self) -> MrState {
+        MrState::from_u8(self.state.load(Ordering::Acquire))
+    }
+
+    fn set_state(&self, s: MrState) {
+        self.state.store(s as u8, Ordering::Release);
+    }
+
+    fn rkey(&self) -> u32 {
+        self.rkey.load(Ordering::Relaxed)
+    }
+
+    /// Moves `from` to `to`; `EBUSY` (and a log line) otherwise.
+    fn transition(&self, from: MrState, to: MrState, what: &str) -> Result {
+        match self
+            .state
+            .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => Ok(()),
+            Err(cur) => {
+                pr_err!(
+                    "MR {:#x}: {} needs state {:?}, it is {:?} (-EBUSY)\n",
+                    self.rkey(),
+                    what,
+                    from,
+                    MrState::from_u8(cur)
+                );
+                Err(EBUSY)
+            }
+        }
+    }
+
+    /// Moves `from` to `to` if the MR is in `from`; nothing otherwise.
+    fn move_if(&self, from: MrState, to: MrState) {
+        let _ =
+            self.state
+                .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire);
+    }
+}
+
+/// Unmaps what is mapped of `map` (`ib_dma_unmap_sg()`) for `pd`'s
+/// device.
+fn unmap_sg(pd: &Pd, map: &mut Mapping) {
+    if map.mapped == 0 {
+        return;
+    }
+    // SAFETY: the first `mapped` entries are mapped in `dir` for `pd`'s
+    // device (the invariant of the `MrHw` that `map` belongs to); the
+    // device is registered.
+    unsafe {
+        bindings::rpcrdma2_shim_dma_unmap_sg(
+            pd.device().as_ptr(),
+            map.sg.as_mut_ptr(),
+            map.mapped as i32,
+            map.dir,
+        )
+    };
+    super::census::leave(super::census::Kind::MrMapping);
+    // INVARIANT: nothing is mapped any more.
+    map.mapped = 0;
+}
+
+impl Drop for MrHw {
+    fn drop(&mut self) {
+        // Deregister first: after this the peer cannot reach the memory,
+        // whatever the state was; then unmap, then free `owned`.
+        // SAFETY: the MR is ours (type invariant) and no WR names it: a
+        // posted WR's context holds a reference to this object until the
+        // WR came back.
+        let ret = unsafe { bindings::rpcrdma2_shim_dereg_mr(self.mr.as_ptr()) };
+        if ret != 0 {
+            pr_err!("ib_dereg_mr failed ({})\n", ret);
+        }
+        super::census::leave(super::census::Kind::Mr);
+        unmap_sg(&self.pd, self.map.get_mut());
+    }
+}
+
+/// A reference to an MR's hardware object, held by a REG_MR WR's
+/// context: it keeps the `ib_mr` and the DMA mapping alive until the WR
+/// is retired, and it is what the posting and completion paths of
+/// [`super::qp::Qp`] move through the state machine. It never reaches the
+/// scatterlist; the MR stays with its holder.
+#[derive(Clone)]
+pub struct MrRef(Arc<MrHw>);
+
+impl MrRef {
+    /// The state.
+    pub fn state(&self) -> MrState {
+        self.0.state()
+    }
+
+    /// The current rkey.
+    pub fn rkey(&self) -> u32 {
+        self.0.rkey()
+    }
+
+    /// The PD the MR belongs to.
+    pub fn pd(&self) -> &Arc<Pd> {
+        &self.0.pd
+    }
+
+    /// Posting a REG_MR: `Mapped` → `Registered`.
+    pub(crate) fn begin_reg(&self) -> Result<RegInfo> {
+        self.0
+            .transition(MrState::Mapped, MrState::Registered, "REG_MR")?;
+        Ok(RegInfo {
+            mr: self.0.mr.as_ptr(),
+            key: self.rkey(),
+            access: MrAccess::from_u8(self.0.access.load(Ordering::Relaxed)).flags(),
+        })
+    }
+
+    /// Posting a LOCAL_INV: `Registered` → `InvPosted`; the rkey.
+    pub(crate) fn begin_inv(&self) -> Result<u32> {
+        self.0
+            .transition(MrState::Registered, MrState::InvPosted, "LOCAL_INV")?;
+        Ok(self.rkey())
+    }
+
+    /// The WR that started `op` came back with `c`.
+    ///
+    /// A REG_MR's retirement or success changes nothing (the MR is
+    /// `Registered` since the post, and its holder may have moved it on
+    /// since); its error makes the MR `Broken` whatever the holder did
+    /// meanwhile (nothing it posted after the REG_MR ran); a REG_MR never
+    /// posted leaves it `Mapped`. A LOCAL_INV moves `InvPosted` on.
+    pub(crate) fn end_op(&self, op: MrOp, c: &Completion<'_>) {
+        let failed = match c {
+            Completion::Done(wc) if !wc.is_success() => {
+                if !wc.is_flushed() {
+                    pr_err!(
+                        "MR {:#x}: {:?} failed: {} (vendor error {:#x})\n",
+                        self.rkey(),
+                        op,
+                        wc.status_msg(),
+                        wc.vendor_err()
+                    );
+                }
+                true
+            }
+            _ => false,
+        };
+        match op {
+            MrOp::Reg => match c {
+                _ if failed => self.0.set_state(MrState::Broken),
+                Completion::Aborted => self.0.move_if(MrState::Registered, MrState::Mapped),
+                _ => {}
+            },
+            MrOp::Inv => {
+                let to = match c {
+                    _ if failed => MrState::Broken,
+                    Completion::Aborted => MrState::Registered,
+                    _ => MrState::Invalidated,
+                };
+                self.0.move_if(MrState::InvPosted, to);
+            }
+        }
+    }
+}
+
+/// An FRWR memory region with its scatterlist: the one holder of an MR
+/// (not `Clone`; see the module documentation).
+///
+/// # Invariants
+///
+/// `hw` is reached by no other `Mr` (the [`MrRef`]s of it are WR
+/// contexts'), so `&mut self` may use `hw.map`.
+pub struct Mr {
+    hw: MrRef,
+}
 
 impl Mr {
     /// Allocates an MR of `shape.depth` pages (at least 1) on `pd`.
@@ -237,83 +440,100 @@ impl Mr {
         super::census::enter(super::census::Kind::Mr);
         // SAFETY: `ib_alloc_mr()` returned a valid MR, not yet in use.
         let rkey = unsafe { (*mr.as_ptr()).rkey };
-        // INVARIANT: fresh MR with a fresh table of `depth` entries.
-        Ok(Mr {
+        // INVARIANT: fresh MR with a fresh table of `depth` entries, one
+        // holder.
+        let hw = MrHw {
             mr,
-            sg,
-            mapped: 0,
-            dir: bindings::dma_data_direction_DMA_NONE,
-            access: MrAccess::RemoteRead,
-            sg_gaps: shape.sg_gaps,
             state: AtomicU8::new(MrState::Free as u8),
-            owned: None,
-            rkey,
-            region: RemoteRegion::default(),
+            rkey: AtomicU32::new(rkey),
+            access: AtomicU8::new(MrAccess::RemoteRead as u8),
+            sg_gaps: shape.sg_gaps,
+            map: UnsafeCell::new(Mapping {
+                sg,
+                mapped: 0,
+                dir: bindings::dma_data_direction_DMA_NONE,
+                owned: None,
+                region: RemoteRegion::default(),
+            }),
             pd: pd.clone(),
-        })
+        };
+        match Arc::new(hw, GFP_KERNEL) {
+            Ok(hw) => Ok(Mr { hw: MrRef(hw) }),
+            // The `ib_mr` went with it (deregistered in `MrHw::drop`).
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The mapping, for the holder.
+    fn map(&mut self) -> &mut Mapping {
+        self.parts().1
+    }
+
+    /// The hardware object and the mapping, for the holder.
+    fn parts(&mut self) -> (&MrHw, &mut Mapping) {
+        let hw = &*self.hw.0;
+        // SAFETY: `self` is the one holder (type invariant), borrowed
+        // mutably for as long as the result; no `MrRef` reaches `map`.
+        (hw, unsafe { &mut *hw.map.get() })
+    }
+
+    /// The mapping, read by the holder.
+    fn map_ref(&self) -> &Mapping {
+        // SAFETY: as in `map`; shared, so nobody writes it meanwhile
+        // (only `&mut self` does).
+        unsafe { &*self.hw.0.map.get() }
+    }
+
+    /// A reference to the hardware object for a REG_MR's context (see
+    /// [`MrRef`]); the MR stays here.
+    pub fn share(&self) -> MrRef {
+        self.hw.clone()
+    }
+
+    /// The hardware object, for a WR context that owns the whole MR
+    /// ([`inv::MrWr`]).
+    pub fn hw(&self) -> &MrRef {
+        &self.hw
     }
 
     /// The state.
     pub fn state(&self) -> MrState {
-        MrState::from_u8(self.state.load(Ordering::Acquire))
-    }
-
-    fn set_state(&self, s: MrState) {
-        self.state.store(s as u8, Ordering::Release);
-    }
-
-    /// Moves `from` to `to`; `EBUSY` (and a log line) otherwise.
-    fn transition(&self, from: MrState, to: MrState, what: &str) -> Result {
-        match self
-            .state
-            .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire)
-        {
-            Ok(_) => Ok(()),
-            Err(cur) => {
-                pr_err!(
-                    "MR {:#x}: {} needs state {:?}, it is {:?} (-EBUSY)\n",
-                    self.rkey(),
-                    what,
-                    from,
-                    MrState::from_u8(cur)
-                );
-                Err(EBUSY)
-            }
-        }
+        self.hw.state()
     }
 
     /// The PD the MR belongs to.
     pub fn pd(&self) -> &Arc<Pd> {
-        &self.pd
+        self.hw.pd()
     }
 
     /// Pages the MR can map.
     pub fn depth(&self) -> usize {
-        self.sg.len()
+        self.map_ref().sg.len()
     }
 
     /// The current rkey.
     pub fn rkey(&self) -> u32 {
-        self.rkey
+        self.hw.rkey()
     }
 
     /// The access the current mapping grants.
     pub fn access(&self) -> MrAccess {
-        self.access
+        MrAccess::from_u8(self.hw.0.access.load(Ordering::Relaxed))
     }
 
     /// Where the peer reaches the MR, while it is mapped (in any state
     /// from `Mapped` to `Invalidated`).
     pub fn region(&self) -> Option<RemoteRegion> {
-        (self.mapped != 0).then_some(self.region)
+        let m = self.map_ref();
+        (m.mapped != 0).then_some(m.region)
     }
 
     /// Maps up to [`Mr::depth`] of `segs` (taken one by one, so that a
     /// caller can produce them as it goes, without a list of its own) for
-    /// the peer to access as `access`, with `tag` in the high 32 bits of the iova (the C client
-    /// puts the RPC's XID there; a peer's access to a stale mapping then
-    /// misses). Without SG_GAPS, stops after
-    /// a segment that does not end at a page boundary or before one that
+    /// the peer to access as `access`, with `tag` in the high 32 bits of
+    /// the iova (the C client puts the RPC's XID there; a peer's access to
+    /// a stale mapping then misses). Without SG_GAPS, stops after a
+    /// segment that does not end at a page boundary or before one that
     /// does not start at one (the next MR takes the rest, as in C).
     /// Returns how many segments were mapped.
     ///
@@ -325,7 +545,7 @@ impl Mr {
     ///
     /// Every page must stay allocated, and must not be used for anything
     /// else the peer must not see or change, until the MR is unmapped
-    /// ([`Mr::unmap`]) or dropped.
+    /// ([`Mr::unmap`]) or dropped and every WR that names it is back.
     pub unsafe fn map_pages(
         &mut self,
         segs: impl IntoIterator<Item = PageSeg>,
@@ -334,7 +554,9 @@ impl Mr {
     ) -> Result<usize> {
         self.check_free()?;
         let psize = page_size() as u64;
-        let cap = self.sg.len();
+        let sg_gaps = self.hw.0.sg_gaps;
+        let map = self.map();
+        let cap = map.sg.len();
         let mut segs = segs.into_iter().peekable();
         let mut i = 0;
         while i < cap {
@@ -351,14 +573,14 @@ impl Mr {
             // SAFETY: `i < cap == sg.len()`; the page is valid (caller).
             unsafe {
                 bindings::rpcrdma2_shim_sg_set_page(
-                    self.sg.as_mut_ptr().add(i),
+                    map.sg.as_mut_ptr().add(i),
                     s.page,
                     s.len,
                     s.offset,
                 )
             };
             i += 1;
-            if self.sg_gaps {
+            if sg_gaps {
                 continue;
             }
             let ends_in_page = (u64::from(s.offset) + u64::from(s.len)) % psize != 0;
@@ -391,19 +613,20 @@ impl Mr {
         let psize = page_size();
         let first = (ptr as usize) % psize;
         let pages = (first + len).div_ceil(psize);
-        if len == 0 || len > u32::MAX as usize || pages > self.sg.len() {
+        let map = self.map();
+        if len == 0 || len > u32::MAX as usize || pages > map.sg.len() {
             pr_err!(
                 "MR: {} bytes at page offset {} do not fit {} pages (-EINVAL)\n",
                 len,
                 first,
-                self.sg.len()
+                map.sg.len()
             );
             return Err(EINVAL);
         }
         // SAFETY: the table has at least one entry; the buffer is valid
         // (caller); the shim refuses addresses outside the linear map.
         let ret = unsafe {
-            bindings::rpcrdma2_shim_sg_set_buf(self.sg.as_mut_ptr(), ptr.cast(), len as u32)
+            bindings::rpcrdma2_shim_sg_set_buf(map.sg.as_mut_ptr(), ptr.cast(), len as u32)
         };
         kernel::error::to_result(ret)
             .inspect_err(|_| pr_err!("MR: buffer is not in the kernel's linear map (-EINVAL)\n"))?;
@@ -418,15 +641,15 @@ impl Mr {
         access: MrAccess,
         tag: u32,
     ) -> core::result::Result<(), (Error, KVec<u8>)> {
-        if self.owned.is_some() {
+        if self.map_ref().owned.is_some() {
             return Err((EBUSY, buf));
         }
         // SAFETY: the buffer is a kmalloc allocation that the MR owns from
-        // here until it is unmapped (or the MR deregistered and dropped),
-        // and it is never resized meanwhile.
+        // here until it is unmapped (or the MR's hardware object is
+        // deregistered and dropped), and it is never resized meanwhile.
         match unsafe { self.map_kva(buf.as_ptr(), buf.len(), access, tag) } {
             Ok(()) => {
-                self.owned = Some(buf);
+                self.map().owned = Some(buf);
                 Ok(())
             }
             Err(e) => Err((e, buf)),
@@ -435,21 +658,23 @@ impl Mr {
 
     /// DMA-maps the first `nents` entries and loads them into the MR.
     fn map_sg(&mut self, nents: u32, access: MrAccess, tag: u32) -> Result {
-        let dev = self.pd.device().as_ptr();
+        let (hw, map) = self.parts();
+        let dev = hw.pd.device().as_ptr();
         let dir = access.dma_dir();
         // SAFETY: the first `nents` entries were just set; the device is
         // registered (the PD holds it).
         let dma_nents = unsafe {
-            bindings::rpcrdma2_shim_dma_map_sg(dev, self.sg.as_mut_ptr(), nents as i32, dir)
+            bindings::rpcrdma2_shim_dma_map_sg(dev, map.sg.as_mut_ptr(), nents as i32, dir)
         };
         if dma_nents <= 0 {
             pr_err!("ib_dma_map_sg of {} entries failed (-EIO)\n", nents);
             return Err(EIO);
         }
-        let mr = self.mr.as_ptr();
+        let mr = hw.mr.as_ptr();
         // SAFETY: the MR is live and not in use by the hardware (state
-        // `Free`); the entries are DMA-mapped.
-        let n = unsafe { bindings::rpcrdma2_shim_map_mr_sg(mr, self.sg.as_mut_ptr(), dma_nents) };
+        // `Free`: any REG_MR that named it ran before its invalidation);
+        // the entries are DMA-mapped.
+        let n = unsafe { bindings::rpcrdma2_shim_map_mr_sg(mr, map.sg.as_mut_ptr(), dma_nents) };
         if n != dma_nents {
             pr_err!(
                 "ib_map_mr_sg mapped {} of {} entries (-EIO)\n",
@@ -458,7 +683,7 @@ impl Mr {
             );
             // SAFETY: mapped just above with the same arguments.
             unsafe {
-                bindings::rpcrdma2_shim_dma_unmap_sg(dev, self.sg.as_mut_ptr(), nents as i32, dir)
+                bindings::rpcrdma2_shim_dma_unmap_sg(dev, map.sg.as_mut_ptr(), nents as i32, dir)
             };
             return Err(EIO);
         }
@@ -474,14 +699,14 @@ impl Mr {
                 iova: (*mr).iova,
             }
         };
-        self.rkey = region.rkey;
-        self.region = region;
+        map.region = region;
         super::census::enter(super::census::Kind::MrMapping);
         // INVARIANT: `nents` entries are mapped in `dir`.
-        self.mapped = nents;
-        self.dir = dir;
-        self.access = access;
-        self.set_state(MrState::Mapped);
+        map.mapped = nents;
+        map.dir = dir;
+        hw.rkey.store(region.rkey, Ordering::Relaxed);
+        hw.access.store(access as u8, Ordering::Relaxed);
+        hw.set_state(MrState::Mapped);
         Ok(())
     }
 
@@ -499,28 +724,11 @@ impl Mr {
                 return Err(EBUSY);
             }
         }
-        self.unmap_sg();
-        self.set_state(MrState::Free);
-        Ok(self.owned.take())
-    }
-
-    fn unmap_sg(&mut self) {
-        if self.mapped == 0 {
-            return;
-        }
-        // SAFETY: the first `mapped` entries are mapped in `dir` (type
-        // invariant); the device is registered.
-        unsafe {
-            bindings::rpcrdma2_shim_dma_unmap_sg(
-                self.pd.device().as_ptr(),
-                self.sg.as_mut_ptr(),
-                self.mapped as i32,
-                self.dir,
-            )
-        };
-        super::census::leave(super::census::Kind::MrMapping);
-        // INVARIANT: nothing is mapped any more.
-        self.mapped = 0;
+        let (hw, map) = self.parts();
+        unmap_sg(&hw.pd, map);
+        let owned = map.owned.take();
+        hw.set_state(MrState::Free);
+        Ok(owned)
     }
 
     /// A mapping needs a `Free` MR: `EBUSY` (logged) otherwise.
@@ -542,57 +750,11 @@ impl Mr {
         if rkey != self.rkey() {
             return Err(EINVAL);
         }
-        self.transition(
+        self.hw.0.transition(
             MrState::Registered,
             MrState::Invalidated,
             "remote invalidation",
         )
-    }
-
-    /// Posting a REG_MR: `Mapped` → `RegPosted`.
-    pub(crate) fn begin_reg(&self) -> Result<RegInfo> {
-        self.transition(MrState::Mapped, MrState::RegPosted, "REG_MR")?;
-        Ok(RegInfo {
-            mr: self.mr.as_ptr(),
-            key: self.rkey(),
-            access: self.access.flags(),
-        })
-    }
-
-    /// Posting a LOCAL_INV: `Registered` → `InvPosted`; the rkey.
-    pub(crate) fn begin_inv(&self) -> Result<u32> {
-        self.transition(MrState::Registered, MrState::InvPosted, "LOCAL_INV")?;
-        Ok(self.rkey())
-    }
-
-    /// The WR that started `op` came back with `c`.
-    pub(crate) fn end_op(&self, op: MrOp, c: &Completion<'_>) {
-        let (pending, ok, undo) = match op {
-            MrOp::Reg => (MrState::RegPosted, MrState::Registered, MrState::Mapped),
-            MrOp::Inv => (
-                MrState::InvPosted,
-                MrState::Invalidated,
-                MrState::Registered,
-            ),
-        };
-        let to = match c {
-            Completion::Done(wc) if wc.is_success() => ok,
-            Completion::Retired => ok,
-            Completion::Done(wc) => {
-                if !wc.is_flushed() {
-                    pr_err!(
-                        "MR {:#x}: {:?} failed: {} (vendor error {:#x})\n",
-                        self.rkey(),
-                        op,
-                        wc.status_msg(),
-                        wc.vendor_err()
-                    );
-                }
-                MrState::Broken
-            }
-            Completion::Aborted => undo,
-        };
-        let _ = self.transition(pending, to, "completion");
     }
 }
 
@@ -620,22 +782,6 @@ impl crate::mem::MapTarget for Mr {
 
     fn unmap(&mut self) -> Result {
         Mr::unmap(self).map(drop)
-    }
-}
-
-impl Drop for Mr {
-    fn drop(&mut self) {
-        // Deregister first: after this the peer cannot reach the memory,
-        // whatever the state was; then unmap, then free `owned`.
-        // SAFETY: the MR is ours (type invariant) and no WR names it (a
-        // posted WR's context owns the `Mr`, so it is not dropped before
-        // the WR came back).
-        let ret = unsafe { bindings::rpcrdma2_shim_dereg_mr(self.mr.as_ptr()) };
-        if ret != 0 {
-            pr_err!("ib_dereg_mr failed ({})\n", ret);
-        }
-        super::census::leave(super::census::Kind::Mr);
-        self.unmap_sg();
     }
 }
 

@@ -9,8 +9,10 @@
 //! with Send With Invalidate (remote), LOCAL_INV waited for (sync) and
 //! LOCAL_INV with a completion (async), checks that an invalidated MR is
 //! refused for reuse and that the server's access through an invalidated
-//! rkey fails, and that a registration flushed by a dead QP makes the MR
-//! `Broken`, which the pool deregisters and replaces.
+//! rkey fails, that a REG_MR's context keeps the MR's hardware object
+//! (not the MR) until it is retired, and that a registration flushed by a
+//! dead QP makes the MR `Broken`, which the pool deregisters and
+//! replaces.
 //!
 //! This file has the suite, the cases that need no connection
 //! (`frwr_caps`, `frwr_map_rules`) and the fixture of the loopback case
@@ -27,7 +29,7 @@ use super::listen::{Incoming, Listener};
 use super::mr::caps::{FastRegCaps, MrShape};
 use super::mr::inv::MrWr;
 use super::mr::pool::MrPool;
-use super::mr::{page_size, Mr, MrAccess, MrState, PageSeg, RemoteRegion};
+use super::mr::{page_size, Mr, MrAccess, MrRef, MrState, PageSeg, RemoteRegion};
 use super::qp::{Qp, QpCaps, QpHandler};
 use super::tests::{device_and_ip, step, CmLog, Seen, STEP_MS};
 use super::verbs::{Pd, PollContext};
@@ -176,7 +178,7 @@ struct Log {
     /// Send-queue completions: (tag, kind, opcode of a Done) with kind
     /// 0 = Done success, 1 = Retired, 2 = Done error, 3 = Aborted.
     sends: KVec<(u32, u8, Option<WcOpcode>)>,
-    /// MRs handed back by async REG_MR/LOCAL_INV WRs.
+    /// MRs handed back by LOCAL_INV WRs, or kept here by the test.
     mrs: KVec<Mr>,
     /// Whether an [`MrWr::is_last`] came back.
     inv_last: bool,
@@ -248,6 +250,9 @@ struct Buf {
 /// The client's and server's Send-queue contexts.
 enum Ctx {
     Send(KBox<Buf>),
+    /// A REG_MR: the MR stays with the test.
+    Reg(MrRef),
+    /// A LOCAL_INV: owns the MR.
     Mr(MrWr),
 }
 
@@ -255,13 +260,14 @@ impl SendCtx for Ctx {
     fn sges<'a>(&'a self, sges: &mut SgeList<'_, 'a>) -> Result {
         match self {
             Ctx::Send(b) => sges.push(&b.buf, 0, b.len),
-            Ctx::Mr(_) => Ok(()),
+            Ctx::Reg(_) | Ctx::Mr(_) => Ok(()),
         }
     }
 
-    fn mr(&self) -> Option<&Mr> {
+    fn mr(&self) -> Option<&MrRef> {
         match self {
-            Ctx::Mr(w) => Some(w.mr()),
+            Ctx::Reg(r) => Some(r),
+            Ctx::Mr(w) => SendCtx::mr(w),
             Ctx::Send(_) => None,
         }
     }
@@ -303,6 +309,9 @@ impl QpHandler for FrwrQp {
                     let _ = log.reads.push((b.tag, v), GFP_KERNEL);
                 }
                 let _ = log.sends.push((b.tag, kind, opcode), GFP_KERNEL);
+            }
+            Ctx::Reg(r) => {
+                let _ = log.sends.push((r.rkey(), kind, opcode), GFP_KERNEL);
             }
             Ctx::Mr(w) => {
                 let tag = w.mr().rkey();

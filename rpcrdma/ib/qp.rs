@@ -218,6 +218,11 @@ impl<Q: QpHandler> Qp<Q> {
         self.send_ring.outstanding()
     }
 
+    /// How many WRs the Send queue holds at most.
+    pub fn send_depth(&self) -> usize {
+        self.send_ring.cap()
+    }
+
     /// Receives posted and not yet handed back.
     pub fn recv_outstanding(&self) -> usize {
         self.recv_ring.outstanding()
@@ -425,7 +430,7 @@ impl<Q: QpHandler> Qp<Q> {
                 let sg_list = sges.as_mut_ptr();
                 let mut list = SgeList::new(sges, &self.pd);
                 // REG_MR, LOCAL_INV and a zero-length Write carry no SGEs;
-                // the first two move the context's MR to RegPosted/
+                // the first two move the context's MR to Registered/
                 // InvPosted (and record that in the slot, so that only
                 // this WR's completion moves it on).
                 let mut reg = None;

@@ -10,7 +10,7 @@
 //! names stays alive until its context is handed back.
 
 use super::dma::DmaBuf;
-use super::mr::Mr;
+use super::mr::MrRef;
 use super::verbs::Pd;
 use crate::bindings;
 use crate::compat::init::init_array_from_fn;
@@ -109,13 +109,14 @@ pub trait SendCtx: Send + 'static {
     }
 
     /// The memory region a [`SendOp::RegMr`] registers or a
-    /// [`SendOp::LocalInv`] invalidates (none by default). The MR lives in
-    /// the context, so it stays allocated until the WR came back; the
+    /// [`SendOp::LocalInv`] invalidates (none by default). The context
+    /// holds a reference to it ([`MrRef`]; a LOCAL_INV's the whole MR), so
+    /// its hardware object stays allocated until the WR came back; the
     /// completion path moves it through its state machine (see
     /// [`super::mr`]) before
     /// [`QpHandler::send_done`](super::qp::QpHandler::send_done) sees the
     /// context.
-    fn mr(&self) -> Option<&Mr> {
+    fn mr(&self) -> Option<&MrRef> {
         None
     }
 }

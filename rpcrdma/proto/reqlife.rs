@@ -5,15 +5,18 @@
 //! take the MRs back.
 //!
 //! An RPC that uses chunks registers MRs (REG_MR chained before its
-//! Send). Three things race on its slot: the REG_MR contexts coming back
-//! from the Send queue, the reply, and `Conn::release` (an abandoned RPC,
-//! or one sent again). The MRs may be invalidated only once the reply has
-//! arrived and every REG_MR context is back (design-ib: the MRs are owned
-//! by the Send queue until then); the RPC ends only when the last
-//! LOCAL_INV has come back, and not at all if one failed (the connection
-//! is going away; SUNRPC sends it again after the reconnect); a release
-//! waits until no REG_MR is in the Send queue and no invalidation runs,
-//! and keeps a reply from starting one.
+//! Send). The request's slot holds its MRs from the mapping to the end
+//! of their invalidation; a REG_MR's Send-queue context only keeps the
+//! MR's hardware object alive (design-ib), so nothing waits for it to
+//! come back: a LOCAL_INV posted later on the same Send queue runs after
+//! the REG_MR, and a peer that invalidates remotely does so after the
+//! Send that followed the REG_MR. Two things race on the slot: the reply
+//! and `Conn::release` (an abandoned RPC, or one sent again). The MRs are
+//! invalidated once the reply has arrived; the RPC ends only when the
+//! last LOCAL_INV has come back, and not at all if one failed (the
+//! connection is going away; SUNRPC sends it again after the reconnect);
+//! a release waits only while an invalidation runs, and keeps a reply
+//! from starting one.
 //!
 //! A reply counts only once the transmission it could answer is posted:
 //! between `RegTable::activate` and the post ([`Life::Mapped`]) a reply
@@ -41,16 +44,9 @@ pub enum Life<F> {
     /// transmission (one that arrives is [`Action::Stale`]).
     Mapped,
     /// The RPC's REG_MRs are posted (the MRs are registered once they
-    /// run).
-    Registered {
-        /// REG_MR contexts still owned by the Send queue.
-        in_flight: u32,
-        /// The reply arrived while some were: how the RPC ends once
-        /// they are back and the MRs are invalidated.
-        finish: Option<F>,
-    },
-    /// LOCAL_INVs are outstanding (the reply arrived and every REG_MR
-    /// context is back).
+    /// run, before anything posted after them), and no reply arrived.
+    Registered,
+    /// LOCAL_INVs are outstanding (the reply arrived).
     Invalidating {
         /// How the RPC ends once the last one is back.
         finish: F,
@@ -59,14 +55,10 @@ pub enum Life<F> {
         /// `Conn::release` waits for the end.
         releasing: bool,
     },
-    /// `Conn::release` is taking the MRs back: it waits for the REG_MR
-    /// contexts still in the Send queue, then invalidates the MRs itself.
+    /// `Conn::release` is taking the MRs back to invalidate them itself.
     /// A reply is ignored from now on (the RPC is abandoned or sent
     /// again).
-    Releasing {
-        /// REG_MR contexts still owned by the Send queue.
-        in_flight: u32,
-    },
+    Releasing,
 }
 
 /// [`Life`] without its data, for reports.
@@ -89,12 +81,10 @@ pub enum Phase {
 pub enum Event<F> {
     /// An RPC takes the (idle) slot and maps its MRs.
     Activate,
-    /// Its `n` REG_MRs are about to be posted, with the Send after them
-    /// (before the post: their contexts may come back before it
-    /// returns). Only from [`Life::Mapped`].
-    Posted(u32),
-    /// One REG_MR context came back from the Send queue.
-    RegRetired,
+    /// Its REG_MRs are about to be posted, with the Send after them
+    /// (before the post: the reply may arrive before it returns). Only
+    /// from [`Life::Mapped`].
+    Posted,
     /// A reply with the RPC's XID arrived: end the RPC this way once its
     /// MRs are invalidated. A later reply before the invalidation ends
     /// replaces it. Before [`Event::Posted`] it answers an earlier
@@ -124,12 +114,8 @@ pub enum Action<F> {
     /// Post LOCAL_INVs for the slot's registered MRs now; [`Event::Drain`]
     /// follows once the last is back (at once if none is needed).
     StartInvalidation,
-    /// Wake the `Conn::release` waiters: nothing is in the Send queue and
-    /// no invalidation runs.
-    WakeRelease,
-    /// `Conn::release` must wait for a [`Action::WakeRelease`] (or
-    /// [`Action::Drained`] with `wake`), then send [`Event::Release`]
-    /// again.
+    /// `Conn::release` must wait for [`Action::Drained`] with `wake`,
+    /// then send [`Event::Release`] again.
     Wait,
     /// `Conn::release` may take the MRs back and invalidate them; the
     /// slot stays [`Life::Releasing`] until the glue forgets it
@@ -165,23 +151,15 @@ impl<F> Life<F> {
         match self {
             Life::Idle => Phase::Idle,
             Life::Mapped => Phase::Mapped,
-            Life::Registered { .. } => Phase::Registered,
+            Life::Registered => Phase::Registered,
             Life::Invalidating { .. } => Phase::Invalidating,
-            Life::Releasing { .. } => Phase::Releasing,
+            Life::Releasing => Phase::Releasing,
         }
     }
 
     /// An RPC with registrations holds the slot.
     pub const fn is_active(&self) -> bool {
         !matches!(self, Life::Idle)
-    }
-
-    /// REG_MR contexts still in the Send queue.
-    pub const fn in_flight(&self) -> u32 {
-        match self {
-            Life::Registered { in_flight, .. } | Life::Releasing { in_flight } => *in_flight,
-            Life::Idle | Life::Mapped | Life::Invalidating { .. } => 0,
-        }
     }
 
     /// The glue forgets the slot (a new RPC takes it, or `Conn::release`
@@ -208,62 +186,17 @@ fn transition<F>(s: Life<F>, e: Event<F>) -> (Life<F>, Result<Action<F>, Illegal
     use Life as L;
     match (s, e) {
         (L::Idle, E::Activate) => (L::Mapped, Ok(A::Nothing)),
-        (L::Mapped, E::Posted(n)) => (
-            L::Registered {
-                in_flight: n,
-                finish: None,
-            },
-            Ok(A::Nothing),
-        ),
+        (L::Mapped, E::Posted) => (L::Registered, Ok(A::Nothing)),
         // Nothing of this transmission is posted: the reply is for an
         // earlier one.
         (L::Mapped, E::Reply(_)) => (L::Mapped, Ok(A::Stale)),
-        (L::Registered { in_flight, finish }, E::RegRetired) => match in_flight.checked_sub(1) {
-            Some(0) => match finish {
-                Some(f) => (
-                    L::Invalidating {
-                        finish: f,
-                        failed: false,
-                        releasing: false,
-                    },
-                    Ok(A::StartInvalidation),
-                ),
-                None => (
-                    L::Registered {
-                        in_flight: 0,
-                        finish: None,
-                    },
-                    Ok(A::Nothing),
-                ),
-            },
-            Some(n) => (
-                L::Registered {
-                    in_flight: n,
-                    finish,
-                },
-                Ok(A::Nothing),
-            ),
-            None => refuse(L::Registered { in_flight, finish }, E::RegRetired),
-        },
-        (L::Releasing { in_flight }, E::RegRetired) => match in_flight.checked_sub(1) {
-            Some(0) => (L::Releasing { in_flight: 0 }, Ok(A::WakeRelease)),
-            Some(n) => (L::Releasing { in_flight: n }, Ok(A::Nothing)),
-            None => refuse(L::Releasing { in_flight }, E::RegRetired),
-        },
-        (L::Registered { in_flight: 0, .. }, E::Reply(f)) => (
+        (L::Registered, E::Reply(f)) => (
             L::Invalidating {
                 finish: f,
                 failed: false,
                 releasing: false,
             },
             Ok(A::StartInvalidation),
-        ),
-        (L::Registered { in_flight, .. }, E::Reply(f)) => (
-            L::Registered {
-                in_flight,
-                finish: Some(f),
-            },
-            Ok(A::Nothing),
         ),
         (
             L::Invalidating {
@@ -278,7 +211,7 @@ fn transition<F>(s: Life<F>, e: Event<F>) -> (Life<F>, Result<Action<F>, Illegal
             },
             Ok(A::Nothing),
         ),
-        (L::Releasing { in_flight }, E::Reply(_)) => (L::Releasing { in_flight }, Ok(A::Nothing)),
+        (L::Releasing, E::Reply(_)) => (L::Releasing, Ok(A::Nothing)),
         (
             L::Invalidating {
                 finish, releasing, ..
@@ -307,13 +240,9 @@ fn transition<F>(s: Life<F>, e: Event<F>) -> (Life<F>, Result<Action<F>, Illegal
             }),
         ),
         (L::Idle, E::Release) => (L::Idle, Ok(A::Nothing)),
-        // Nothing in the Send queue (not posted, or the post failed
-        // before the REG_MRs went): the MRs can be taken back at once.
-        (L::Mapped, E::Release) => (L::Releasing { in_flight: 0 }, Ok(A::TakeBack)),
-        (L::Registered { in_flight, .. } | L::Releasing { in_flight }, E::Release) => (
-            L::Releasing { in_flight },
-            Ok(if in_flight > 0 { A::Wait } else { A::TakeBack }),
-        ),
+        // Nothing waits in the Send queue: the MRs can be taken back at
+        // once (a LOCAL_INV posted now runs after any REG_MR posted).
+        (L::Mapped | L::Registered | L::Releasing, E::Release) => (L::Releasing, Ok(A::TakeBack)),
         (L::Invalidating { finish, failed, .. }, E::Release) => (
             L::Invalidating {
                 finish,

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The Send-queue context of a REG_MR or LOCAL_INV WR ([`MrWr`], which
-//! owns its MR), and the posting of invalidations: asynchronous
+//! The Send-queue context of a LOCAL_INV WR ([`MrWr`], which owns its
+//! MR), and the posting of invalidations: asynchronous
 //! ([`post_local_inv`], C `frwr_unmap_async()`) or waited for
 //! ([`invalidate_sync`], C `frwr_unmap_sync()`).
 
 use super::super::qp::{Qp, QpHandler};
 use super::super::wc::Completion;
 use super::super::wr::{SendChain, SendCtx, SendWr};
-use super::Mr;
+use super::{Mr, MrRef};
 use kernel::alloc::flags::GFP_NOWAIT;
 use kernel::prelude::*;
 use kernel::sync::{Arc, CondVar, Mutex};
@@ -22,7 +22,8 @@ pub struct InvWait {
     cv: CondVar,
 }
 
-/// The Send-queue context of a REG_MR or LOCAL_INV WR: owns its MR.
+/// The Send-queue context of a LOCAL_INV WR: owns its MR (a REG_MR's
+/// context holds only an [`MrRef`]: the MR stays with its holder).
 ///
 /// The transport's [`QpHandler::SendCtx`] wraps it (e.g. an enum variant)
 /// and returns [`MrWr::mr`] from [`SendCtx::mr`]; its `send_done` calls
@@ -71,8 +72,8 @@ impl MrWr {
 }
 
 impl SendCtx for MrWr {
-    fn mr(&self) -> Option<&Mr> {
-        Some(&self.mr)
+    fn mr(&self) -> Option<&MrRef> {
+        Some(self.mr.hw())
     }
 }
 

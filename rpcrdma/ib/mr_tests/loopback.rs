@@ -5,9 +5,10 @@
 //! invalidation, reuse refusal, a failing access after invalidation and
 //! recovery of a broken MR, each phase a function of its own.
 
+use super::super::census::{self, Kind};
 use super::super::dma::DmaDir;
 use super::super::mr::caps::FastRegCaps;
-use super::super::mr::inv::{invalidate_sync, post_local_inv, MrWr};
+use super::super::mr::inv::{invalidate_sync, post_local_inv};
 use super::super::mr::pool::MrPool;
 use super::super::mr::{find_by_rkey, page_size, Mr, MrAccess, MrState, PageSeg, RemoteRegion};
 use super::super::tests::{check_stack_headroom, device_and_ip, step};
@@ -45,6 +46,7 @@ pub(super) fn frwr_loopback() -> TestResult {
     server_write_read(&p, sa, sb, b_len)?;
     let (a, b) = remote_and_sync_invalidation(&p, sa, sb)?;
     let c = async_invalidation(&p, sc)?;
+    reg_ref_outlives_holder(&p, &pool)?;
     write_after_invalidation(&p, sa)?;
     unmap_all(&pool, a, b, c)?;
     broken_mr(&p, &pool)?;
@@ -162,18 +164,22 @@ fn register_and_advertise(
     }
     let ad_ctx = buf(p.client.pd(), ad.len(), DmaDir::ToDevice, 1, |i| ad[i])?;
     let mut chain = step!(SendChain::new_boxed(GFP_KERNEL), "allocating");
-    kassert!(chain.push(SendWr::reg_mr(Ctx::Mr(MrWr::new(a)))).is_ok());
-    kassert!(chain.push(SendWr::reg_mr(Ctx::Mr(MrWr::new(b)))).is_ok());
-    kassert!(chain.push(SendWr::reg_mr(Ctx::Mr(MrWr::new(c)))).is_ok());
+    kassert!(chain.push(SendWr::reg_mr(Ctx::Reg(a.share()))).is_ok());
+    kassert!(chain.push(SendWr::reg_mr(Ctx::Reg(b.share()))).is_ok());
+    kassert!(chain.push(SendWr::reg_mr(Ctx::Reg(c.share()))).is_ok());
     kassert!(chain.push(SendWr::send(ad_ctx).signaled()).is_ok());
     step!(
         p.client.qp().post_send_chain(&mut chain),
         "posting REG_MR x3 + Send"
     );
     kassert!(chain.is_empty());
+    // Registered from the post on: the MRs stayed here.
+    kassert!([&a, &b, &c]
+        .iter()
+        .all(|m| m.state() == MrState::Registered));
     kassert!(sends(&p.cs, 4));
     {
-        let log = p.cs.log.lock();
+        let mut log = p.cs.log.lock();
         // The three unsignalled REG_MRs were retired by the Send's completion.
         kassert_eq!(
             log.sends.as_slice(),
@@ -184,8 +190,14 @@ fn register_and_advertise(
                 (1, 0, Some(WcOpcode::Send))
             ][..]
         );
-        kassert_eq!(log.mrs.len(), 3);
-        kassert!(log.mrs.iter().all(|m| m.state() == MrState::Registered));
+        // Their retirement changed nothing.
+        kassert!([&a, &b, &c]
+            .iter()
+            .all(|m| m.state() == MrState::Registered));
+        // Kept in the log for the phases that follow.
+        for m in [a, b, c] {
+            step!(log.mrs.push(m, GFP_KERNEL), "allocating");
+        }
     }
     Ok((sa, sb, sc, b_len))
 }
@@ -289,11 +301,10 @@ fn remote_and_sync_invalidation(
     let before = cs.log.lock().sends.len();
     let res = client
         .qp()
-        .post_send_one(SendWr::reg_mr(Ctx::Mr(MrWr::new(a))));
+        .post_send_one(SendWr::reg_mr(Ctx::Reg(a.share())));
     kassert_eq!(res, Err(EBUSY));
     kassert!(sends(cs, before + 1));
     kassert_eq!(cs.log.lock().sends[before], (sa.rkey, 3, None));
-    let a = step!(cs.take_mr(sa.rkey).ok_or(ENOENT), "finding A");
     kassert_eq!(a.state(), MrState::Invalidated);
     Ok((a, b))
 }
@@ -365,6 +376,52 @@ fn unmap_all(pool: &MrPool, mut a: Mr, mut b: Mr, mut c: Mr) -> TestResult {
     Ok(())
 }
 
+/// A REG_MR's context holds the MR's hardware object, not the MR: the
+/// holder may give the MR up (here to the pool, still registered, which
+/// drops it) while the unsignalled REG_MR is in the Send queue; the
+/// `ib_mr` and its DMA mapping go only when the WR is retired, by the
+/// next signalled completion (a zero-length Write's). Runs while the
+/// QP is healthy (the failed Write after invalidation breaks the
+/// connection).
+#[inline(never)]
+fn reg_ref_outlives_holder(p: &Pair, pool: &MrPool) -> TestResult {
+    let cs = &p.cs;
+    let free = pool.available();
+    let mut f = step!(pool.get().ok_or(ENOMEM), "taking an MR");
+    let f_buf = step!(KVec::from_elem(0u8, 64, GFP_KERNEL), "allocating");
+    kassert!(f.map_buf(f_buf, MrAccess::RemoteRead, XID + 5).is_ok());
+    let fk = f.rkey();
+    let held = || (census::held(Kind::Mr), census::held(Kind::MrMapping));
+    let (mrs, maps) = held();
+    let before = cs.log.lock().sends.len();
+    step!(
+        p.client
+            .qp()
+            .post_send_one(SendWr::reg_mr(Ctx::Reg(f.share()))),
+        "posting REG_MR"
+    );
+    kassert_eq!(f.state(), MrState::Registered);
+    // Registered: the pool drops it (lost until a refill), but the Send
+    // queue still holds its hardware object.
+    pool.put(f);
+    kassert_eq!(pool.lost(), 1);
+    kassert_eq!(held(), (mrs, maps));
+    kassert_eq!(cs.log.lock().sends.len(), before);
+    let probe = buf(p.client.pd(), 8, DmaDir::ToDevice, 6, |_| 0)?;
+    step!(
+        p.client
+            .qp()
+            .post_send_one(SendWr::zero_length_write(probe).signaled()),
+        "posting a zero-length Write"
+    );
+    kassert!(sends(cs, before + 2));
+    kassert_eq!(cs.log.lock().sends[before], (fk, 1, None));
+    kassert_eq!(held(), (mrs - 1, maps - 1));
+    kassert_eq!(step!(pool.refill(), "refilling the pool"), 1);
+    kassert_eq!((pool.available(), pool.lost()), (free, 0));
+    Ok(())
+}
+
 /// A registration the QP flushes (the client's QP is in the error state
 /// after its disconnect) leaves the MR Broken: the pool deregisters it
 /// and a refill replaces it.
@@ -379,9 +436,9 @@ fn broken_mr(p: &Pair, pool: &MrPool) -> TestResult {
     let before = cs.log.lock().sends.len();
     let res = client
         .qp()
-        .post_send_one(SendWr::reg_mr(Ctx::Mr(MrWr::new(d))).signaled());
+        .post_send_one(SendWr::reg_mr(Ctx::Reg(d.share())).signaled());
     kassert!(sends(cs, before + 1));
-    let d = step!(cs.take_mr(dk).ok_or(ENOENT), "finding D");
+    kassert_eq!(cs.log.lock().sends[before].0, dk);
     pr_info!(
         "frwr: REG_MR after disconnect: post {:?}, MR {:?}\n",
         res,
@@ -416,7 +473,7 @@ fn flushed_unsignalled(p: &Pair, pool: &MrPool) -> TestResult {
     let send = buf(p.client.pd(), 16, DmaDir::ToDevice, 5, |_| 0)?;
     let before = cs.log.lock().sends.len();
     let mut chain = step!(SendChain::new_boxed(GFP_KERNEL), "allocating");
-    kassert!(chain.push(SendWr::reg_mr(Ctx::Mr(MrWr::new(e)))).is_ok());
+    kassert!(chain.push(SendWr::reg_mr(Ctx::Reg(e.share()))).is_ok());
     kassert!(chain.push(SendWr::send(send).signaled()).is_ok());
     let res = p.client.qp().post_send_chain(&mut chain);
     kassert!(sends(cs, before + 2));
@@ -444,8 +501,15 @@ fn flushed_unsignalled(p: &Pair, pool: &MrPool) -> TestResult {
     } else {
         kassert_eq!((reg, snd), (Some(3), Some(3)));
     }
-    let e = step!(cs.take_mr(ek).ok_or(ENOENT), "finding E");
-    kassert!(e.state() != MrState::Registered);
+    // Flushed: Broken; refused: Mapped again.
+    kassert!(
+        e.state()
+            == if res.is_ok() {
+                MrState::Broken
+            } else {
+                MrState::Mapped
+            }
+    );
     pool.put(e);
     let _ = pool.refill();
     kassert_eq!((pool.available(), pool.lost()), (4, 0));

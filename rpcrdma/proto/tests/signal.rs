@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Which inline Sends are signalled: one in SIGNAL_EVERY while buffers
-//! are plentiful, every one while they are scarce.
+//! Which Sends are signalled: one in SIGNAL_EVERY while buffers are
+//! plentiful, every one while they are scarce or while the Send queue is
+//! more than half full.
 
 use rpcrdma_proto::signal::{SendSignal, LOW_BUFFERS, SIGNAL_EVERY};
 
@@ -81,4 +82,41 @@ fn the_count_survives_being_kept_outside() {
     assert_eq!(signalled, 4);
     // A count beyond the batch (it cannot be kept so) signals at once.
     assert!(SendSignal::resume(SIGNAL_EVERY + 5).next(LOW_BUFFERS + 1));
+}
+
+#[test]
+fn a_send_queue_more_than_half_full_is_signalled_and_restarts_the_batch() {
+    let mut s = SendSignal::new();
+    let free = LOW_BUFFERS + 100;
+    // Half full: the batch rule alone.
+    for _ in 0..3 {
+        assert!(!s.next_in(free, 64, 128));
+    }
+    assert_eq!(s.unsignalled(), 3);
+    // One more WR than half: signalled, and the count starts again.
+    assert!(s.next_in(free, 65, 128));
+    assert_eq!(s.unsignalled(), 0);
+    // An odd depth rounds down: 3 of 7 is not more than half, 4 is.
+    assert!(!s.next_in(free, 3, 7));
+    assert!(s.next_in(free, 4, 7));
+}
+
+#[test]
+fn a_chunked_send_queue_never_fills_with_unretired_work() {
+    // A sender that posts Calls of `per_call` WRs each (REG_MRs and the
+    // Send); a completion retires everything up to the signalled Send,
+    // and arrives before the next Call (the worst case it could not
+    // arrive at all for a while is what the half-full rule bounds).
+    let depth = 100usize;
+    for per_call in 1..=9usize {
+        let mut s = SendSignal::new();
+        let mut unretired = 0usize;
+        for _ in 0..1000 {
+            unretired += per_call;
+            assert!(unretired <= depth / 2 + per_call, "{per_call}: {unretired}");
+            if s.next_in(LOW_BUFFERS + 1, unretired, depth) {
+                unretired = 0;
+            }
+        }
+    }
 }

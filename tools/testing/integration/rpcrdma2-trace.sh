@@ -131,7 +131,7 @@ w=$(ev marshal 'call=read ' | head -n 1)
 wx=$(sed -n 's/.* xid=\(0x[0-9a-f]*\) .*/\1/p' <<<"$w")
 need mr_reg "xid=$wx " "the write's registration"
 need mr_inv "xid=$wx " "the write's invalidation"
-need post_send "xid=$wx mrs=[1-9][0-9]* signaled=1 " "the write's Send, chained after its REG_MRs"
+need post_send "xid=$wx mrs=[1-9][0-9]* signaled=[01] " "the write's Send, chained after its REG_MRs"
 tb_log "write: Read chunk, xid $wx registered and invalidated"
 echo 3 >/proc/sys/vm/drop_caches
 echo >"$T/trace"
@@ -145,8 +145,35 @@ need mr_inv "xid=$rx " "the read's invalidation"
 need reply "xid=$rx .*class=chunked" "the read's reply"
 tb_log "read: Write chunk, xid $rx registered, answered with chunks, invalidated ($(ev mr_inv "xid=$rx " | sed -n 's/.*how=\([a-z]*\).*/\1/p' | sort -u | tr '\n' ' '))"
 
+# A Send with REG_MRs follows the same batching as an inline one (the
+# request keeps its MRs; the REG_MRs' contexts only hold references):
+# 64 direct 4 KiB reads are 64 READs with a Write chunk: some of their
+# Sends signalled, some not, never 16 Sends in a row unsignalled, and
+# every read's data right.
+tb_log "=== chunked Sends are signalled in batches"
+head -c 262144 /dev/urandom >/tmp/ref4
+dd if=/tmp/ref4 of="$MNT/small" bs=256k count=1 oflag=direct status=none
+echo >"$T/trace"
+for i in $(seq 0 63); do
+	dd if="$MNT/small" of=/tmp/blk bs=4k count=1 skip="$i" iflag=direct status=none
+	dd if=/tmp/ref4 of=/tmp/refblk bs=4k count=1 skip="$i" status=none
+	cmp -s /tmp/blk /tmp/refblk || tb_die "4 KiB read $i returned other data"
+done
+# Runs over every Call's Send (the inline ones among them share the
+# batch), counts over those with REG_MRs.
+read -r csig cuns crun <<<"$(ev post_send | awk '
+	{ for (i = 1; i <= NF; i++) if (split($i, kv, "=") == 2) f[kv[1]] = kv[2] }
+	f["signaled"] == 1 { if (f["mrs"] > 0) sig++; r[f["conn"]] = 0; next }
+	{ if (f["mrs"] > 0) uns++; if (++r[f["conn"]] > run) run = r[f["conn"]] }
+	END { printf "%d %d %d\n", sig, uns, run }')"
+tb_log "chunked Call Sends: $csig signalled, $cuns unsignalled (longest unsignalled run $crun)"
+((csig + cuns >= 64)) || tb_die "only $((csig + cuns)) Sends with REG_MRs for 64 direct 4 KiB reads"
+((cuns > 0)) || tb_die "every one of $csig Sends with REG_MRs was signalled"
+((csig > 0)) || tb_die "none of $cuns Sends with REG_MRs was signalled"
+((crun < 16)) || tb_die "$crun Sends in a row were unsignalled (SIGNAL_EVERY is 16)"
+
 tb_log "=== disconnect, and nothing traced when disabled"
-rm -rf "$MNT/meta" "$MNT/big"
+rm -rf "$MNT/meta" "$MNT/big" "$MNT/small"
 tb_umount "$MNT"
 need disconnect "reason=" "the end of the connection"
 echo 0 >"$T/events/rpcrdma2/enable"
