@@ -55,6 +55,7 @@ kunit_table_suite!(
 kunit_suite!(rpcrdma2_xprt {
     create_formats_ipv4_addresses,
     slots_cycle_through_ops_table,
+    slot_reset_leaves_rq_cong_to_reset_cong,
     connect_timeout_shortens_rpc_timeout,
     hz_is_the_kernels,
     close_reason_first_cause_flushed_gives_way,
@@ -143,6 +144,38 @@ fn slots_cycle_through_ops_table() -> TestResult {
         x.get().data.free_slots(),
         usize::from(crate::transport::DEFAULT_MAX_REQUESTS)
     );
+    Ok(())
+}
+
+/// A slot given back is zeroed but for `rq_cong`, the one field another
+/// context may store to while the slot is free: `reset_slots_cong` clears
+/// it, under `transport_lock`, on free slots as on held ones. (SUNRPC's
+/// `xprt_release` clears it before `free_slot`; `with_slots` does not.)
+fn slot_reset_leaves_rq_cong_to_reset_cong() -> TestResult {
+    let (_args, x) = test_xprt()?;
+    let n = usize::from(crate::transport::DEFAULT_MAX_REQUESTS);
+    kassert_eq!(x.get().data.free_slots(), n);
+    let took = x
+        .with_slots(n, |rq| {
+            rq.rq_cong = 1;
+            rq.rq_xid = 0x1234_5678;
+            rq.rq_retries = 3;
+        })
+        .map_err(|_| TestFailure)?;
+    kassert_eq!(took, n);
+    let (mut cong, mut zeroed) = (0, 0);
+    x.with_slots(n, |rq| {
+        cong += usize::from(rq.rq_cong == 1);
+        zeroed += usize::from(rq.rq_xid == 0 && rq.rq_retries == 0);
+    })
+    .map_err(|_| TestFailure)?;
+    kassert_eq!((cong, zeroed), (n, n));
+    x.get().reset_slots_cong();
+    let mut left = 0;
+    x.with_slots(n, |rq| left += usize::from(rq.rq_cong != 0))
+        .map_err(|_| TestFailure)?;
+    kassert_eq!(left, 0);
+    kassert_eq!(x.get().data.free_slots(), n);
     Ok(())
 }
 

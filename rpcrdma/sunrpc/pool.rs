@@ -10,52 +10,10 @@
 use super::slot::{task_add_backlog, task_set_slot, wake_up_backlog, FreeSlot, SlotBox, Task};
 use super::xprt::Xprt;
 use crate::compat::init::PinInit;
+use crate::sync::kvec::{kfree_list, KFreeList};
 use core::pin::Pin;
 use kernel::alloc::{flags::GFP_KERNEL, KBox, KVec};
 use kernel::prelude::*;
-use kernel::sync::SpinLock;
-
-/// The free slots, as the handles that say they are free: a stack over a
-/// fixed array with room for every slot (6.12's `KVec` has no `pop`, and
-/// a fixed array never allocates on the hot path).
-struct FreeList<S> {
-    free: KVec<Option<FreeSlot<S>>>,
-    top: usize,
-}
-
-impl<S> FreeList<S> {
-    /// The one handle of each of `slots`, all free.
-    fn full(slots: &[Pin<KBox<SlotBox<S>>>]) -> Result<Self> {
-        let mut free = KVec::with_capacity(slots.len(), GFP_KERNEL)?;
-        for slot in slots {
-            // SAFETY: the slot was just made, so no task holds it, and
-            // this is its only handle. It is pinned in the pool's slot
-            // array, dropped only with the pool, which its transport drops
-            // after `destroy`, which SUNRPC calls once every task, and so
-            // every slot, is released (the array is declared after the
-            // free list, so it outlives the handles also while the pool is
-            // dropped). The handle goes only to the pool's transport: its
-            // `alloc_slot` and `free_slot` trampolines are the only callers
-            // of `SlotPool::alloc` and `SlotPool::release`, with their own
-            // `rpc_xprt`, and back to this free list.
-            free.push(Some(unsafe { FreeSlot::new(slot.as_ref()) }), GFP_KERNEL)?;
-        }
-        let top = free.len();
-        Ok(FreeList { free, top })
-    }
-
-    fn pop(&mut self) -> Option<FreeSlot<S>> {
-        self.top = self.top.checked_sub(1)?;
-        self.free.as_mut_slice().get_mut(self.top)?.take()
-    }
-
-    fn push(&mut self, slot: FreeSlot<S>) {
-        if let Some(e) = self.free.as_mut_slice().get_mut(self.top) {
-            *e = Some(slot);
-            self.top += 1;
-        }
-    }
-}
 
 /// A transport's request slots.
 ///
@@ -65,12 +23,11 @@ impl<S> FreeList<S> {
 /// transport or has its one [`FreeSlot`] handle in `free`.
 #[pin_data]
 pub struct SlotPool<S> {
-    /// The handles of the free slots (declared before `slots`, so they are
-    /// dropped before the slots they point to). Its lock also keeps a
-    /// slot from being reset ([`FreeSlot::reset`]) while
-    /// [`SlotPool::reset_cong`] runs.
-    #[pin]
-    free: SpinLock<FreeList<S>>,
+    /// The handles of the free slots, taken and given back without a
+    /// lock: `alloc_slot` and `free_slot` run in any task's context, at
+    /// once (declared before `slots`, so the handles are dropped before
+    /// the slots they point to).
+    free: KFreeList<FreeSlot<S>>,
     /// Every slot, pinned; owns the memory the handles in `free` and the
     /// slots lent to SUNRPC point to.
     slots: KVec<Pin<KBox<SlotBox<S>>>>,
@@ -92,11 +49,24 @@ impl<S> SlotPool<S> {
         for index in 0..n {
             slots.push(SlotBox::new(index, buf_size, init(index))?, GFP_KERNEL)?;
         }
-        let free = FreeList::full(&slots)?;
-        Ok(try_pin_init!(SlotPool {
-            free <- kernel::new_spinlock!(free, "rpcrdma2_free_slots"),
-            slots,
-        }? Error))
+        let free = kfree_list(slots.len())?;
+        for slot in slots.iter() {
+            // SAFETY: the slot was just made, so no task holds it, and
+            // this is its only handle. It is pinned in the pool's slot
+            // array, dropped only with the pool, which its transport drops
+            // after `destroy`, which SUNRPC calls once every task, and so
+            // every slot, is released (the array is declared after the
+            // free list, so it outlives the handles also while the pool is
+            // dropped). The handle goes only to the pool's transport: its
+            // `alloc_slot` and `free_slot` trampolines are the only callers
+            // of `SlotPool::alloc` and `SlotPool::release`, with their own
+            // `rpc_xprt`, and back to this free list.
+            let handle = unsafe { FreeSlot::new(slot.as_ref()) };
+            // The list has room for every slot and more; nothing else
+            // gives or takes yet.
+            free.give(handle).map_err(|_| ENOMEM)?;
+        }
+        Ok(try_pin_init!(SlotPool { free, slots }? Error))
     }
 
     /// How many slots the pool has.
@@ -104,9 +74,10 @@ impl<S> SlotPool<S> {
         self.slots.len()
     }
 
-    /// How many slots are free.
+    /// How many slots are free (a snapshot: a slot on its way in or out
+    /// is not counted).
     pub fn free_count(&self) -> usize {
-        self.free.lock().top
+        self.free.held()
     }
 
     /// `xprt_ops::alloc_slot`: gives `task` a free slot, or queues it on
@@ -137,16 +108,20 @@ impl<S> SlotPool<S> {
     }
 
     fn take(&self) -> Option<FreeSlot<S>> {
-        self.free.lock().pop()
+        self.free.take()
     }
 
-    /// Returns a free slot to the pool, its `rpc_rqst` zeroed (under the
-    /// free list's lock: [`SlotPool::reset_cong`] writes `rq_cong` of
-    /// every slot, free ones too, under it).
+    /// Returns a free slot to the pool, its `rpc_rqst` zeroed.
     fn put(&self, mut slot: FreeSlot<S>) {
-        let mut free = self.free.lock();
         slot.reset();
-        free.push(slot);
+        if self.free.give(slot).is_err() {
+            // Only if more takes than the list's spare cells are stopped
+            // half-way at once; the slot's memory stays the pool's, only
+            // its use is lost.
+            if crate::compat::print::ratelimit() {
+                pr_err!("free_slot: the free list refused a slot; the transport has one fewer\n");
+            }
+        }
     }
 
     /// Forgets every request's congestion-window slot (a connection
@@ -156,12 +131,9 @@ impl<S> SlotPool<S> {
     ///
     /// `xprt` is the pool's transport (the one its slots are lent to).
     pub(super) unsafe fn reset_cong(&self, xprt: &Xprt) {
-        let free = self.free.lock();
         for slot in self.slots.iter() {
-            // SAFETY: the slots are `xprt`'s (per the caller); a free slot
-            // is reset only under `free`, held here.
+            // SAFETY: the slots are `xprt`'s (per the caller).
             unsafe { slot.reset_cong(xprt) };
         }
-        drop(free);
     }
 }

@@ -181,14 +181,11 @@ impl<S> SlotBox<S> {
     /// # Safety
     ///
     /// The slot belongs to `xprt` (its tasks reach it through `xprt`'s
-    /// `alloc_slot`), and if it is free, its [`FreeSlot`] is not being
-    /// [reset](FreeSlot::reset) meanwhile (which zeroes `rq_cong` too,
-    /// without the lock).
+    /// `alloc_slot`).
     pub(super) unsafe fn reset_cong(&self, xprt: &Xprt) {
         // SAFETY: the slot is alive; every writer of `rq_cong` of a slot
         // of `xprt` holds `xprt`'s `transport_lock` (per the caller), held
-        // across the store, or is the reset of a free slot, which the
-        // caller keeps from running meanwhile.
+        // across the store ([`FreeSlot::reset`] leaves `rq_cong` alone).
         unsafe {
             let lock = addr_of_mut!((*xprt.as_raw()).transport_lock);
             spin_lock(lock);
@@ -276,13 +273,29 @@ impl<S> FreeSlot<S> {
         FreeSlot(unsafe { NonNull::new_unchecked(rq.cast::<SlotBox<S>>()) })
     }
 
-    /// Zeroes the `rpc_rqst` for reuse, as the C client does on release.
+    /// Zeroes the `rpc_rqst` for reuse, as the C client does on release,
+    /// but for `rq_cong`: [`SlotBox::reset_cong`] may store to it at any
+    /// time, under `transport_lock`, and it is 0 already (SUNRPC's
+    /// `xprt_release` runs `xprt_release_rqst_cong`, the transport's
+    /// `release_request` op, before `free_slot`).
     pub(super) fn reset(&mut self) {
+        /// The size of what `_p` points to.
+        const fn size_of_pointee<T>(_p: *const T) -> usize {
+            core::mem::size_of::<T>()
+        }
+        let rq = self.rqst.get();
+        let cong = core::mem::offset_of!(bindings::rpc_rqst, rq_cong);
+        let end = core::mem::size_of::<bindings::rpc_rqst>();
         // SAFETY: the slot is alive and no task holds it (type
-        // invariant), so SUNRPC does not touch the `rpc_rqst`; the one
-        // other writer of a free slot, `SlotBox::reset_cong`, requires
-        // its caller to keep it from running meanwhile.
-        unsafe { core::ptr::write_bytes(self.rqst.get(), 0, 1) };
+        // invariant), so SUNRPC does not touch the `rpc_rqst`; the two
+        // ranges are within it and leave out `rq_cong`, the one field
+        // another context writes while the slot is free.
+        unsafe {
+            let after = cong + size_of_pointee(addr_of!((*rq).rq_cong));
+            let base = rq.cast::<u8>();
+            core::ptr::write_bytes(base, 0, cong);
+            core::ptr::write_bytes(base.add(after), 0, end - after);
+        }
     }
 
     /// Gives up the handle for SUNRPC: the `rpc_rqst` to lend.

@@ -446,6 +446,50 @@ impl<T: Transport> Unpublished<T> {
         }
     }
 
+    /// Takes `n` slots through the ops table's `alloc_slot` (there must
+    /// be `n` free: a task that finds none would be queued on the
+    /// backlog), shows each `rpc_rqst` to `f`, and gives them all back
+    /// through `free_slot`; returns how many it took. As SUNRPC's
+    /// `xprt_release` would not have run, `rq_cong` is left as `f` leaves
+    /// it.
+    pub fn with_slots(
+        &self,
+        n: usize,
+        mut f: impl FnMut(&mut bindings::rpc_rqst),
+    ) -> Result<usize> {
+        let mut taken = kernel::alloc::KVec::with_capacity(n, kernel::alloc::flags::GFP_KERNEL)?;
+        // SAFETY: the ops table was installed by `create`; each task is a
+        // zeroed stand-in that lives across its `alloc_slot`, which with
+        // a free slot only sets `tk_rqstp` and `tk_status`. A slot taken
+        // is this function's until `free_slot` gives it back below (no
+        // task of SUNRPC's holds it), so `f` may write it meanwhile.
+        unsafe {
+            let ops = &*(*self.0.as_ptr()).ops;
+            let (Some(alloc), Some(free)) = (ops.alloc_slot, ops.free_slot) else {
+                return Err(EINVAL);
+            };
+            for _ in 0..n {
+                let mut task = bindings::rpc_task::default();
+                alloc(self.0.as_ptr(), &mut task);
+                if task.tk_status != 0 || task.tk_rqstp.is_null() {
+                    break;
+                }
+                f(&mut *task.tk_rqstp);
+                if let Err(e) = taken.push(task.tk_rqstp, kernel::alloc::flags::GFP_KERNEL) {
+                    free(self.0.as_ptr(), task.tk_rqstp);
+                    for &rq in taken.iter() {
+                        free(self.0.as_ptr(), rq);
+                    }
+                    return Err(e.into());
+                }
+            }
+            for &rq in taken.iter() {
+                free(self.0.as_ptr(), rq);
+            }
+        }
+        Ok(taken.len())
+    }
+
     /// Runs the ops table's `alloc_slot` for a fresh task and returns
     /// whether it got a slot, then hands it back through `free_slot`.
     pub fn cycle_slot(&self) -> bool {

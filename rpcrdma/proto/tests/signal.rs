@@ -102,21 +102,59 @@ fn a_send_queue_more_than_half_full_is_signalled_and_restarts_the_batch() {
 }
 
 #[test]
-fn a_chunked_send_queue_never_fills_with_unretired_work() {
-    // A sender that posts Calls of `per_call` WRs each (REG_MRs and the
-    // Send); a completion retires everything up to the signalled Send,
-    // and arrives before the next Call (the worst case it could not
-    // arrive at all for a while is what the half-full rule bounds).
+fn a_send_queue_over_half_full_always_has_a_completion_coming() {
+    // A sender posts Calls of `per_call` WRs each (REG_MRs, then the
+    // Send, which alone may be signalled) into a queue of `depth`; a
+    // signalled Send's completion retires it and every WR before it, but
+    // arrives late, after a pseudo-random number of later Calls, or only
+    // when the sender has to wait for room. The property that keeps the
+    // sender from stalling: whenever more than half of the queue is
+    // taken, a signalled WR is among the outstanding ones, so a sender
+    // that finds the queue full is always woken by a completion.
     let depth = 100usize;
+    let mut seed = 0x2545_f491_u32;
+    let mut rand = move || {
+        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        (seed >> 16) as usize
+    };
     for per_call in 1..=9usize {
         let mut s = SendSignal::new();
-        let mut unretired = 0usize;
-        for _ in 0..1000 {
-            unretired += per_call;
-            assert!(unretired <= depth / 2 + per_call, "{per_call}: {unretired}");
-            if s.next_in(LOW_BUFFERS + 1, unretired, depth) {
-                unretired = 0;
+        // The outstanding WRs, oldest first: whether each is signalled.
+        let mut queue: std::collections::VecDeque<bool> = Default::default();
+        let mut signalled_posts = 0usize;
+        for _ in 0..5000 {
+            // Completions that have arrived: each retires up to the
+            // oldest outstanding signalled WR.
+            let arrived = if rand() % 4 == 0 { 1 } else { 0 };
+            for _ in 0..arrived {
+                if let Some(k) = queue.iter().position(|&sig| sig) {
+                    queue.drain(..=k);
+                }
+            }
+            // No room: the sender waits, which needs a completion coming.
+            while queue.len() + per_call > depth {
+                let k = queue.iter().position(|&sig| sig).unwrap_or_else(|| {
+                    panic!("{per_call}: queue full of {} unsignalled WRs", queue.len())
+                });
+                queue.drain(..=k);
+            }
+            queue.extend(std::iter::repeat_n(false, per_call - 1));
+            let sig = s.next_in(LOW_BUFFERS + 1, queue.len() + 1, depth);
+            queue.push_back(sig);
+            signalled_posts += usize::from(sig);
+            if queue.len() > depth / 2 {
+                assert!(
+                    queue.iter().any(|&sig| sig),
+                    "{per_call}: {} of {depth} WRs outstanding, none signalled",
+                    queue.len()
+                );
             }
         }
+        // Signalled at least once per half queue of WRs (a bound, not
+        // the batching rule, which the tests above check).
+        assert!(
+            signalled_posts * (depth / 2) >= 5000 * per_call - depth,
+            "{per_call}"
+        );
     }
 }
